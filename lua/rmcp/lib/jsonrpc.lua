@@ -1,0 +1,205 @@
+-- JSON-RPC 2.0 peer over any line transport: used for ACP (agents), the agentd socket and MCP stdio.
+-- Envelopes are strict (a response carries result or error, never both, and no extra keys).
+local json = require "rmcp.lib.json"
+
+local M = {}
+
+M.PARSE_ERROR = -32700
+M.INVALID_REQUEST = -32600
+M.METHOD_NOT_FOUND = -32601
+M.INVALID_PARAMS = -32602
+M.INTERNAL_ERROR = -32603
+
+local error_mt = { __name = "jsonrpc.error" }
+error_mt.__tostring = function(e) return string.format("%s (%d)", e.message, e.code) end
+
+-- Builds an error object; handlers may return it through reply(nil, err) or raise it.
+function M.error(code, message, data)
+  return setmetatable({ code = code, message = message, data = data }, error_mt)
+end
+
+-- True when v is an error object built by M.error (or decoded from a peer).
+function M.is_error(v)
+  return getmetatable(v) == error_mt
+end
+
+local Peer = {}
+Peer.__index = Peer
+
+-- Creates a peer. opts: send(line) (required), methods = {name = fn(params, reply, peer)},
+-- on_request(method, params, reply, peer) fallback, on_notification(method, params, peer),
+-- on_protocol_error(message, line) for lines that are not JSON-RPC, name for messages.
+function M.new(opts)
+  assert(type(opts.send) == "function", "jsonrpc.new: send function required")
+  return setmetatable({
+    send_line = opts.send,
+    methods = opts.methods or {},
+    on_request = opts.on_request,
+    on_notification = opts.on_notification,
+    on_protocol_error = opts.on_protocol_error,
+    name = opts.name or "peer",
+    next_id = 0,
+    pending = {},      -- id -> callback(result, err)
+    pending_n = 0,
+    closed = false,
+  }, Peer)
+end
+
+-- Encodes and sends one message; returns false, message when it cannot be encoded.
+function Peer:send(msg)
+  if self.closed then return false, "connection closed" end
+  local line, err = json.encode(msg)
+  if not line then return false, err end
+  self.send_line(line)
+  return true
+end
+
+-- Sends a request; cb(result, err) runs once with the result or an error object. Returns the id.
+function Peer:request(method, params, cb)
+  self.next_id = self.next_id + 1
+  local id = self.next_id
+  if self.closed then
+    cb(nil, M.error(M.INTERNAL_ERROR, "connection closed"))
+    return id
+  end
+  self.pending[id] = cb
+  self.pending_n = self.pending_n + 1
+  local ok, err = self:send({ jsonrpc = "2.0", id = id, method = method, params = params })
+  if not ok then
+    self.pending[id] = nil
+    self.pending_n = self.pending_n - 1
+    cb(nil, M.error(M.INTERNAL_ERROR, err))
+  end
+  return id
+end
+
+-- Sends a notification (no reply expected).
+function Peer:notify(method, params)
+  return self:send({ jsonrpc = "2.0", method = method, params = params })
+end
+
+-- Forgets a pending request without calling its callback (after $/cancel, say).
+function Peer:forget(id)
+  if self.pending[id] then
+    self.pending[id] = nil
+    self.pending_n = self.pending_n - 1
+  end
+end
+
+-- Number of requests sent and not yet answered.
+function Peer:pending_count()
+  return self.pending_n
+end
+
+-- Marks the peer closed and fails every pending request with reason.
+function Peer:close(reason)
+  if self.closed then return end
+  self.closed = true
+  local pending = self.pending
+  self.pending, self.pending_n = {}, 0
+  for _, cb in pairs(pending) do
+    cb(nil, M.error(M.INTERNAL_ERROR, reason or "connection closed"))
+  end
+end
+
+-- Sends an error response for id.
+function Peer:respond_error(id, code, message, data)
+  return self:send({ jsonrpc = "2.0", id = id == nil and json.null or id,
+                     error = { code = code, message = message, data = data } })
+end
+
+-- Makes the once-only reply function handed to a method handler.
+local function make_reply(peer, id)
+  local done = false
+  return function(result, err)
+    if done then return false end
+    done = true
+    if id == nil then return true end -- a notification: nothing to send
+    if err ~= nil then
+      if type(err) ~= "table" then err = M.error(M.INTERNAL_ERROR, tostring(err)) end
+      return peer:respond_error(id, err.code or M.INTERNAL_ERROR, err.message or "error", err.data)
+    end
+    if result == nil then result = {} end
+    return peer:send({ jsonrpc = "2.0", id = id, result = result })
+  end
+end
+
+-- Runs a request handler, turning a raised error into a JSON-RPC error reply.
+local function run_handler(peer, fn, params, reply, method)
+  local ok, err = xpcall(fn, function(e)
+    if M.is_error(e) then return e end
+    return M.error(M.INTERNAL_ERROR, tostring(e), { traceback = debug.traceback(nil, 2) })
+  end, params, reply, peer, method)
+  if not ok then
+    if err.data and err.data.traceback then
+      io.stderr:write(string.format("%s: handler %s failed: %s\n%s\n", peer.name, method, err.message, err.data.traceback))
+      err.data = nil
+    end
+    reply(nil, err)
+  end
+end
+
+-- Handles a response to one of our requests.
+function Peer:handle_response(msg)
+  local cb = self.pending[msg.id]
+  if not cb then return end
+  self.pending[msg.id] = nil
+  self.pending_n = self.pending_n - 1
+  if msg.error ~= nil then
+    local e = type(msg.error) == "table" and msg.error or { message = tostring(msg.error) }
+    cb(nil, M.error(tonumber(e.code) or M.INTERNAL_ERROR, tostring(e.message or "error"), e.data))
+  else
+    cb(msg.result)
+  end
+end
+
+-- Reports a line that is not valid JSON-RPC.
+function Peer:protocol_error(message, line)
+  if self.on_protocol_error then self.on_protocol_error(message, line) end
+end
+
+-- Feeds one received line: dispatches requests/notifications, settles responses.
+function Peer:receive(line)
+  local msg, err = json.decode(line)
+  if msg == nil then
+    self:protocol_error("parse error: " .. tostring(err), line)
+    return self:respond_error(nil, M.PARSE_ERROR, "Parse error: " .. tostring(err))
+  end
+  if type(msg) ~= "table" or msg[1] ~= nil then
+    self:protocol_error("not a JSON-RPC object", line)
+    return self:respond_error(nil, M.INVALID_REQUEST, "Invalid Request: expected a single JSON-RPC object (batches are not supported)")
+  end
+  local id = msg.id
+  if id == json.null then id = nil end
+  if msg.method == nil then
+    if id ~= nil and (msg.result ~= nil or msg.error ~= nil) then return self:handle_response(msg) end
+    self:protocol_error("message without method or result", line)
+    if id ~= nil then return self:respond_error(id, M.INVALID_REQUEST, "Invalid Request: no method") end
+    return
+  end
+  if msg.jsonrpc ~= "2.0" or type(msg.method) ~= "string"
+     or (id ~= nil and type(id) ~= "string" and math.type(id) ~= "integer") then
+    return self:respond_error(id, M.INVALID_REQUEST, "Invalid Request: need jsonrpc \"2.0\", a string method and a string or integer id")
+  end
+  local params = msg.params
+  if params == json.null then params = nil end
+  if params ~= nil and type(params) ~= "table" then
+    if id ~= nil then return self:respond_error(id, M.INVALID_PARAMS, "Invalid params: params must be an object or array") end
+    return
+  end
+  local reply = make_reply(self, id)
+  local fn = self.methods[msg.method]
+  if fn then return run_handler(self, fn, params or {}, reply, msg.method) end
+  if id == nil then
+    if self.on_notification then
+      run_handler(self, function(p) self.on_notification(msg.method, p, self) end, params or {}, reply, msg.method)
+    end
+    return
+  end
+  if self.on_request then
+    return run_handler(self, function(p, r) self.on_request(msg.method, p, r, self) end, params or {}, reply, msg.method)
+  end
+  return reply(nil, M.error(M.METHOD_NOT_FOUND, "Method not found: " .. msg.method))
+end
+
+return M

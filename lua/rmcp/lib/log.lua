@@ -1,0 +1,30 @@
+-- Diagnostics for every process: one line per message to stderr (the daemon points stderr at its log).
+-- stdout is never used: in the MCP server it carries only protocol.
+local M = {}
+
+local levels = { debug = 10, info = 20, warn = 30, error = 40 }
+local threshold = levels[os.getenv("REASONIX_MCP_LOG_LEVEL") or "info"] or levels.info
+local role = "reasonix-mcp"
+local sink = function(line) io.stderr:write(line) end
+
+-- Names the process in every line (server, agentd, ...).
+function M.set_role(name) role = name end
+
+-- Sends lines elsewhere (a rotating file, a test buffer); fn(line) gets text ending in "\n".
+function M.set_sink(fn) sink = fn end
+
+-- Formats and writes one message at level if it passes the threshold.
+local function emit(level, fmt, ...)
+  if levels[level] < threshold then return end
+  local ok, text = pcall(string.format, fmt, ...)
+  if not ok then text = tostring(fmt) end
+  sink(string.format("%s %s[%d] %s: %s\n", os.date("!%Y-%m-%dT%H:%M:%SZ"), role,
+    require("luv").os_getpid(), level, text))
+end
+
+function M.debug(fmt, ...) emit("debug", fmt, ...) end
+function M.info(fmt, ...) emit("info", fmt, ...) end
+function M.warn(fmt, ...) emit("warn", fmt, ...) end
+function M.error(fmt, ...) emit("error", fmt, ...) end
+
+return M

@@ -1,0 +1,68 @@
+-- Entry point of every reasonix-mcp process: the C core calls main(argv) once, then runs the loop.
+-- Subcommands: (none)/launcher, server, agentd, ctl, doctor, script FILE, version.
+local M = {}
+
+local commands = {
+  launcher = "rmcp.launcher.main",
+  server = "rmcp.server.main",
+  agentd = "rmcp.agentd.main",
+  ctl = "rmcp.ctl.main",
+  doctor = "rmcp.doctor",
+}
+
+-- Prints usage to stderr.
+local function usage()
+  io.stderr:write([[
+usage: reasonix-mcp [launcher]       MCP server for a host (stdio), restarted on upgrade
+       reasonix-mcp server           MCP server without the launcher
+       reasonix-mcp agentd           the detached daemon that owns the agents
+       reasonix-mcp ctl COMMAND      look at and steer the fleet from a shell (ctl help)
+       reasonix-mcp doctor           check agent binary, provider, socket dir and daemon
+       reasonix-mcp script FILE ...  run a Lua file with the core modules (tests, tools)
+       reasonix-mcp version
+]])
+end
+
+-- Runs a Lua file with global arg set like the standalone interpreter does.
+local function run_script(argv)
+  local file = argv[2]
+  if not file then usage(); return 2 end
+  local script_arg = { [0] = file }
+  for i = 3, #argv do script_arg[#script_arg + 1] = argv[i] end
+  _G.arg = script_arg
+  local chunk, err = loadfile(file)
+  if not chunk then
+    io.stderr:write("reasonix-mcp: ", err, "\n")
+    return 1
+  end
+  chunk(table.unpack(script_arg))
+end
+
+-- Dispatches argv (argv[1] is the subcommand) and returns an exit code to stop at once, or nothing to run the loop.
+function M.main(argv)
+  local sub = argv[1] or "launcher"
+  if sub == "script" then
+    local code = run_script(argv)
+    if code then require("rmcp.sys").stop(code) end
+    return
+  end
+  if sub == "version" or sub == "--version" then
+    io.stdout:write("reasonix-mcp ", require("rmcp.host").version, "\n")
+    return require("rmcp.sys").stop(0)
+  end
+  if sub == "help" or sub == "--help" or sub == "-h" then
+    usage()
+    return require("rmcp.sys").stop(0)
+  end
+  local module = commands[sub]
+  if not module then
+    io.stderr:write("reasonix-mcp: unknown command '", sub, "'\n")
+    usage()
+    return require("rmcp.sys").stop(2)
+  end
+  local rest = {}
+  for i = 2, #argv do rest[#rest + 1] = argv[i] end
+  require(module).main(rest)
+end
+
+return M
