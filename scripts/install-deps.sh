@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs what building and testing need and is missing: Debian packages (as root), the pinned
+# reasonix agent from npm into .agent/, and the e2e test clients into tests/e2e/node_modules.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+debs=(cmake make gcc pkg-config liblua5.4-dev lua-cjson lua-cjson-dev libuv1-dev lua-luv lua-luv-dev python3 valgrind procps)
+missing=()
+for p in "${debs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+command -v node >/dev/null && command -v npm >/dev/null || missing+=(nodejs npm)
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "missing packages: ${missing[*]} — run as root (or: sudo apt-get install ${missing[*]})" >&2
+    exit 1
+  fi
+  echo "installing: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+scripts/install-agent.sh
+
+if [ -f tests/e2e/package.json ]; then
+  if [ ! -d tests/e2e/node_modules ] || [ tests/e2e/package.json -nt tests/e2e/node_modules ]; then
+    if [ -f tests/e2e/package-lock.json ]; then
+      npm ci --prefix tests/e2e --no-audit --no-fund --loglevel=error
+    else
+      npm install --prefix tests/e2e --no-audit --no-fund --loglevel=error
+    fi
+    touch tests/e2e/node_modules
+  fi
+fi
