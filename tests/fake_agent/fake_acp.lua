@@ -13,6 +13,9 @@
 --   permission  raises session/request_permission (allow_once/reject_once) and reports the outcome
 -- Other knobs: FAKE_ACP_CHUNK_MS (pause between chunks of a normal turn, default 0, so a test can
 -- steer or cancel mid-turn), FAKE_ACP_CHUNK (chars per chunk, default 16).
+-- A steer shows up in the turn's text as "[steer] <text>". resume/load accept any `fake-…` id (no
+-- history is kept, so a restarted fake can "resume"). On stdin EOF running turns end `cancelled`
+-- (hang's too) and it exits 0; if the client stops reading, it exits without SIGPIPE.
 local uv = require "luv"
 local cjson = require "cjson"
 
