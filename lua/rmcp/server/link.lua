@@ -1,0 +1,72 @@
+-- The server's connection to agentd, through rmcp.agentd.client (which starts the daemon when it is
+-- absent and reconnects after it restarts). Made on the first tool call, once the orchestrator id is
+-- known from initialize. Failures come back as error objects the tool layer turns into isError text.
+local jsonrpc = require "rmcp.lib.jsonrpc"
+local config = require "rmcp.config"
+local log = require "rmcp.lib.log"
+
+local M = {}
+
+local Link = {}
+Link.__index = Link
+
+-- An error object for "agentd could not be reached" with a hint where to look.
+local function unavailable(message)
+  local e = jsonrpc.error(jsonrpc.INTERNAL_ERROR, message)
+  e.unavailable = true
+  e.log_hint = config.paths().log
+  return e
+end
+
+-- Connects for server (an mcp Server): hello carries its orchestrator id, project dir and client.
+function M.new(server)
+  local self = setmetatable({ server = server }, Link)
+  local ok, client = pcall(require, "rmcp.agentd.client")
+  if not ok then
+    self.failure = "the agentd client library is missing (" .. tostring(client):match("^[^\n]*") .. ")"
+    log.error("agentd link: %s", self.failure)
+    return self
+  end
+  local info = server.client_info or {}
+  local cok, conn, err = pcall(client.connect, {
+    home = config.home(),
+    orchestrator_id = server.orchestrator_id,
+    project_dir = server.project_dir,
+    client_info = { name = "reasonix-mcp server", version = server.version,
+                    mcp_client = { name = info.name, version = info.version } },
+    on_notification = function(method, params) server:on_agentd_notification(method, params) end,
+  })
+  if not cok or not conn then
+    self.failure = tostring(cok and err or conn)
+    log.error("agentd link: connect failed: %s", self.failure)
+    return self
+  end
+  self.conn = conn
+  log.info("agentd link: orchestrator %s, project %s, home %s", server.orchestrator_id, server.project_dir, config.home())
+  return self
+end
+
+-- Sends a request; cb(result, err) once. Returns the agentd request id (for cancel and progress).
+function Link:request(method, params, cb)
+  if not self.conn then
+    cb(nil, unavailable(self.failure or "no connection to agentd"))
+    return nil
+  end
+  return self.conn:request(method, params, function(result, err)
+    if err ~= nil and type(err) ~= "table" then err = unavailable(tostring(err)) end
+    cb(result, err)
+  end)
+end
+
+-- Releases a blocked watch/wait in agentd ($/cancel).
+function Link:cancel(id)
+  if self.conn and id then self.conn:cancel(id) end
+end
+
+-- Closes the connection (agentd cancels this connection's watches).
+function Link:close()
+  if self.conn and self.conn.close then self.conn:close() end
+  self.conn = nil
+end
+
+return M

@@ -1,0 +1,86 @@
+-- `reasonix-mcp server`: the MCP front-end on stdio. stdin (fd 0) carries requests in, stdout (fd 1)
+-- carries only protocol out; diagnostics go to stderr. Talks to agentd through server/link.lua.
+local uv = require "luv"
+local log = require "rmcp.lib.log"
+local config = require "rmcp.config"
+
+local M = {}
+
+-- The server version from the C host (absent when run outside the binary).
+local function host_version()
+  local ok, host = pcall(require, "rmcp.host")
+  return ok and type(host) == "table" and host.version or "0"
+end
+
+-- True when a launcher that can restart us is our parent (it sets REASONIX_MCP_LAUNCHER_PID to its
+-- pid; agentd and agents inherit the variable but have another parent, so they never match).
+local function supervised()
+  local pid = tonumber(os.getenv("REASONIX_MCP_LAUNCHER_PID") or "")
+  return pid ~= nil and uv.os_getppid() == pid
+end
+
+-- Stops the process with code once every queued stdout byte is written (at most ~2 s).
+local function exit_when_flushed(out, code)
+  local sys = require "rmcp.sys"
+  local timer = uv.new_timer()
+  local waited = 0
+  timer:start(0, 10, function()
+    waited = waited + 10
+    if out:is_closed() or out:queued() == 0 or waited >= 2000 then
+      timer:stop()
+      timer:close()
+      sys.stop(code)
+    end
+  end)
+end
+
+-- Runs the server on this process's stdio; returns at once (the loop does the work).
+function M.main(_args)
+  log.set_role("server")
+  local channel = require "rmcp.channel"
+  local mcp = require "rmcp.server.mcp"
+  local link = require "rmcp.server.link"
+  local max_line = config.limit("max_line")
+
+  local server, out, input
+  local stopping = false
+  local function stop(code, why)
+    if stopping then return end
+    stopping = true
+    log.info("server stopping: %s", why)
+    if input then input:close() end
+    if server then server:close() end
+    exit_when_flushed(out, code)
+  end
+
+  local err
+  out, err = channel.open(1, {
+    mode = "ndjson", read = false, write = true,
+    on_eof = function(e) if e then stop(0, "stdout closed: " .. tostring(e)) end end,
+  })
+  if not out then
+    log.error("cannot open stdout: %s", tostring(err))
+    return require("rmcp.sys").stop(1)
+  end
+  server = mcp.new{
+    send = function(line) if not out:is_closed() then out:write(line) end end,
+    project_dir = uv.cwd(),
+    version = host_version(),
+    supervised = supervised(),
+    link = function(s) return link.new(s) end,
+    exit = function(code) stop(code, "restart requested") end,
+  }
+  input, err = channel.open(0, {
+    mode = "ndjson", read = true, write = false, max_line = max_line,
+    on_line = function(line) server:receive(line) end,
+    on_oversize = function(n) server:oversize(n, max_line) end,
+    on_eof = function(e) stop(0, e and ("stdin error: " .. tostring(e)) or "stdin closed") end,
+  })
+  if not input then
+    log.error("cannot open stdin: %s", tostring(err))
+    return require("rmcp.sys").stop(1)
+  end
+  log.info("server %s ready on stdio (pid %d, project %s)", host_version(), uv.os_getpid(), uv.cwd())
+end
+
+return M

@@ -1,0 +1,402 @@
+-- The MCP session over one stdio connection: lifecycle and version negotiation, capabilities,
+-- tools/list and tools/call (tool failures become isError results), cancellation, progress relay,
+-- logging/setLevel. Protocol envelopes come from rmcp.lib.jsonrpc; tools live in server/tools/.
+local json = require "rmcp.lib.json"
+local jsonrpc = require "rmcp.lib.jsonrpc"
+local log = require "rmcp.lib.log"
+local schema = require "rmcp.server.schema"
+local tools = require "rmcp.server.tools"
+local relay = require "rmcp.server.relay"
+local elicitation = require "rmcp.server.elicitation"
+local orchestrator = require "rmcp.server.orchestrator"
+
+local M = {}
+
+-- Protocol versions we speak, newest first; the first is offered when the client asks for another.
+M.VERSIONS = { "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05" }
+local supported = {}
+for _, v in ipairs(M.VERSIONS) do supported[v] = true end
+
+-- RFC 5424 levels as MCP names them, in increasing severity.
+local LEVELS = { debug = 1, info = 2, notice = 3, warning = 4, error = 5, critical = 6, alert = 7, emergency = 8 }
+
+M.INSTRUCTIONS = [[
+Reasonix agents run in a background daemon; you orchestrate them.
+1. reasonix_spawn(task) for each piece of work (returns a session_id and the sandbox posture at once).
+2. Keep reasonix_watch(session_ids) in flight: it blocks until an agent finishes, needs a decision or dies, and returns compact results; no polling loop is needed.
+3. For each result: a permission_request or question -> reasonix_respond_permission(session_id, option_id); a finished session -> drop it from the list (reasonix_poll / reasonix_transcript for details); then watch the rest again.
+4. reasonix_send(session_id, message) steers a running agent or starts its next turn; reasonix_stop ends one (it stays resumable).
+Lost track of ids (e.g. after a restart)? reasonix_list shows your sessions; watch them again.]]
+
+local Server = {}
+Server.__index = Server
+
+-- A key for a request id that keeps 1 and "1" apart.
+local function id_key(id)
+  if id == nil then return nil end
+  return type(id) .. ":" .. tostring(id)
+end
+
+-- Creates the MCP session. opts: send(line), project_dir, link(server) -> agentd link,
+-- version (server version), supervised (a launcher can restart us), exit(code).
+function M.new(opts)
+  local self = setmetatable({
+    project_dir = opts.project_dir,
+    version = opts.version or "0",
+    supervised = opts.supervised or false,
+    exit = opts.exit or function() end,
+    make_link = opts.link,
+    initialized = false,          -- initialize answered
+    client_ready = false,         -- notifications/initialized received
+    protocol_version = M.VERSIONS[1],
+    client_info = nil,
+    client_caps = {},
+    log_level = "info",
+    calls = {},                   -- id_key -> in-flight tools/call
+    progress_calls = {},          -- agentd request id -> call with a progressToken
+    elicitations = {},            -- open elicitation forms (see elicitation.lua)
+    current = nil,                -- the message being dispatched
+    orchestrator_id = nil,
+  }, Server)
+  local methods = {}
+  for name, fn in pairs(M.methods) do
+    methods[name] = function(params, reply) return fn(self, params, reply) end
+  end
+  self.peer = jsonrpc.new{
+    name = "mcp",
+    send = opts.send,
+    methods = methods,
+    on_notification = function(method, params) self:on_notification(method, params) end,
+    on_protocol_error = function(message, line)
+      log.warn("mcp: protocol error: %s (line: %s)", message, tostring(line):sub(1, 200))
+    end,
+  }
+  self.tool_list, self.tools_by_name = tools.load()
+  return self
+end
+
+-- Feeds one line from the host. The decoded message is kept so handlers can see the request id.
+function Server:receive(line)
+  local msg = json.decode(line)
+  self.current = type(msg) == "table" and msg or nil
+  self.peer:receive(line)
+  self.current = nil
+end
+
+-- Answers a line over the size limit that was dropped unread.
+function Server:oversize(nbytes, limit)
+  log.warn("mcp: dropped a %d-byte message (limit %d)", nbytes, limit)
+  self.peer:respond_error(nil, jsonrpc.INVALID_REQUEST,
+    string.format("Invalid Request: message of %d bytes exceeds the %d-byte limit", nbytes, limit))
+end
+
+-- True once notifications may be sent (the initialize response went out).
+function Server:ready_for_notifications()
+  return self.initialized
+end
+
+-- True once the client said it is initialized, so requests to it are allowed.
+function Server:ready_for_requests()
+  return self.initialized and self.client_ready
+end
+
+-- Sends a notification to the host.
+function Server:notify(method, params)
+  return self.peer:notify(method, params)
+end
+
+-- Sends notifications/message if level passes the client's level; returns whether it was sent.
+function Server:log_message(level, data)
+  if not self.initialized then return false end
+  if (LEVELS[level] or 2) < (LEVELS[self.log_level] or 2) then return false end
+  self.peer:notify("notifications/message", { level = level, logger = "reasonix", data = data })
+  return true
+end
+
+-- The agentd link, created on first use (it starts agentd when needed).
+function Server:link()
+  if not self.agentd or not self.agentd.conn then
+    self.orchestrator_id = self.orchestrator_id
+      or orchestrator.id(self.client_info and self.client_info.name, self.project_dir)
+    self.agentd = self.make_link(self)
+  end
+  return self.agentd
+end
+
+-- Sends a request to agentd outside any tool call (elicitation answers); cb(result, err).
+function Server:agentd_request(method, params, cb)
+  return self:link():request(method, params, cb)
+end
+
+-- Turns an agentd error (or a message) into an actionable isError tool result.
+function Server:tool_error(tool_name, err)
+  local text
+  if type(err) == "table" then
+    text = tostring(err.message or "error")
+    if err.code == -32001 then
+      text = text .. " Call reasonix_list to see this orchestrator's sessions."
+    elseif err.code == -32602 and not text:find("reasonix_", 1, true) then
+      text = "Invalid arguments: " .. text
+    elseif err.unavailable then
+      text = text .. " (agentd could not be reached: check " .. tostring(err.log_hint or "$REASONIX_MCP_HOME/agentd.log")
+        .. " or run `reasonix-mcp doctor`.)"
+    end
+  else
+    text = tostring(err)
+  end
+  log.info("tool %s failed: %s", tool_name, text)
+  return { content = json.array({ { type = "text", text = tool_name .. ": " .. text } }), isError = true }
+end
+
+-- Wraps a structured tool result as a CallToolResult for the negotiated version.
+function Server:tool_result(tool, result)
+  if type(result) ~= "table" or result == json.null or schema.json_type(result) == "array" then
+    result = { value = result }
+  end
+  schema.conform(tool.outputSchema, result)
+  local text = json.encode(result) or "{}"
+  local out = { content = json.array({ { type = "text", text = text } }) }
+  if self.protocol_version >= "2025-06-18" then out.structuredContent = result end
+  return out
+end
+
+-- The tool definition as tools/list shows it under the negotiated version.
+function Server:describe_tool(tool)
+  local d = { name = tool.name, description = tool.description, inputSchema = tool.inputSchema }
+  if self.protocol_version >= "2025-06-18" then
+    d.title = tool.title
+    d.outputSchema = tool.outputSchema
+  end
+  if self.protocol_version >= "2025-03-26" then
+    d.annotations = {}
+    for k, v in pairs(tool.annotations or {}) do d.annotations[k] = v end
+    d.annotations.title = tool.title
+  end
+  return d
+end
+
+-- What a tool handler sees: the call, the project, agentd access, progress settings.
+local Ctx = {}
+Ctx.__index = Ctx
+
+-- Sends method to agentd for this call; cb(result, err). Long requests are cancellable and carry progress.
+function Ctx:agentd(method, params, cb)
+  local server, call = self.server, self.call
+  local settled, aid = false, nil
+  aid = server:link():request(method, params, function(result, err)
+    settled = true
+    if aid then
+      call.agentd_ids[aid] = nil
+      server.progress_calls[aid] = nil
+    end
+    cb(result, err)
+  end)
+  if aid and not settled then
+    call.agentd_ids[aid] = true
+    if call.progress_token ~= nil then server.progress_calls[aid] = call end
+  end
+end
+
+-- Asks the process to exit once the reply to this call is written (restart under a launcher).
+function Ctx:exit_after_reply(code)
+  self.call.exit_code = code
+end
+
+-- The REASONIX_MCP_PROGRESS_INTERVAL_MS override, or nil for agentd's default (10 s).
+local function progress_interval()
+  return tonumber(os.getenv("REASONIX_MCP_PROGRESS_INTERVAL_MS") or "")
+end
+
+M.methods = {}
+
+-- Shared answer of initialize and server/discover: what we are and what we offer.
+function Server:capabilities()
+  return { tools = { listChanged = false }, logging = {} }
+end
+
+function Server:server_info()
+  return { name = "reasonix-mcp", title = "Reasonix agents", version = self.version }
+end
+
+M.methods["initialize"] = function(self, params, reply)
+  if self.initialized then
+    return reply(nil, jsonrpc.error(jsonrpc.INVALID_REQUEST, "initialize was already called on this connection"))
+  end
+  local pv = params.protocolVersion
+  if type(pv) ~= "string" then
+    return reply(nil, jsonrpc.error(jsonrpc.INVALID_PARAMS, "initialize: params.protocolVersion must be a string"))
+  end
+  if params.capabilities ~= nil and type(params.capabilities) ~= "table" then
+    return reply(nil, jsonrpc.error(jsonrpc.INVALID_PARAMS, "initialize: params.capabilities must be an object"))
+  end
+  if params.clientInfo ~= nil and (type(params.clientInfo) ~= "table" or type(params.clientInfo.name) ~= "string") then
+    return reply(nil, jsonrpc.error(jsonrpc.INVALID_PARAMS, "initialize: params.clientInfo must be an object with a string name"))
+  end
+  self.protocol_version = supported[pv] and pv or M.VERSIONS[1]
+  self.client_caps = params.capabilities or {}
+  self.client_info = params.clientInfo
+  self.initialized = true
+  local oid, how = orchestrator.id(self.client_info and self.client_info.name, self.project_dir)
+  self.orchestrator_id = oid
+  log.info("initialize: client %s %s asked %s, speaking %s; orchestrator %s (%s); elicitation %s",
+    tostring(self.client_info and self.client_info.name), tostring(self.client_info and self.client_info.version),
+    pv, self.protocol_version, oid, how, elicitation.supported(self.client_caps) and "yes" or "no")
+  local result = {
+    protocolVersion = self.protocol_version,
+    capabilities = self:capabilities(),
+    serverInfo = self:server_info(),
+  }
+  if self.protocol_version >= "2025-03-26" then result.instructions = M.INSTRUCTIONS end
+  if self.protocol_version < "2025-06-18" then result.serverInfo.title = nil end
+  reply(result)
+end
+
+-- Stateless discovery (newer clients probe with it before choosing initialize); lists only the
+-- versions we speak, so a 2026-07-28 client falls back to the initialize handshake.
+M.methods["server/discover"] = function(self, _params, reply)
+  reply({
+    resultType = "complete",
+    supportedVersions = json.array({ table.unpack(M.VERSIONS) }),
+    capabilities = self:capabilities(),
+    serverInfo = self:server_info(),
+    instructions = M.INSTRUCTIONS,
+  })
+end
+
+M.methods["ping"] = function(_self, _params, reply)
+  reply({})
+end
+
+-- Refuses a request that needs an initialized session; returns true when refused.
+local function not_initialized(self, reply, method)
+  if self.initialized then return false end
+  reply(nil, jsonrpc.error(-32002, method .. ": the server is not initialized; send initialize first"))
+  return true
+end
+
+M.methods["logging/setLevel"] = function(self, params, reply)
+  if not_initialized(self, reply, "logging/setLevel") then return end
+  if type(params.level) ~= "string" or not LEVELS[params.level] then
+    return reply(nil, jsonrpc.error(jsonrpc.INVALID_PARAMS,
+      "logging/setLevel: params.level must be one of debug, info, notice, warning, error, critical, alert, emergency"))
+  end
+  self.log_level = params.level
+  log.info("client log level: %s", params.level)
+  reply({})
+end
+
+M.methods["tools/list"] = function(self, params, reply)
+  if not_initialized(self, reply, "tools/list") then return end
+  if params.cursor ~= nil and type(params.cursor) ~= "string" then
+    return reply(nil, jsonrpc.error(jsonrpc.INVALID_PARAMS, "tools/list: params.cursor must be a string"))
+  end
+  local list = json.array()
+  for _, tool in ipairs(self.tool_list) do list[#list + 1] = self:describe_tool(tool) end
+  reply({ tools = list })
+end
+
+M.methods["tools/call"] = function(self, params, reply)
+  if not_initialized(self, reply, "tools/call") then return end
+  local name = params.name
+  if type(name) ~= "string" then
+    return reply(nil, jsonrpc.error(jsonrpc.INVALID_PARAMS, "tools/call: params.name must be a string (a tool name from tools/list)"))
+  end
+  local args = params.arguments
+  if args == nil or args == json.null then args = {} end
+  if type(args) ~= "table" or schema.json_type(args) == "array" then
+    return reply(nil, jsonrpc.error(jsonrpc.INVALID_PARAMS, "tools/call: params.arguments must be an object"))
+  end
+  local tool = self.tools_by_name[name]
+  if not tool then
+    return reply(nil, jsonrpc.error(jsonrpc.INVALID_PARAMS, "Unknown tool: " .. name .. " (tools/list shows the reasonix_* tools)"))
+  end
+  schema.drop_nulls(args)
+  local ok, err = schema.validate(tool.inputSchema, args)
+  if not ok then return reply(self:tool_error(name, "invalid arguments: " .. err)) end
+  schema.conform(tool.inputSchema, args)
+
+  local msg = self.current or {}
+  local meta = type(params._meta) == "table" and params._meta or {}
+  local token = meta.progressToken
+  if token ~= nil and type(token) ~= "string" and type(token) ~= "number" then token = nil end
+  local call = { id = msg.id, tool = tool, agentd_ids = {}, progress_token = token, progress_n = 0 }
+  local key = id_key(msg.id)
+  if key then self.calls[key] = call end
+  local finished = false
+  local function done(result, derr)
+    if finished then return end
+    finished = true
+    if key and self.calls[key] == call then self.calls[key] = nil end
+    if call.cancelled then
+      log.info("tool %s: result dropped, the client cancelled request %s", name, tostring(msg.id))
+      return
+    end
+    if derr ~= nil then reply(self:tool_error(name, derr)) else reply(self:tool_result(tool, result)) end
+    if call.exit_code then self.exit(call.exit_code) end
+  end
+  local ctx = setmetatable({
+    server = self, call = call, project_dir = self.project_dir, progress_token = token,
+    progress_interval_ms = progress_interval(), supervised = self.supervised,
+  }, Ctx)
+  local hok, herr = xpcall(tool.handler, debug.traceback, ctx, args, done)
+  if not hok then
+    log.error("tool %s raised: %s", name, tostring(herr))
+    done(nil, "internal error in the MCP server: " .. tostring(herr):match("^[^\n]*"))
+  end
+end
+
+-- Handles a notification from the host.
+function Server:on_notification(method, params)
+  if method == "notifications/initialized" then
+    self.client_ready = true
+  elseif method == "notifications/cancelled" then
+    self:cancel(params.requestId, params.reason)
+  elseif method == "notifications/roots/list_changed" or method == "notifications/progress" then
+    -- nothing to do: the project dir is the server's cwd
+  else
+    log.debug("mcp: ignored notification %s", tostring(method))
+  end
+end
+
+-- Cancels an in-flight tools/call: its watch/wait in agentd is released, no reply is sent.
+function Server:cancel(request_id, reason)
+  local call = self.calls[id_key(request_id)]
+  if not call then
+    log.debug("mcp: cancel for unknown or finished request %s", tostring(request_id))
+    return
+  end
+  call.cancelled = true
+  self.calls[id_key(request_id)] = nil
+  log.info("mcp: client cancelled %s (request %s)%s", call.tool.name, tostring(request_id),
+    reason and (": " .. tostring(reason)) or "")
+  if call.tool.long and self.agentd then
+    for aid in pairs(call.agentd_ids) do self.agentd:cancel(aid) end
+  end
+end
+
+-- Handles a push from agentd: agent events (relay + elicitation) and watch progress.
+function Server:on_agentd_notification(method, params)
+  if type(params) ~= "table" then return end
+  if method == "agent_event" then
+    relay.agent_event(self, params)
+    elicitation.agent_event(self, params)
+  elseif method == "watch_progress" then
+    local call = self.progress_calls[params.request_id]
+    if call and not call.cancelled and call.progress_token ~= nil then
+      call.progress_n = call.progress_n + 1
+      self:notify("notifications/progress", {
+        progressToken = call.progress_token, progress = call.progress_n,
+        message = type(params.message) == "string" and params.message or nil,
+      })
+    end
+  else
+    log.debug("agentd: ignored notification %s", tostring(method))
+  end
+end
+
+-- Ends the session (host closed stdin): releases every watch by closing the agentd link.
+function Server:close()
+  if self.agentd then self.agentd:close() end
+end
+
+return M

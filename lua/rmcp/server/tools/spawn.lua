@@ -1,0 +1,41 @@
+-- reasonix_spawn: start an agent in agentd on a task; returns at once with the session id and posture.
+local config = require "rmcp.config"
+local common = require "rmcp.server.tools.common"
+
+-- Resolves a relative cwd against the project dir so agentd always gets an absolute path.
+local function prepare(args, ctx)
+  local params = {}
+  for k, v in pairs(args) do params[k] = v end
+  if params.cwd and params.cwd:sub(1, 1) ~= "/" then
+    params.cwd = ctx.project_dir .. "/" .. params.cwd
+  end
+  return params
+end
+
+return {
+  name = "reasonix_spawn",
+  title = "Spawn a Reasonix agent",
+  description = "Start a Reasonix coding agent on `task` and return at once with its session_id and the "
+    .. "effective sandbox posture (check posture before assigning work that must run commands or write "
+    .. "outside cwd). The agent works in the background daemon. Then keep reasonix_watch([session_id, ...]) "
+    .. "in flight: it returns when the agent finishes, needs a decision, or dies. cwd must be the project "
+    .. "dir, a subdir, or a [sandbox] allow_write dir. Spawn several agents for parallel work.",
+  inputSchema = common.object({
+    task = { type = "string", minLength = 1, description = "What the agent should do: the full prompt, with acceptance criteria." },
+    cwd = { type = "string", minLength = 1,
+            description = "Working directory (absolute, or relative to the project dir). Default: the project dir." },
+    model = { type = "string", minLength = 1, default = config.default("model"),
+              description = "provider/model ref; reasonix_models lists valid refs and their efforts." },
+    work_mode = { type = "string", enum = { "economy", "balanced", "delivery" }, default = config.default("work_mode"),
+                  description = "economy: lean tool surface; balanced: complete default; delivery: requires acceptance criteria and review/verification evidence." },
+    tool_approval = { type = "string", enum = { "ask", "auto", "yolo" }, default = config.default("tool_approval"),
+                      description = "yolo: approve everything except protected decisions; auto: follow configured permission rules; ask: relay gated tool calls as permission requests (answer with reasonix_respond_permission)." },
+    effort = { type = "string", minLength = 1, default = config.default("effort"),
+               description = "Reasoning effort, per model (see supported_efforts in reasonix_models), e.g. auto, disabled, low, high, max. Skipped (reported in skipped_options) when the model offers none." },
+    keep_alive = common.keep_alive,
+    idle_timeout = common.idle_timeout(),
+  }, { "task" }),
+  outputSchema = common.spawn_result(),
+  annotations = { readOnlyHint = false, destructiveHint = false, idempotentHint = false, openWorldHint = true },
+  handler = common.forward("spawn", prepare),
+}

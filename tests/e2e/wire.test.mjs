@@ -1,0 +1,176 @@
+// The MCP protocol surface on the raw wire, without agentd: strict envelopes, version negotiation,
+// server/discover, malformed input, unknown methods, wrong param types, size limit, stdin EOF.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { makeSandbox, removeSandbox, rawServer, strictEnvelope, serverEnv, waitNoLeftovers, killLeftovers } from './helpers.mjs';
+
+let sb;
+before(() => { sb = makeSandbox(); });
+after(async () => {
+  const left = await waitNoLeftovers();
+  killLeftovers();
+  removeSandbox(sb);
+  assert.deepEqual(left, [], 'no process of this test may be left');
+});
+
+// Asserts every stdout line was a strict JSON-RPC message.
+function assertClean(srv) {
+  assert.deepEqual(srv.badLines, [], 'stdout carries only JSON-RPC lines');
+  for (const f of srv.frames) assert.equal(strictEnvelope(f), null, JSON.stringify(f));
+}
+
+test('negotiates each supported protocol version and offers the newest otherwise', async () => {
+  for (const [asked, want] of [['2025-11-25', '2025-11-25'], ['2025-06-18', '2025-06-18'], ['2025-03-26', '2025-03-26'],
+    ['2024-11-05', '2024-11-05'], ['2026-07-28', '2025-11-25'], ['1999-01-01', '2025-11-25']]) {
+    const srv = rawServer(sb);
+    const r = await srv.initialize({ protocolVersion: asked });
+    assert.equal(r.result.protocolVersion, want, `asked ${asked}`);
+    assert.equal(r.result.serverInfo.name, 'reasonix-mcp');
+    assert.ok(r.result.capabilities.tools, 'tools capability');
+    assert.ok(r.result.capabilities.logging, 'logging capability');
+    const list = await srv.request('tools/list');
+    const t = list.result.tools.find((x) => x.name === 'reasonix_poll');
+    if (want >= '2025-06-18') assert.ok(t.outputSchema, `outputSchema under ${want}`);
+    else assert.equal(t.outputSchema, undefined, `no outputSchema under ${want}`);
+    if (want >= '2025-03-26') assert.ok(r.result.instructions?.includes('reasonix_watch'));
+    await srv.close();
+    assertClean(srv);
+  }
+});
+
+test('server/discover before initialize gets a proper answer listing the versions we speak', async () => {
+  const srv = rawServer(sb);
+  const r = await srv.request('server/discover', { _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} } });
+  assert.deepEqual(r.result.supportedVersions, ['2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05']);
+  assert.equal(r.result.serverInfo.name, 'reasonix-mcp');
+  assert.ok(r.result.capabilities.tools);
+  // The probe did not consume the session: initialize still works afterwards.
+  const init = await srv.initialize();
+  assert.equal(init.result.protocolVersion, '2025-11-25');
+  await srv.close();
+  assertClean(srv);
+});
+
+test('malformed JSON, unknown methods and wrong param types get JSON-RPC errors; the server keeps running', async () => {
+  const srv = rawServer(sb);
+  const early = await srv.request('tools/list');
+  assert.equal(early.error.code, -32002, 'tools/list before initialize is refused');
+  await srv.initialize();
+
+  srv.send('{"jsonrpc":"2.0","id":1,"method":');
+  const parse = await srv.next((m) => m.error?.code === -32700);
+  assert.equal(parse.id, null);
+
+  srv.send('[1,2,3]');
+  await srv.next((m) => m.error?.code === -32600 && m.id === null, 5000, 'batch refused');
+
+  const unknown = await srv.request('no/such/method');
+  assert.equal(unknown.error.code, -32601);
+  assert.match(unknown.error.message, /no\/such\/method/);
+
+  const resources = await srv.request('resources/list');
+  assert.equal(resources.error.code, -32601, 'undeclared capability');
+
+  srv.send({ jsonrpc: '2.0', id: 77, method: 'tools/list', params: 'nope' });
+  assert.equal((await srv.next((m) => m.id === 77)).error.code, -32602);
+
+  srv.send({ jsonrpc: '2.0', id: { x: 1 }, method: 'ping' });
+  await srv.next((m) => m.error?.code === -32600 && m.error.message.includes('id'), 5000, 'object id refused');
+
+  assert.equal((await srv.request('tools/call', { name: 5 })).error.code, -32602);
+  assert.equal((await srv.request('tools/call', { name: 'reasonix_list', arguments: [1] })).error.code, -32602);
+  const unknownTool = await srv.request('tools/call', { name: 'reasonix_nope', arguments: {} });
+  assert.equal(unknownTool.error.code, -32602);
+  assert.match(unknownTool.error.message, /Unknown tool/);
+
+  assert.equal((await srv.request('logging/setLevel', { level: 'loud' })).error.code, -32602);
+  assert.deepEqual((await srv.request('logging/setLevel', { level: 'warning' })).result, {});
+  assert.equal((await srv.request('initialize', { protocolVersion: '2025-11-25' })).error.code, -32600, 'second initialize');
+
+  // A notification that needs no answer (unknown, or a cancel for nothing) gets none.
+  srv.send({ jsonrpc: '2.0', method: 'notifications/whatever', params: {} });
+  srv.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 4242 } });
+  assert.deepEqual((await srv.request('ping')).result, {}, 'still alive after all of it');
+  await srv.close();
+  assert.equal(srv.child.exitCode, 0, 'stdin EOF ends the server cleanly');
+  assertClean(srv);
+});
+
+test('tool argument errors are isError results that name the field', async () => {
+  const srv = rawServer(sb);
+  await srv.initialize();
+  const cases = [
+    [{ name: 'reasonix_poll', arguments: { session_id: 5 } }, /session_id must be string/],
+    [{ name: 'reasonix_poll', arguments: {} }, /missing required argument session_id/],
+    [{ name: 'reasonix_spawn', arguments: { task: 'x', tool_approval: 'always' } }, /tool_approval must be one of ask, auto, yolo/],
+    [{ name: 'reasonix_watch', arguments: { session_ids: [] } }, /session_ids needs at least 1/],
+    [{ name: 'reasonix_watch', arguments: { session_ids: ['a'], timeout: 'soon' } }, /timeout must be number/],
+    [{ name: 'reasonix_poll', arguments: { session_id: 'a', max_events: 500 } }, /max_events must be at most 200/],
+    [{ name: 'reasonix_list', arguments: { includetask: true } }, /unknown argument includetask/],
+  ];
+  for (const [params, re] of cases) {
+    const r = await srv.request('tools/call', params);
+    assert.equal(r.result?.isError, true, JSON.stringify(params));
+    assert.match(r.result.content[0].text, re);
+  }
+  const restart = await srv.request('tools/call', { name: 'reasonix_restart_mcp_server', arguments: {} });
+  assert.equal(restart.result.isError, true);
+  assert.match(restart.result.content[0].text, /launcher/);
+  await srv.close();
+  assertClean(srv);
+});
+
+test('tools/list: every tool of the spec with schemas, defaults and enums', async () => {
+  const srv = rawServer(sb);
+  await srv.initialize();
+  const { result } = await srv.request('tools/list');
+  const names = result.tools.map((t) => t.name);
+  assert.deepEqual(names, ['reasonix_spawn', 'reasonix_resume', 'reasonix_models', 'reasonix_send', 'reasonix_poll',
+    'reasonix_transcript', 'reasonix_watch', 'reasonix_wait', 'reasonix_list', 'reasonix_respond_permission',
+    'reasonix_stop', 'reasonix_restart_agentd', 'reasonix_restart_mcp_server']);
+  for (const t of result.tools) {
+    assert.equal(t.inputSchema.type, 'object', t.name);
+    assert.equal(typeof t.inputSchema.properties, 'object', t.name);
+    assert.ok(t.description.length > 60, `${t.name} has a description a model can act on`);
+    assert.equal(t.outputSchema?.type, 'object', t.name);
+    assert.ok(t.annotations, t.name);
+  }
+  const by = Object.fromEntries(result.tools.map((t) => [t.name, t]));
+  const spawn = by.reasonix_spawn.inputSchema;
+  assert.deepEqual(spawn.required, ['task']);
+  assert.deepEqual(spawn.properties.tool_approval.enum, ['ask', 'auto', 'yolo']);
+  assert.deepEqual(spawn.properties.work_mode.enum, ['economy', 'balanced', 'delivery']);
+  assert.equal(spawn.properties.keep_alive.default, false);
+  assert.equal(spawn.properties.model.default, 'mock/mock-model', 'env default shown');
+  assert.deepEqual(by.reasonix_send.inputSchema.properties.expect.enum, ['any', 'steer', 'new_turn']);
+  assert.equal(by.reasonix_poll.inputSchema.properties.max_events.default, 50);
+  assert.equal(by.reasonix_poll.inputSchema.properties.max_events.maximum, 200);
+  assert.equal(by.reasonix_watch.inputSchema.properties.session_ids.type, 'array');
+  assert.ok(by.reasonix_list.inputSchema.properties.pending_only);
+  assert.equal(by.reasonix_poll.annotations.readOnlyHint, true);
+  assert.equal(by.reasonix_stop.annotations.destructiveHint, true);
+  await srv.close();
+  assertClean(srv);
+});
+
+test('an oversized line is refused with an error and the connection survives', async () => {
+  const srv = rawServer(sb, { env: serverEnv(sb, { REASONIX_MCP_MAX_LINE: '4096' }) });
+  await srv.initialize();
+  srv.send({ jsonrpc: '2.0', id: 9, method: 'ping', params: { pad: 'x'.repeat(10000) } });
+  const err = await srv.next((m) => m.error && m.id === null && /exceeds/.test(m.error.message));
+  assert.equal(err.error.code, -32600);
+  assert.deepEqual((await srv.request('ping')).result, {});
+  await srv.close();
+  assertClean(srv);
+});
+
+test('runs with only HOME, PATH, USER, SHELL and TERM, via the bare launcher command', async () => {
+  const env = { HOME: sb.home, PATH: process.env.PATH, USER: 'nobody', SHELL: '/bin/sh', TERM: 'dumb' };
+  const srv = rawServer(sb, { env, args: [] });
+  const init = await srv.initialize({ clientInfo: { name: 'minimal-env', version: '1' } });
+  assert.equal(init.result.protocolVersion, '2025-11-25');
+  const list = await srv.request('tools/list');
+  assert.equal(list.result.tools.length, 13);
+  await srv.close();
+  assertClean(srv);
+});
