@@ -1,0 +1,139 @@
+-- ACP client over one `reasonix acp` process: starts it (own process group, PDEATHSIG), speaks
+-- NDJSON JSON-RPC on its stdio, and hands updates, permission requests and exit to the owner.
+local uv = require "luv"
+local proc = require "rmcp.proc"
+local jsonrpc = require "rmcp.lib.jsonrpc"
+local async = require "rmcp.lib.async"
+local log = require "rmcp.lib.log"
+
+local M = {}
+
+local Agent = {}
+Agent.__index = Agent
+
+M.PROTOCOL_VERSION = 1
+
+-- Starts the agent process. opts: bin, args, cwd, env, max_line, stderr_tail (bytes kept), and the
+-- callbacks on_update(acp_sid, update), on_status(params), on_permission(params, reply),
+-- on_exit(code, signal). Returns the agent or nil, message, code.
+function M.start(opts)
+  local self = setmetatable({
+    opts = opts, stderr = "", stderr_max = opts.stderr_tail or 4000,
+    exited = false, stopping = false,
+  }, Agent)
+  self.peer = jsonrpc.new({
+    name = "acp",
+    send = function(line)
+      if self.p and not self.exited then self.p:write(line) end
+    end,
+    methods = {
+      ["session/request_permission"] = function(params, reply)
+        if opts.on_permission then opts.on_permission(params, reply) else reply(nil, jsonrpc.error(-32601, "no handler")) end
+      end,
+    },
+    on_notification = function(method, params)
+      if method == "session/update" then
+        if opts.on_update and type(params.update) == "table" then opts.on_update(params.sessionId, params.update) end
+      elseif method == "_reasonix.io/session/status_update" then
+        if opts.on_status then opts.on_status(params) end
+      end
+    end,
+    on_request = function(method, _, reply)
+      reply(nil, jsonrpc.error(jsonrpc.METHOD_NOT_FOUND, "method not found: " .. method))
+    end,
+    on_protocol_error = function(message, line)
+      log.warn("agent %s: %s: %.200s", tostring(self:pid()), message, line or "")
+    end,
+  })
+  local p, err, code = proc.spawn({
+    file = opts.bin, args = opts.args or { "acp" }, cwd = opts.cwd, env = opts.env,
+    stdin = "pipe", stdout = "pipe", stderr = "pipe", stdout_mode = "ndjson",
+    max_line = opts.max_line,
+    on_line = function(line) self.peer:receive(line) end,
+    on_oversize = function(n) log.warn("agent %s: dropped an oversize line of %d bytes", tostring(self:pid()), n) end,
+    on_stderr = function(chunk) self:add_stderr(chunk) end,
+    on_exit = function(c, sig) self:handle_exit(c, sig) end,
+  })
+  if not p then return nil, err, code end
+  self.p = p
+  return self
+end
+
+-- Keeps the tail of the agent's stderr for error text.
+function Agent:add_stderr(chunk)
+  local s = self.stderr .. chunk
+  if #s > self.stderr_max then s = s:sub(#s - self.stderr_max + 1) end
+  self.stderr = s
+end
+
+-- Records the exit, fails pending requests, and tells the owner.
+function Agent:handle_exit(code, signal)
+  if self.exited then return end
+  self.exited = true
+  self.exit_code, self.exit_signal = code, signal
+  self.peer:close("agent process exited")
+  if self.kill_timer then self.kill_timer:close(); self.kill_timer = nil end
+  if self.opts.on_exit then self.opts.on_exit(code, signal) end
+end
+
+-- The agent's pid (nil before start).
+function Agent:pid()
+  return self.p and self.p:pid()
+end
+
+-- The last lines of stderr, trimmed.
+function Agent:stderr_tail()
+  return (self.stderr:gsub("^%s+", ""):gsub("%s+$", ""))
+end
+
+-- Sends a request; cb(result, err). Returns the request id.
+function Agent:request(method, params, cb)
+  return self.peer:request(method, params, cb)
+end
+
+-- Sends a request from inside a coroutine and waits; returns result, err.
+function Agent:call(method, params)
+  return async.request(self.peer, method, params)
+end
+
+-- Sends a notification.
+function Agent:notify(method, params)
+  return self.peer:notify(method, params)
+end
+
+-- ACP initialize without client fs or terminal; returns result, err (coroutine).
+function Agent:initialize(client_info)
+  return self:call("initialize", {
+    protocolVersion = M.PROTOCOL_VERSION,
+    clientCapabilities = { fs = { readTextFile = false, writeTextFile = false }, terminal = false },
+    clientInfo = client_info,
+  })
+end
+
+-- Ends the process: closes stdin (the agent exits on EOF), then TERM and KILL of its group if it lingers.
+-- cb() runs once it has exited.
+function Agent:stop(cb, grace_ms)
+  if cb then
+    if self.exited then return cb() end
+    local prev = self.opts.on_exit
+    self.opts.on_exit = function(...) if prev then prev(...) end cb() end
+  end
+  if self.exited or self.stopping then return end
+  self.stopping = true
+  self.p:close_stdin()
+  local timer = uv.new_timer()
+  self.kill_timer = timer
+  local stage = 0
+  timer:start(grace_ms or 300, 700, function()
+    stage = stage + 1
+    if self.exited then return end
+    if stage == 1 then self.p:kill("TERM") else self.p:kill("KILL") end
+  end)
+end
+
+-- Kills the process group at once (daemon shutdown).
+function Agent:kill()
+  if not self.exited and self.p then self.p:kill("KILL") end
+end
+
+return M

@@ -1,0 +1,334 @@
+-- The socket API of agentd (see PROTOCOL.md): connections, the hello handshake, one handler per
+-- method, ownership checks, and agent_event notifications to the owning orchestrator's connections.
+local json = require "rmcp.lib.json"
+local jsonrpc = require "rmcp.lib.jsonrpc"
+local async = require "rmcp.lib.async"
+local log = require "rmcp.lib.log"
+local channel = require "rmcp.channel"
+local config = require "rmcp.config"
+local session = require "rmcp.agentd.session"
+local store = require "rmcp.agentd.store"
+local watch = require "rmcp.agentd.watch"
+local ownership = require "rmcp.agentd.ownership"
+local transcript = require "rmcp.agentd.transcript"
+local models = require "rmcp.agentd.models"
+local policy_spawn = require "rmcp.policy.spawn"
+local policy_poll = require "rmcp.policy.poll"
+local policy_list = require "rmcp.policy.list"
+
+local M = {}
+
+M.PROTOCOL = 1
+M.HELLO_REQUIRED = -32002
+M.RESTART_REFUSED = -32005
+
+-- A bad-params error naming the problem.
+local function bad(msg)
+  return jsonrpc.error(jsonrpc.INVALID_PARAMS, msg)
+end
+
+-- Checks params.session_ids: a non-empty array of the caller's sessions; returns ids or nil, error.
+local function owned_ids(d, conn, params)
+  local ids = params.session_ids
+  if type(ids) == "string" then ids = { ids } end
+  if type(ids) ~= "table" or #ids == 0 then return nil, bad("session_ids must be a non-empty array of session ids") end
+  local out, seen = {}, {}
+  for _, id in ipairs(ids) do
+    local s, err = ownership.lookup(d.sessions, conn.orch, id)
+    if not s then return nil, err end
+    if not seen[id] then seen[id] = true; out[#out + 1] = id end
+  end
+  return out
+end
+
+-- Checks an optional timeout (seconds, >= 0).
+local function check_timeout(params)
+  if params.timeout ~= nil and params.timeout ~= json.null and (type(params.timeout) ~= "number" or params.timeout < 0) then
+    return bad("timeout must be a number of seconds >= 0 (omit it to wait without limit)")
+  end
+  if params.timeout == json.null then params.timeout = nil end
+end
+
+-- Sessions of orchestrator orch that have a live agent.
+local function live_sessions(d, pred)
+  local out = {}
+  for id, s in pairs(d.sessions) do
+    if session.is_live(s) and pred(s) then out[#out + 1] = id end
+  end
+  table.sort(out)
+  return out
+end
+
+local methods = {}
+
+-- hello: version handshake; binds the connection to an orchestrator and project dir.
+function methods.hello(d, conn, p, reply)
+  if p.protocol ~= M.PROTOCOL then
+    return reply(nil, jsonrpc.error(M.HELLO_REQUIRED, string.format(
+      "protocol mismatch: client speaks %s, this agentd (pid %d) speaks %d; restart agentd (reasonix-mcp ctl restart) or update the client",
+      tostring(p.protocol), d.pid, M.PROTOCOL)))
+  end
+  if type(p.orchestrator_id) ~= "string" or p.orchestrator_id == "" then
+    return reply(nil, bad("orchestrator_id must be a non-empty string"))
+  end
+  if p.project_dir ~= nil and (type(p.project_dir) ~= "string" or p.project_dir:sub(1, 1) ~= "/") then
+    return reply(nil, bad("project_dir must be an absolute path"))
+  end
+  conn.orch, conn.project_dir, conn.hello = p.orchestrator_id, p.project_dir, true
+  conn.client = type(p.client) == "table" and p.client or {}
+  log.info("conn %d: hello from %s (%s) for %s", conn.id, tostring(conn.client.name), conn.orch, tostring(conn.project_dir))
+  reply({ protocol = M.PROTOCOL, version = d.version, agentd_pid = d.pid, home = d.paths.home })
+end
+
+-- spawn: a new session; returns once the agent is configured and the first prompt sent.
+function methods.spawn(d, conn, p, reply)
+  local o, err = policy_spawn.options(p)
+  if not o then return reply(nil, bad(err)) end
+  local cwd, cerr = ownership.confine(conn.project_dir, o.cwd)
+  if not cwd then return reply(nil, cerr) end
+  local s = session.create(d, conn.orch, conn.project_dir, o, cwd)
+  log.info("session %s: spawn for %s in %s", s.id, conn.orch, cwd)
+  async.run(function()
+    local ok, serr = session.setup(d, s, o, "new")
+    if not ok then
+      if s.rt.stopping then
+        s.status, s.exit_reason = "exited", s.rt.stopping
+        session.persist(d, s)
+      else
+        d.sessions[s.id] = nil
+        os.remove(store.meta_path(d.paths.sessions, s.id))
+        os.remove(s.transcript_path)
+      end
+      log.warn("session %s: spawn failed: %s", s.id, serr.message)
+      return reply(nil, serr)
+    end
+    session.begin(d, s)
+    reply(session.spawn_result(s))
+  end, function(e)
+    log.error("spawn crashed: %s", e)
+    reply(nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, "spawn failed: " .. tostring(e)))
+  end)
+end
+
+-- resume: revives a tombstone (exited/orphaned) with session/resume on a fresh agent.
+function methods.resume(d, conn, p, reply)
+  local s, err = ownership.lookup(d.sessions, conn.orch, p.session_id)
+  if not s then return reply(nil, err) end
+  local o, oerr = policy_spawn.options(p, true)
+  if not o then return reply(nil, bad(oerr)) end
+  if session.is_live(s) then
+    local r = session.spawn_result(s)
+    r.warnings = json.array({ "session is already live; nothing to resume" })
+    return reply(r)
+  end
+  if p.cwd ~= nil then
+    local cwd, cerr = ownership.confine(conn.project_dir, p.cwd)
+    if not cwd then return reply(nil, cerr) end
+    s.cwd = cwd
+  end
+  if p.keep_alive ~= nil then s.keep_alive = o.keep_alive end
+  if p.idle_timeout ~= nil then s.idle_timeout = o.idle_timeout end
+  local previous = s.status
+  local ro = { model = s.model, effort = s.effort, tool_approval = s.tool_approval, work_mode = s.work_mode, explicit = {} }
+  session.prepare_resume(s)
+  async.run(function()
+    local ok, serr = session.setup(d, s, ro, s.acp_session_id and "resume" or "new")
+    if not ok then
+      s.status = previous
+      s.error_text = serr.message
+      session.persist(d, s)
+      return reply(nil, jsonrpc.error(serr.code, "resume failed: " .. serr.message))
+    end
+    session.resumed(d, s)
+    reply(session.spawn_result(s))
+  end, function(e)
+    s.status = previous
+    reply(nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, "resume failed: " .. tostring(e)))
+  end)
+end
+
+-- send: forced steer (never dropped); expect narrows it.
+function methods.send(d, conn, p, reply)
+  local s, err = ownership.lookup(d.sessions, conn.orch, p.session_id)
+  if not s then return reply(nil, err) end
+  if type(p.message) ~= "string" or p.message:match("^%s*$") then return reply(nil, bad("message must be a non-empty string")) end
+  if p.expect ~= nil and p.expect ~= json.null and p.expect ~= "steer" and p.expect ~= "new_turn" then
+    return reply(nil, bad('expect must be "steer" or "new_turn"'))
+  end
+  session.send(d, s, p.message, p.expect ~= json.null and p.expect or nil, reply)
+end
+
+-- poll: what is new since the last poll, lean by default.
+function methods.poll(d, conn, p, reply)
+  local s, err = ownership.lookup(d.sessions, conn.orch, p.session_id)
+  if not s then return reply(nil, err) end
+  local o, oerr = policy_poll.options(p)
+  if not o then return reply(nil, bad(oerr)) end
+  reply(policy_poll.shape(session.drain(s), o))
+end
+
+-- transcript: what the agent did, from the journal.
+function methods.transcript(d, conn, p, reply)
+  local s, err = ownership.lookup(d.sessions, conn.orch, p.session_id)
+  if not s then return reply(nil, err) end
+  if p.max_tool_calls ~= nil and (type(p.max_tool_calls) ~= "number" or p.max_tool_calls < 0) then
+    return reply(nil, bad("max_tool_calls must be a number >= 0"))
+  end
+  reply(transcript.build(s, store.read_journal(d.paths.sessions, s.id), p.max_tool_calls and math.floor(p.max_tool_calls)))
+end
+
+-- watch: blocks until a watched session finishes, needs a decision or dies.
+function methods.watch(d, conn, p, reply, req_id)
+  local ids, err = owned_ids(d, conn, p)
+  if not ids then return reply(nil, err) end
+  local terr = check_timeout(p)
+  if terr then return reply(nil, terr) end
+  local o, oerr = policy_poll.options(p)
+  if not o then return reply(nil, bad(oerr)) end
+  if req_id == nil then return reply(nil, bad("watch must be a request (with an id)")) end
+  watch.watch(d, conn, req_id, ids, p, o, reply)
+end
+
+-- wait: blocks until a session has new output, a turn end or a decision.
+function methods.wait(d, conn, p, reply, req_id)
+  local ids, err = owned_ids(d, conn, p)
+  if not ids then return reply(nil, err) end
+  local terr = check_timeout(p)
+  if terr then return reply(nil, terr) end
+  if req_id == nil then return reply(nil, bad("wait must be a request (with an id)")) end
+  watch.wait(d, conn, req_id, ids, p, reply)
+end
+
+-- list: the caller's sessions.
+function methods.list(d, conn, p, reply)
+  local mine = {}
+  for _, s in pairs(d.sessions) do
+    if s.owner == conn.orch then mine[#mine + 1] = s end
+  end
+  reply(policy_list.shape(mine, { include_task = p.include_task == true, pending_only = p.pending_only == true,
+                                  detail = p.detail == true }))
+end
+
+-- respond_permission: answers a pending permission request or question.
+function methods.respond_permission(d, conn, p, reply)
+  local s, err = ownership.lookup(d.sessions, conn.orch, p.session_id)
+  if not s then return reply(nil, err) end
+  reply(session.respond(d, s, p.option_id, p.request_id))
+end
+
+-- stop: cancel + close + kill; the session stays as an exited tombstone.
+function methods.stop(d, conn, p, reply)
+  local s, err = ownership.lookup(d.sessions, conn.orch, p.session_id)
+  if not s then return reply(nil, err) end
+  session.stop(d, s, "stopped", function()
+    reply({ session_id = s.id, status = s.status, exit_reason = s.exit_reason })
+  end)
+end
+
+-- models: selectable models with their efforts (cached).
+function methods.models(d, conn, _, reply)
+  async.run(function()
+    reply(models.list(d, conn.project_dir or config.user_home()))
+  end, function(e) reply(nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, "models failed: " .. tostring(e))) end)
+end
+
+-- restart: shuts the daemon down so the next client starts a fresh one; refuses while other
+-- orchestrators have live agents unless force.
+function methods.restart(d, conn, p, reply)
+  local others = live_sessions(d, function(s) return s.owner ~= conn.orch end)
+  if #others > 0 and p.force ~= true then
+    return reply(nil, jsonrpc.error(M.RESTART_REFUSED, "other orchestrators have live agents (" .. table.concat(others, ", ") ..
+      "); pass force=true to restart anyway (they can be resumed afterwards)"))
+  end
+  reply({ restarting = true })
+  d.shutdown("restart requested by " .. conn.orch)
+end
+
+-- shutdown: stops the daemon (tests, ctl).
+function methods.shutdown(d, conn, _, reply)
+  reply({})
+  d.shutdown("shutdown requested by " .. tostring(conn.orch))
+end
+
+-- Sends agent_event for s to every connection of its orchestrator.
+function M.emit(d, s, event, extra)
+  local payload = { session_id = s.id, event = event, status = s.status, stop_reason = s.stop_reason,
+                    transcript_path = s.transcript_path }
+  for k, v in pairs(extra or {}) do payload[k] = v end
+  local n = 0
+  for conn in pairs(d.conns) do
+    if conn.hello and conn.orch == s.owner and not conn.peer.closed then
+      conn.peer:notify("agent_event", payload)
+      n = n + 1
+    end
+  end
+  log.info("agent_event %s %s (%s) → %d connection(s)", s.id, event, s.status, n)
+end
+
+-- Routes a request or notification of conn to its handler.
+local function dispatch(d, conn, method, params, reply)
+  if method == "$/cancel" then
+    local cancel = conn.requests[params.id]
+    if cancel then cancel() end
+    return reply()
+  end
+  local fn = methods[method]
+  if not fn then return reply(nil, jsonrpc.error(jsonrpc.METHOD_NOT_FOUND, "method not found: " .. method)) end
+  if method ~= "hello" and not conn.hello then
+    return reply(nil, jsonrpc.error(M.HELLO_REQUIRED, "hello required: send hello {protocol: 1, orchestrator_id, project_dir} first"))
+  end
+  if type(params) ~= "table" or params[1] ~= nil then return reply(nil, bad("params must be an object")) end
+  fn(d, conn, params, reply, conn.current_id)
+end
+
+-- Takes over an accepted socket fd: NDJSON JSON-RPC with the API methods.
+function M.accept(d, fd, peer_uid, peer_pid)
+  d.next_conn = (d.next_conn or 0) + 1
+  local conn = { id = d.next_conn, requests = {}, hello = false, peer_pid = peer_pid }
+  local ch
+  conn.peer = jsonrpc.new({
+    name = "agentd-conn",
+    send = function(line) if ch and not ch:is_closed() then ch:write(line) end end,
+    on_request = function(method, params, reply) dispatch(d, conn, method, params, reply) end,
+    on_notification = function(method, params)
+      dispatch(d, conn, method, params, function() end)
+    end,
+    on_protocol_error = function(message) log.warn("conn %d: %s", conn.id, message) end,
+  })
+  local err
+  ch, err = channel.open(fd, {
+    mode = "ndjson",
+    max_line = config.limit("max_line"),
+    on_line = function(line)
+      local msg = json.decode(line)
+      conn.current_id = type(msg) == "table" and msg.id ~= json.null and msg.id or nil
+      conn.peer:receive(line)
+      conn.current_id = nil
+    end,
+    on_oversize = function(n)
+      log.warn("conn %d: dropped a %d-byte line", conn.id, n)
+      conn.peer:respond_error(nil, jsonrpc.INVALID_REQUEST,
+        string.format("line too long: %d bytes (max %d); the request was dropped", n, config.limit("max_line")))
+    end,
+    on_eof = function() M.close(d, conn) end,
+  })
+  if not ch then
+    log.error("cannot open connection from pid %s: %s", tostring(peer_pid), tostring(err))
+    return
+  end
+  conn.ch = ch
+  d.conns[conn] = true
+  log.debug("conn %d: accepted (uid %s pid %s)", conn.id, tostring(peer_uid), tostring(peer_pid))
+end
+
+-- Closes a connection and cancels its long requests.
+function M.close(d, conn)
+  if not d.conns[conn] then return end
+  d.conns[conn] = nil
+  conn.peer:close("connection closed")
+  watch.drop_conn(d, conn)
+  if conn.ch and not conn.ch:is_closed() then conn.ch:close() end
+  log.debug("conn %d: closed", conn.id)
+end
+
+return M

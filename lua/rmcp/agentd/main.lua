@@ -1,0 +1,134 @@
+-- `reasonix-mcp agentd`: the detached daemon that owns the agents. Holds $REASONIX_MCP_HOME/agentd.lock
+-- for its whole life (a second daemon exits quietly), serves agentd.sock, logs to agentd.log (bounded,
+-- rotated once to .1), restores persisted sessions, and shuts down cleanly on SIGTERM or request.
+local uv = require "luv"
+local sock = require "rmcp.sock"
+local sys = require "rmcp.sys"
+local log = require "rmcp.lib.log"
+local config = require "rmcp.config"
+local store = require "rmcp.agentd.store"
+local session = require "rmcp.agentd.session"
+local watch = require "rmcp.agentd.watch"
+local api = require "rmcp.agentd.api"
+
+local M = {}
+
+-- A log sink that appends to path and rotates it to path.1 once it passes max bytes.
+function M.rotating_sink(path, max)
+  local f = io.open(path, "a")
+  local size = f and f:seek("end") or 0
+  return function(line)
+    if not f then return io.stderr:write(line) end
+    if size + #line > max then
+      f:close()
+      os.rename(path, path .. ".1")
+      f = io.open(path, "a")
+      size = 0
+      if not f then return io.stderr:write(line) end
+    end
+    f:write(line)
+    f:flush()
+    size = size + #line
+  end
+end
+
+-- Loads persisted sessions into d (live ones come back orphaned).
+local function restore(d)
+  local n, orphaned = 0, 0
+  for _, rec in ipairs(store.load_all(d.paths.sessions)) do
+    local was = rec.status
+    local s = session.restore(d, rec)
+    n = n + 1
+    if s.status == "orphaned" and was ~= "orphaned" then
+      orphaned = orphaned + 1
+      session.persist(d, s)
+    end
+  end
+  log.info("restored %d session(s), %d orphaned by the previous daemon", n, orphaned)
+end
+
+-- Stops everything and exits: agents end (stdin closed, then killed), sessions persisted, socket removed.
+local function shutdown(d, reason)
+  if d.shutting_down then return end
+  d.shutting_down = true
+  log.info("shutting down: %s", reason)
+  if d.server then d.server:close(); d.server = nil end
+  for _, s in pairs(d.sessions) do
+    if s.rt.agent then s.rt.agent:stop(nil, 100) end
+  end
+  for _, s in pairs(d.sessions) do session.persist(d, s) end
+  local started = uv.now()
+  local timer = uv.new_timer()
+  timer:start(50, 50, function()
+    local alive = 0
+    for _, s in pairs(d.sessions) do
+      if s.rt.agent and not s.rt.agent.exited then alive = alive + 1 end
+    end
+    if alive > 0 and uv.now() - started < 2000 then return end
+    if alive > 0 then session.kill_all(d) end
+    timer:close()
+    for conn in pairs(d.conns) do api.close(d, conn) end
+    for _, sig in ipairs(d.signals) do sig:close() end
+    log.info("agentd %d exits", d.pid)
+    if d.lock then sys.unlock(d.lock) end
+    sys.stop(0)
+  end)
+end
+
+-- Runs the daemon in this process (the client starts it detached; run by hand it stays in front).
+function M.main(_)
+  log.set_role("agentd")
+  local paths = config.paths()
+  local ok, err = sock.secure_dir(paths.home)
+  if not ok then
+    io.stderr:write("reasonix-mcp agentd: ", tostring(err), "\n")
+    return sys.stop(1)
+  end
+  local lock, lerr, code = sys.flock(paths.lock)
+  if not lock then
+    if code == "EWOULDBLOCK" or code == "EAGAIN" then
+      io.stderr:write("reasonix-mcp agentd: another agentd owns ", paths.home, "; exiting\n")
+      return sys.stop(0)
+    end
+    io.stderr:write("reasonix-mcp agentd: cannot lock ", paths.lock, ": ", tostring(lerr), "\n")
+    return sys.stop(1)
+  end
+  log.set_sink(M.rotating_sink(paths.log, config.limit("log_max_bytes")))
+  local sok, serr = sock.secure_dir(paths.sessions)
+  if not sok then
+    log.error("sessions dir: %s", tostring(serr))
+    return sys.stop(1)
+  end
+  local d = {
+    paths = paths, sessions = {}, conns = {}, signals = {}, lock = lock,
+    pid = uv.os_getpid(), version = require("rmcp.host").version,
+  }
+  watch.init(d)
+  d.on_change = function(s, event, extra)
+    if event then api.emit(d, s, event, extra) end
+    watch.check(d, s)
+  end
+  d.on_output = function(s) watch.check(d, s) end
+  d.shutdown = function(reason) shutdown(d, reason) end
+  restore(d)
+  os.remove(paths.sock) -- we hold the lock, so any socket file left here is stale
+  local srv, lerr2 = sock.listen(paths.sock, function(fd, peer_uid, peer_pid) api.accept(d, fd, peer_uid, peer_pid) end)
+  if not srv then
+    log.error("cannot listen on %s: %s", paths.sock, tostring(lerr2))
+    sys.unlock(lock)
+    return sys.stop(1)
+  end
+  d.server = srv
+  for _, name in ipairs({ "sigterm", "sigint" }) do
+    local sig = uv.new_signal()
+    sig:start(name, function() shutdown(d, name) end)
+    d.signals[#d.signals + 1] = sig
+  end
+  local hup = uv.new_signal()
+  hup:start("sighup", function() log.info("SIGHUP ignored") end)
+  d.signals[#d.signals + 1] = hup
+  log.info("agentd %d listening on %s (version %s)", d.pid, paths.sock, tostring(d.version))
+  M.daemon = d
+end
+
+return M

@@ -1,0 +1,80 @@
+-- Selectable models: asks a short-lived agent for its model option values and, per model, the effort
+-- values it advertises; cached (keyed by the Reasonix config file's mtime) for a few minutes.
+local uv = require "luv"
+local json = require "rmcp.lib.json"
+local jsonrpc = require "rmcp.lib.jsonrpc"
+local config = require "rmcp.config"
+local acp = require "rmcp.acp.client"
+local policy_spawn = require "rmcp.policy.spawn"
+
+local M = {}
+
+M.ttl_s = 300
+M.max_models = 32
+
+-- Cache key: the config file's identity, so editing the config refreshes the list.
+local function cache_key()
+  local path = config.reasonix_home() .. "/config.toml"
+  local st = uv.fs_stat(path)
+  return path .. ":" .. (st and (st.mtime.sec .. "." .. st.mtime.nsec .. ":" .. st.size) or "none")
+end
+
+-- Queries a fresh agent rooted at cwd; returns the models result or nil, error (coroutine).
+local function query(cwd, version)
+  local bin, berr = config.agent_bin()
+  if not bin then return nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, berr) end
+  local agent, err = acp.start({ bin = bin, args = { "acp" }, cwd = cwd, env = config.agent_env(),
+                                 max_line = config.limit("max_line") })
+  if not agent then return nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, "cannot start " .. bin .. ": " .. tostring(err)) end
+  local watchdog = uv.new_timer()
+  watchdog:start(30000, 0, function() agent:kill() end)
+  local function done(result, e)
+    if not watchdog:is_closing() then watchdog:close() end
+    agent:stop()
+    return result, e
+  end
+  local _, ierr = agent:initialize({ name = "reasonix-mcp", version = version or "0" })
+  if ierr then return done(nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, "initialize failed: " .. ierr.message)) end
+  local res, nerr = agent:call("session/new", { cwd = cwd, mcpServers = json.array() })
+  if nerr then return done(nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, "session/new failed: " .. nerr.message)) end
+  local sid = res.sessionId
+  local model_opt = policy_spawn.find_option(res.configOptions, "model")
+  local refs = policy_spawn.values(model_opt)
+  local current = model_opt and model_opt.currentValue
+  local models = json.array()
+  for i, ref in ipairs(refs) do
+    if i > M.max_models then break end
+    local opts = res.configOptions
+    if ref ~= current then
+      local r = agent:call("session/set_config_option", { sessionId = sid, configId = model_opt.id, value = ref })
+      opts = type(r) == "table" and r.configOptions or {}
+    end
+    local effort = policy_spawn.find_option(opts, "effort")
+    models[#models + 1] = { ref = ref, supported_efforts = json.array(policy_spawn.values(effort)),
+                            default_effort = effort and effort.currentValue or nil }
+  end
+  agent:call("session/close", { sessionId = sid })
+  local wanted = config.default("model")
+  local result = { default = wanted, agent_default = current, models = models, warnings = json.array() }
+  local found = false
+  for _, ref in ipairs(refs) do found = found or ref == wanted end
+  if not found then
+    result.default = current
+    result.warnings[1] = string.format("default model %s is not configured; spawns fall back to the agent's default %s",
+      wanted, tostring(current))
+  end
+  return done(result)
+end
+
+-- Returns the models result for an orchestrator rooted at cwd, from cache when fresh (coroutine).
+function M.list(d, cwd)
+  local key = cache_key()
+  local c = d.models_cache
+  if c and c.key == key and uv.now() - c.at < M.ttl_s * 1000 then return c.result end
+  local result, err = query(cwd, d.version)
+  if not result then return nil, err end
+  d.models_cache = { key = key, at = uv.now(), result = result }
+  return result
+end
+
+return M

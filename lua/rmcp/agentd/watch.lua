@@ -1,0 +1,143 @@
+-- Long requests: watch (one per session; a newer one supersedes the older) and wait. Both end on a
+-- ready session, a timeout, $/cancel or the connection dropping. Registry tables live in d.
+local uv = require "luv"
+local json = require "rmcp.lib.json"
+local jsonrpc = require "rmcp.lib.jsonrpc"
+local log = require "rmcp.lib.log"
+local session = require "rmcp.agentd.session"
+local policy_watch = require "rmcp.policy.watch"
+local policy_poll = require "rmcp.policy.poll"
+
+local M = {}
+
+M.CANCELLED = -32800
+
+-- Sets up the registry in d.
+function M.init(d)
+  d.watch_by_session = {} -- session id -> watch
+  d.waits = {}            -- set of waits
+end
+
+-- Closes a watch's timers and unregisters it.
+local function release(d, w)
+  w.done = true
+  for _, t in ipairs({ w.timer, w.progress }) do
+    if t and not t:is_closing() then t:close() end
+  end
+  for _, sid in ipairs(w.ids) do
+    if d.watch_by_session[sid] == w then d.watch_by_session[sid] = nil end
+  end
+  d.waits[w] = nil
+  if w.conn then w.conn.requests[w.req_id] = nil end
+end
+
+-- Ends w with result (or error) once.
+local function finish(d, w, result, err)
+  if w.done then return end
+  release(d, w)
+  w.reply(result, err)
+end
+
+-- Delivers the ready sessions of watch w, if any: compact (or poll-shaped) results, consuming
+-- undelivered terminal state and decisions. Returns true when it ended the watch.
+local function try_watch(d, w)
+  local results, any = {}, false
+  for _, sid in ipairs(w.ids) do
+    local s = d.sessions[sid]
+    if s and policy_watch.ready(s) then
+      any = true
+      local snap = session.drain(s)
+      if w.detail then
+        results[sid] = policy_poll.shape(snap, w.poll_opts)
+      else
+        results[sid] = policy_watch.compact(snap)
+      end
+      s.terminal_pending = false
+      for _, dec in ipairs(s.pending) do dec.delivered = true end
+      session.persist(d, s)
+    end
+  end
+  if not any then return false end
+  finish(d, w, { results = results })
+  return true
+end
+
+-- True when a wait should return for s: new output, turn end, decision or exit.
+local function wait_ready(s)
+  return s.rt.wait_dirty or policy_watch.ready(s) ~= nil
+end
+
+-- Ends wait w if any of its sessions is ready; returns true when it did.
+local function try_wait(d, w)
+  local ready = json.array()
+  for _, sid in ipairs(w.ids) do
+    local s = d.sessions[sid]
+    if s and wait_ready(s) then ready[#ready + 1] = sid end
+  end
+  if #ready == 0 then return false end
+  finish(d, w, { ready = ready })
+  return true
+end
+
+-- Arms the timeout, progress ticks and cancellation of a long request.
+local function arm(d, w, params, on_timeout)
+  w.conn.requests[w.req_id] = function()
+    finish(d, w, nil, jsonrpc.error(M.CANCELLED, "request cancelled"))
+  end
+  if type(params.timeout) == "number" and params.timeout >= 0 then
+    w.timer = uv.new_timer()
+    w.timer:start(math.floor(params.timeout * 1000), 0, function() on_timeout() end)
+  end
+  if params.progress == true then
+    local every = math.max(10, math.floor(tonumber(params.progress_interval_ms) or 10000))
+    w.progress = uv.new_timer()
+    w.progress:start(every, every, function()
+      w.conn.peer:notify("watch_progress", { request_id = w.req_id, message = "watching " .. #w.ids .. " session(s)" })
+    end)
+  end
+end
+
+-- Starts a watch for conn (request req_id) on sessions ids (already ownership-checked).
+function M.watch(d, conn, req_id, ids, params, poll_opts, reply)
+  local w = { conn = conn, req_id = req_id, ids = ids, reply = reply, detail = params.detail == true,
+              poll_opts = poll_opts }
+  for _, sid in ipairs(ids) do
+    local old = d.watch_by_session[sid]
+    if old and old ~= w then
+      log.info("watch %s on %s superseded by a newer watch", tostring(old.req_id), sid)
+      finish(d, old, { results = {}, superseded = true })
+    end
+  end
+  for _, sid in ipairs(ids) do d.watch_by_session[sid] = w end
+  if try_watch(d, w) then return end
+  arm(d, w, params, function() finish(d, w, { results = {}, timed_out = true }) end)
+end
+
+-- Starts a wait for conn on sessions ids.
+function M.wait(d, conn, req_id, ids, params, reply)
+  local w = { conn = conn, req_id = req_id, ids = ids, reply = reply }
+  if try_wait(d, w) then return end
+  d.waits[w] = true
+  arm(d, w, params, function() finish(d, w, { ready = json.array(), timed_out = true }) end)
+end
+
+-- Re-checks the watch and waits on session s after it changed.
+function M.check(d, s)
+  local w = d.watch_by_session[s.id]
+  if w and not w.done then try_watch(d, w) end
+  for wt in pairs(d.waits) do
+    for _, sid in ipairs(wt.ids) do
+      if sid == s.id then try_wait(d, wt); break end
+    end
+  end
+end
+
+-- Ends every long request of a connection that went away (pending state stays undelivered).
+function M.drop_conn(d, conn)
+  for id, cancel in pairs(conn.requests) do
+    conn.requests[id] = nil
+    cancel()
+  end
+end
+
+return M

@@ -1,0 +1,116 @@
+-- Defaults, their REASONIX_MCP_* environment overrides, and the runtime paths under $REASONIX_MCP_HOME.
+-- Read through functions (not cached values) so tests and a reload see the current environment.
+local M = {}
+
+-- The spec's spawn defaults, each overridable by REASONIX_MCP_DEFAULT_<NAME>.
+M.defaults = {
+  model = "opencode-go/deepseek-v4-flash",
+  effort = "max",
+  work_mode = "balanced",
+  tool_approval = "yolo",
+  language = "en",
+}
+
+-- Caps and bounds (env REASONIX_MCP_<NAME> overrides the numeric ones).
+M.limits = {
+  max_events = 50,            -- default event tail of a poll
+  max_events_cap = 200,       -- largest max_events a caller may ask for
+  max_delta_text = 100000,    -- text delta of a poll (tail kept)
+  max_watch_message = 4000,   -- compact message (first/last half kept)
+  max_full_text = 200000,     -- full_text / thought (tail kept)
+  event_buffer = 4000,        -- unpolled non-critical events kept per session
+  stderr_tail = 4000,         -- bytes of agent stderr kept for error text
+  max_line = 16 * 1024 * 1024, -- longest NDJSON line on the socket and from agents
+  log_max_bytes = 5 * 1024 * 1024,
+}
+
+-- Returns the value of environment variable name, or nil when unset or empty.
+local function env(name)
+  local v = os.getenv(name)
+  if v == nil or v == "" then return nil end
+  return v
+end
+M.env = env
+
+-- Returns the spawn default for key (model, effort, work_mode, tool_approval, language).
+function M.default(key)
+  return env("REASONIX_MCP_DEFAULT_" .. key:upper()) or M.defaults[key]
+end
+
+-- Returns the numeric limit name, honouring REASONIX_MCP_<NAME>.
+function M.limit(name)
+  return tonumber(env("REASONIX_MCP_" .. name:upper()) or "") or M.limits[name]
+end
+
+-- True when the boolean env flag REASONIX_MCP_<name> is set to 1/true/yes.
+function M.flag(name)
+  local v = env("REASONIX_MCP_" .. name)
+  return v ~= nil and (v == "1" or v:lower() == "true" or v:lower() == "yes")
+end
+
+-- The global idle timeout in seconds (-1 disables cleanup, the default).
+function M.idle_timeout()
+  return tonumber(env("REASONIX_MCP_IDLE_TIMEOUT") or "") or -1
+end
+
+-- The user's home directory.
+function M.user_home()
+  return env("HOME") or "/"
+end
+
+-- $REASONIX_MCP_HOME, default ~/.reasonix-mcp.
+function M.home()
+  return env("REASONIX_MCP_HOME") or (M.user_home() .. "/.reasonix-mcp")
+end
+
+-- Paths of the daemon's runtime files for home (default M.home()).
+function M.paths(home)
+  home = home or M.home()
+  return {
+    home = home,
+    sock = home .. "/agentd.sock",
+    lock = home .. "/agentd.lock",
+    log = home .. "/agentd.log",
+    sessions = home .. "/sessions",
+  }
+end
+
+-- The Reasonix home the agents use ($REASONIX_HOME, default ~/.reasonix).
+function M.reasonix_home()
+  return env("REASONIX_HOME") or (M.user_home() .. "/.reasonix")
+end
+
+-- Finds an executable named name on PATH; returns its path or nil.
+local function which(name)
+  for dir in (env("PATH") or "/usr/local/bin:/usr/bin:/bin"):gmatch("[^:]+") do
+    local p = dir .. "/" .. name
+    if require("luv").fs_access(p, "x") then return p end
+  end
+  return nil
+end
+M.which = which
+
+-- The agent binary: $REASONIX_BIN, else `reasonix` on PATH. Returns path or nil, message.
+function M.agent_bin()
+  local bin = env("REASONIX_BIN")
+  if bin then return bin end
+  bin = which("reasonix")
+  if bin then return bin end
+  return nil, "reasonix not found: put it on PATH or set REASONIX_BIN"
+end
+
+-- The environment list ("K=V") an agent runs with: ours plus REASONIX_LANG unless language is auto.
+function M.agent_env(base)
+  local uv = require "luv"
+  base = base or uv.os_environ()
+  local lang = M.default("language")
+  local out = {}
+  for k, v in pairs(base) do
+    if k ~= "REASONIX_LANG" or lang == "auto" then out[#out + 1] = k .. "=" .. v end
+  end
+  if lang ~= "auto" then out[#out + 1] = "REASONIX_LANG=" .. lang end
+  table.sort(out)
+  return out
+end
+
+return M

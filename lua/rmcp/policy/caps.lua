@@ -1,0 +1,25 @@
+-- Text caps shared by poll and watch shaping: cuts are reported by the caller, never silent.
+local M = {}
+
+-- Keeps the last max bytes of s (on a UTF-8 boundary); returns text, truncated.
+function M.tail(s, max)
+  if s == nil then return nil, false end
+  if #s <= max then return s, false end
+  local i = #s - max + 1
+  while i <= #s and (s:byte(i) or 0) & 0xC0 == 0x80 do i = i + 1 end
+  return s:sub(i), true
+end
+
+-- Keeps the first and last max/2 bytes of s with a marker between; returns text, truncated.
+function M.head_tail(s, max)
+  if s == nil then return nil, false end
+  if #s <= max then return s, false end
+  local half = max // 2
+  local j = half
+  while j > 0 and (s:byte(j + 1) or 0) & 0xC0 == 0x80 do j = j - 1 end
+  local head = s:sub(1, j)
+  local tail = M.tail(s, half)
+  return head .. "\n[… " .. (#s - #head - #tail) .. " bytes cut …]\n" .. tail, true
+end
+
+return M

@@ -1,0 +1,58 @@
+-- List shaping: one compact row per session and counts by status.
+local json = require "rmcp.lib.json"
+
+local M = {}
+
+M.task_preview = 120
+
+-- Shortens a task to one line of at most n characters (UTF-8 safe) for previews.
+local function preview(task, n)
+  local line = (task or ""):gsub("%s+", " ")
+  if #line <= n then return line end
+  local cut = n
+  while cut > 0 and (line:byte(cut + 1) or 0) & 0xC0 == 0x80 do cut = cut - 1 end
+  return line:sub(1, cut) .. "…"
+end
+
+-- Builds the row for session s; opts.include_task gives the full prompt, opts.detail adds config.
+function M.row(s, opts)
+  local pending
+  for _, d in ipairs(s.pending or {}) do pending = pending or d end
+  local r = {
+    session_id = s.id,
+    status = s.status,
+    cwd = s.cwd,
+    task = opts.include_task and s.task or preview(s.task, M.task_preview),
+    transcript_path = s.transcript_path,
+    stop_reason = s.stop_reason,
+    model = s.model,
+    created_at = s.created_at,
+    updated_at = s.updated_at,
+    keep_alive = s.keep_alive or nil,
+    terminal_pending = s.terminal_pending or nil,
+  }
+  if pending then
+    r.pending_decision = { request_id = pending.request_id, kind = pending.kind, title = pending.tool_call and pending.tool_call.title }
+  end
+  if opts.detail then
+    r.effort, r.tool_approval, r.work_mode = s.effort, s.tool_approval, s.work_mode
+    r.error_text = s.error_text
+    r.idle_timeout = s.idle_timeout
+  end
+  return r
+end
+
+-- Builds the list result from sessions (already filtered to the caller's), newest first.
+function M.shape(sessions, opts)
+  local rows, counts = json.array(), {}
+  table.sort(sessions, function(a, b) return (a.created_at or 0) > (b.created_at or 0) end)
+  for _, s in ipairs(sessions) do
+    if not opts.pending_only or (s.pending and #s.pending > 0) or s.terminal_pending then
+      rows[#rows + 1] = M.row(s, opts)
+      counts[s.status] = (counts[s.status] or 0) + 1
+    end
+  end
+  return { sessions = rows, counts = counts }
+end
+
+return M

@@ -1,0 +1,120 @@
+-- Poll shaping: turns a drained session snapshot into the lean or detailed poll result, with event
+-- filtering and caps. Stateless: the daemon drains the session (agentd/session.lua), this only shapes.
+local json = require "rmcp.lib.json"
+local config = require "rmcp.config"
+local caps = require "rmcp.policy.caps"
+
+local M = {}
+
+-- Setup noise every session emits; omitted unless named in include_events.
+M.static_types = { available_commands_update = true, config_option_update = true, current_mode_update = true }
+
+-- Events that are never filtered or dropped.
+M.critical_types = { permission_request = true, turn_end = true, process_exited = true }
+
+-- Checks poll options; returns normalized options or nil, message naming the bad field.
+function M.options(p)
+  local o = {}
+  for _, k in ipairs({ "detail", "include_thought", "include_full" }) do
+    if p[k] ~= nil and type(p[k]) ~= "boolean" then return nil, k .. " must be a boolean" end
+  end
+  for _, k in ipairs({ "include_events", "exclude_events" }) do
+    local v = p[k]
+    if v ~= nil then
+      if type(v) ~= "table" then return nil, k .. " must be an array of event type names" end
+      local set = {}
+      for _, name in ipairs(v) do
+        if type(name) ~= "string" then return nil, k .. " must contain strings" end
+        set[name] = true
+      end
+      o[k] = set
+    end
+  end
+  if p.max_events ~= nil then
+    if math.type(p.max_events) ~= "integer" and not (type(p.max_events) == "number" and p.max_events == math.floor(p.max_events)) then
+      return nil, "max_events must be an integer"
+    end
+    if p.max_events < 0 then return nil, "max_events must be >= 0" end
+    o.max_events = math.min(math.tointeger(p.max_events), config.limit("max_events_cap"))
+  else
+    o.max_events = config.limit("max_events")
+  end
+  o.detail = p.detail == true
+  o.include_thought = p.include_thought == true or (p.include_thought == nil and config.flag("INCLUDE_THOUGHT"))
+  o.include_full = p.include_full == true or (p.include_full == nil and config.flag("INCLUDE_FULL"))
+  return o
+end
+
+-- Filters events by type and keeps the tail; returns events, filtered count, dropped count.
+function M.filter_events(events, o)
+  local kept, filtered = {}, 0
+  for _, ev in ipairs(events) do
+    local t = ev.type
+    local keep
+    if M.critical_types[t] then
+      keep = true
+    elseif o.include_events then
+      keep = o.include_events[t] == true
+    else
+      keep = not M.static_types[t]
+    end
+    if keep and o.exclude_events and o.exclude_events[t] and not M.critical_types[t] then keep = false end
+    if keep then kept[#kept + 1] = ev else filtered = filtered + 1 end
+  end
+  local dropped = 0
+  if #kept > o.max_events then
+    dropped = #kept - o.max_events
+    local tail = {}
+    for i = dropped + 1, #kept do tail[#tail + 1] = kept[i] end
+    kept = tail
+  end
+  return json.array(kept), filtered, dropped
+end
+
+-- Adds the fields every poll shape shares (lean keys; empty or unchanged ones omitted).
+local function lean_fields(r, snap)
+  r.session_id = snap.session_id
+  r.status = snap.status
+  if snap.text and snap.text ~= "" then
+    r.message, r.message_truncated = caps.head_tail(snap.text, config.limit("max_watch_message"))
+    if not r.message_truncated then r.message_truncated = nil end
+  end
+  if snap.stop_reason and snap.status ~= "running" and snap.status ~= "starting" then r.stop_reason = snap.stop_reason end
+  if snap.plan_changed then r.plan = json.array(snap.plan or {}) end
+  r.current_work = snap.current_work
+  r.permission_request = snap.permission_request
+  if snap.error_changed then r.error_text = snap.error_text end
+  return r
+end
+
+-- Shapes a drained snapshot into the poll result for options o (from M.options).
+function M.shape(snap, o)
+  local r = lean_fields({}, snap)
+  if o.detail then
+    r.text, r.text_truncated = caps.tail(snap.text or "", config.limit("max_delta_text"))
+    local turns = json.array()
+    for _, turn in ipairs(snap.turns or {}) do
+      turns[#turns + 1] = { text = turn.text, stop_reason = turn.stop_reason }
+    end
+    r.turns = turns
+    local events, filtered, dropped = M.filter_events(snap.events or {}, o)
+    r.events = events
+    r.events_filtered = filtered
+    r.events_dropped = dropped + (snap.events_overflow or 0)
+    r.counters = snap.counters
+    r.transcript_path = snap.transcript_path
+    r.config = snap.config
+    r.error_text = snap.error_text
+    r.stop_reason = snap.stop_reason
+  end
+  if o.include_thought then
+    r.thought, r.thought_truncated = caps.tail(snap.thought or "", config.limit("max_full_text"))
+    r.full_thought, r.full_thought_truncated = caps.tail(snap.full_thought or "", config.limit("max_full_text"))
+  end
+  if o.include_full then
+    r.full_text, r.full_text_truncated = caps.tail(snap.full_text or "", config.limit("max_full_text"))
+  end
+  return r
+end
+
+return M

@@ -1,0 +1,104 @@
+-- Spawn defaults and the mapping of spawn options onto the config options the agent advertises.
+local config = require "rmcp.config"
+
+local M = {}
+
+-- Our tool_approval names → the values this agent version advertises (reasonix v1.38.11).
+M.approval_map = { ask = "read-only", auto = "workspace-write", yolo = "danger-full-access" }
+
+M.efforts = { auto = true, disabled = true, low = true, medium = true, high = true, max = true, xhigh = true }
+M.work_modes = { economy = true, balanced = true, delivery = true }
+
+-- Checks one optional string field; returns an error message or nil.
+local function check_string(p, k)
+  if p[k] ~= nil and (type(p[k]) ~= "string" or p[k] == "") then return k .. " must be a non-empty string" end
+end
+
+-- Validates spawn/resume params and fills defaults; returns options or nil, message naming the field.
+-- Each option carries explicit[k] = true when the caller chose it (explicit values fail loudly).
+function M.options(p, is_resume)
+  if not is_resume and (type(p.task) ~= "string" or p.task:match("^%s*$")) then
+    return nil, "task must be a non-empty string"
+  end
+  for _, k in ipairs({ "cwd", "model", "work_mode", "tool_approval", "effort" }) do
+    local err = check_string(p, k)
+    if err then return nil, err end
+  end
+  if p.keep_alive ~= nil and type(p.keep_alive) ~= "boolean" then return nil, "keep_alive must be a boolean" end
+  if p.idle_timeout ~= nil and (type(p.idle_timeout) ~= "number" or p.idle_timeout < -1) then
+    return nil, "idle_timeout must be a number: -1 (off), 0 (immediate) or seconds"
+  end
+  if p.tool_approval and not M.approval_map[p.tool_approval] then
+    local advertised = false
+    for _, v in pairs(M.approval_map) do advertised = advertised or v == p.tool_approval end
+    if not advertised then return nil, "tool_approval must be ask, auto or yolo" end
+  end
+  if p.work_mode and not M.work_modes[p.work_mode] then return nil, "work_mode must be economy, balanced or delivery" end
+  if p.effort and not M.efforts[p.effort] then return nil, "effort must be one of auto, disabled, low, high, max" end
+  local o = { explicit = {} }
+  for _, k in ipairs({ "model", "effort", "work_mode", "tool_approval" }) do
+    o.explicit[k] = p[k] ~= nil
+    o[k] = p[k] or (not is_resume and config.default(k)) or nil
+  end
+  o.task, o.cwd = p.task, p.cwd
+  o.keep_alive = p.keep_alive == true
+  o.idle_timeout = p.idle_timeout
+  return o
+end
+
+-- Finds the config option with id (or category) in the agent's configOptions.
+function M.find_option(config_options, id)
+  for _, opt in ipairs(config_options or {}) do
+    if opt.id == id or opt.category == id then return opt end
+  end
+  if id == "effort" then return M.find_option(config_options, "thought_level") end
+  return nil
+end
+
+-- Lists the values an option advertises.
+function M.values(opt)
+  local out = {}
+  for _, v in ipairs(opt and opt.options or {}) do out[#out + 1] = v.value end
+  return out
+end
+
+-- True when value is among the option's advertised values.
+local function advertised(opt, value)
+  for _, v in ipairs(opt.options or {}) do if v.value == value then return true end end
+  return false
+end
+
+-- Decides what to do for one spawn option given the agent's current configOptions.
+-- Returns {set = value} to call session/set_config_option, {skip = reason, warn = text?} to skip it,
+-- {keep = true} when it already holds the value, or {error = message} for an explicit value the
+-- agent does not accept.
+function M.step(key, o, config_options)
+  local wanted = o[key]
+  if wanted == nil then return { keep = true } end
+  local id = key == "effort" and "effort" or key
+  local opt = M.find_option(config_options, id)
+  if key == "tool_approval" then wanted = M.approval_map[wanted] or wanted end
+  if not opt then
+    return { skip = key .. ": the agent advertises no such option" }
+  end
+  if opt.currentValue == wanted then return { keep = true, value = wanted } end
+  if advertised(opt, wanted) then return { set = wanted, id = opt.id } end
+  local valid = table.concat(M.values(opt), ", ")
+  if o.explicit[key] then
+    return { error = string.format("%s %q is not offered by the agent (valid: %s)", key, o[key], valid) }
+  end
+  local warn
+  if key == "model" then
+    warn = string.format("default model %s is not configured; using the agent's default %s (models: %s)",
+      o[key], tostring(opt.currentValue), valid)
+  else
+    warn = string.format("default %s %q is not offered by the agent (valid: %s); using %s",
+      key, o[key], valid, tostring(opt.currentValue))
+  end
+  return { skip = key .. ": default not offered", warn = warn, fallback = opt.currentValue }
+end
+
+-- The order options are applied in: model first, since it changes which efforts exist.
+M.order = { "model", "effort", "tool_approval", "work_mode" }
+
+return M
