@@ -272,13 +272,25 @@ function Provider:set_scenario(scenario, cb)
   end)
 end
 
--- Ends the provider (closing its stdin is enough; SIGTERM too) and waits for its exit; cb(code).
+-- Ends the provider and waits for its exit; cb(code). Closing its stdin is what ends it: a SIGTERM
+-- could hit a wrapper instead (pyenv's python3 shim does not exec) and orphan the real interpreter,
+-- so SIGTERM, then SIGKILL, only follow when it is still there after a grace period.
 function Provider:stop(cb)
   local function start(done)
     if self.exited then return done(self.exit_code) end
     self.on_exit_waiters[#self.on_exit_waiters + 1] = done
     if not self.stdin:is_closing() then self.stdin:close() end
-    if self.handle and not self.handle:is_closing() then pcall(self.handle.kill, self.handle, "sigterm") end
+    if self.stop_timer then return end
+    local sig = { "sigterm", "sigkill" }
+    self.stop_timer = uv.new_timer()
+    self.stop_timer:start(2000, 1000, function()
+      local s = table.remove(sig, 1)
+      if self.exited or not s then
+        self.stop_timer:close()
+      elseif self.handle and not self.handle:is_closing() then
+        pcall(self.handle.kill, self.handle, s)
+      end
+    end)
   end
   if not cb and not coroutine.isyieldable() then
     return start(function() end)  -- fire and forget: the loop finishes the job
@@ -319,6 +331,7 @@ function M.start_provider(opts, cb)
       { args = args, stdio = { self.stdin, self.stdout, 2 } },
       function(code, signal)
         self.exited, self.exit_code, self.exit_signal = true, code, signal
+        if self.stop_timer and not self.stop_timer:is_closing() then self.stop_timer:close() end
         if not self.stdin:is_closing() then self.stdin:close() end
         if self.handle and not self.handle:is_closing() then self.handle:close() end
         if own_dir then M.rmtree(own_dir) end
