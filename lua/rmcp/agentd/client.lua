@@ -33,16 +33,16 @@ function M.new(opts)
     autostart = opts.autostart ~= false,
     orchestrator_id = opts.orchestrator_id or config.env("REASONIX_MCP_ORCHESTRATOR_ID") or "cli",
     project_dir = opts.project_dir,
-    waiters = nil,
+    waiters = {}, queue = {}, inflight = {}, next_id = 0,
     closed = false,
   }, Client)
 end
 
--- Connects and says hello (coroutine); returns a connected client or nil, message.
+-- Makes a client and starts connecting in the background (usable outside coroutines); requests
+-- wait for the connection. Use c:wait_connected() to see a connect failure at once.
 function M.connect(opts)
   local c = M.new(opts)
-  local ok, err = c:connect()
-  if not ok then return nil, err end
+  c:ensure_connecting()
   return c
 end
 
@@ -100,20 +100,35 @@ function Client:open_socket()
   return fd
 end
 
--- Connects and says hello unless already connected (coroutine); returns true or nil, message.
--- Concurrent callers share one attempt.
-function Client:connect()
-  if self.closed then return nil, "client closed" end
+-- Connects and says hello in the background unless connected or connecting; queued requests go
+-- out once it is done (or fail with its error).
+function Client:ensure_connecting()
+  if self.connecting or self.closed or (self.peer and not self.peer.closed) then return end
+  self.connecting = true
+  async.run(function()
+    local ok, err = self:connect_now()
+    self.connecting = false
+    local queue = self.queue
+    self.queue = {}
+    for _, h in ipairs(queue) do
+      if ok then self:send(h) else h.cb(nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, err)) end
+    end
+    local waiters = self.waiters
+    self.waiters = {}
+    for _, w in ipairs(waiters) do w(ok, err) end
+  end, function(e)
+    self.connecting = false
+    log.error("agentd client: connect crashed: %s", e)
+  end)
+end
+
+-- Waits until connected (coroutine); returns true or nil, message.
+function Client:wait_connected()
   if self.peer and not self.peer.closed then return true end
-  if self.waiters then
-    return async.await(function(resume) table.insert(self.waiters, resume) end)
-  end
-  self.waiters = {}
-  local ok, err = self:connect_now()
-  local waiters = self.waiters
-  self.waiters = nil
-  for _, w in ipairs(waiters) do w(ok, err) end
-  return ok, err
+  return async.await(function(resume)
+    table.insert(self.waiters, resume)
+    self:ensure_connecting()
+  end)
 end
 
 -- The connect attempt itself (coroutine).
@@ -134,23 +149,30 @@ function Client:connect_now()
       if self.opts.on_notification then self.opts.on_notification(method, params) end
     end,
   })
-  self.peer, self.ch = peer, ch
+  peer.next_id = -1 -- hello goes out as id 0; requests reuse the client's ids
+  self.ch = ch
   local info, herr = async.request(peer, "hello", {
     protocol = M.PROTOCOL, orchestrator_id = self.orchestrator_id, project_dir = self.project_dir,
     client = self.opts.client_info or { name = "reasonix-mcp", version = require("rmcp.host").version },
   })
   if not info then
-    self:lost(peer, "hello failed")
+    if not ch:is_closed() then ch:close() end
+    peer:close("hello failed")
     return nil, "agentd hello failed: " .. tostring(herr and herr.message or herr)
   end
+  self.peer = peer
   self.info = info
   if self.opts.on_connect then self.opts.on_connect(info) end
   return true
 end
 
--- Forgets a dropped connection: pending requests fail and the next request reconnects.
+-- Forgets a dropped connection: in-flight requests fail (retry-safe ones are re-sent on a new
+-- connection) and the next request reconnects.
 function Client:lost(peer, reason)
-  if self.peer ~= peer then return end
+  if self.peer ~= peer then
+    if not peer.closed then peer:close(tostring(reason)) end
+    return
+  end
   self.peer = nil
   if self.ch and not self.ch:is_closed() then self.ch:close() end
   self.ch = nil
@@ -158,38 +180,61 @@ function Client:lost(peer, reason)
   if self.opts.on_disconnect and not self.closed then self.opts.on_disconnect(reason) end
 end
 
--- Sends a request and waits (coroutine); returns result or nil, error object. handle (optional
--- table) receives the live request id for cancel().
-function Client:request(method, params, handle)
-  for attempt = 1, 2 do
-    local ok, err = self:connect()
-    if not ok then return nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, err) end
-    local peer = self.peer
-    local result, rerr = async.await(function(resume)
-      local id = peer:request(method, params or {}, resume)
-      if handle then handle.id, handle.peer = id, peer end
-    end)
-    if handle and handle.cancelled then return result, rerr end
-    if rerr and peer.closed and attempt == 1 and M.retry_safe[method] and not self.closed then
-      log.info("agentd connection lost during %s; reconnecting", method)
-    else
-      return result, rerr
+-- Writes request h on the live connection, with the client's id as its wire id.
+function Client:send(h)
+  local peer = self.peer
+  if not peer or peer.closed then return self:dispatch(h) end
+  h.peer = peer
+  self.inflight[h.id] = h
+  peer.next_id = h.id - 1
+  peer:request(h.method, h.params, function(result, err)
+    if self.inflight[h.id] ~= h then return end
+    self.inflight[h.id] = nil
+    if err and peer.closed and M.retry_safe[h.method] and h.attempts < 1 and not h.cancelled and not self.closed
+       and not self.shutdown_sent then
+      h.attempts = h.attempts + 1
+      log.info("agentd connection lost during %s; re-sending it on a new connection", h.method)
+      return self:dispatch(h)
+    end
+    h.cb(result, err)
+  end)
+end
+
+-- Sends h now when connected, else queues it behind a connect.
+function Client:dispatch(h)
+  if self.closed then return h.cb(nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, "agentd client closed")) end
+  if self.peer and not self.peer.closed then return self:send(h) end
+  self.queue[#self.queue + 1] = h
+  self:ensure_connecting()
+end
+
+-- Sends a request; cb(result, err) runs once (err is a JSON-RPC error object). Returns the request
+-- id, which is also its id on the wire (watch_progress notifications carry it; cancel takes it).
+function Client:request(method, params, cb)
+  self.next_id = self.next_id + 1
+  if method == "shutdown" then self.shutdown_sent = true end
+  local h = { id = self.next_id, method = method, params = params or {}, cb = cb, attempts = 0 }
+  self:dispatch(h)
+  return h.id
+end
+
+-- Sends a request and waits inside a coroutine; returns result or nil, error object.
+function Client:call(method, params)
+  return async.await(function(resume) self:request(method, params, resume) end)
+end
+
+-- Cancels request id (watch/wait): agentd answers it with -32800; a queued one fails at once.
+function Client:cancel(id)
+  for i, h in ipairs(self.queue) do
+    if h.id == id then
+      table.remove(self.queue, i)
+      return h.cb(nil, jsonrpc.error(-32800, "request cancelled"))
     end
   end
-end
-
--- Sends a request from callback code: cb(result, err). Returns a handle for cancel().
-function Client:request_cb(method, params, cb)
-  local handle = {}
-  async.run(function() cb(self:request(method, params, handle)) end,
-    function(e) cb(nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, tostring(e))) end)
-  return handle
-end
-
--- Cancels a long request (watch/wait) started with handle: agentd answers it with -32800.
-function Client:cancel(handle)
-  handle.cancelled = true
-  if handle.peer and not handle.peer.closed then handle.peer:notify("$/cancel", { id = handle.id }) end
+  local h = self.inflight[id]
+  if not h then return end
+  h.cancelled = true
+  if h.peer and not h.peer.closed then h.peer:notify("$/cancel", { id = id }) end
 end
 
 -- Sends a notification if connected.
@@ -206,6 +251,9 @@ end
 -- Closes the connection; the client cannot be used afterwards.
 function Client:close()
   self.closed = true
+  local queue = self.queue
+  self.queue = {}
+  for _, h in ipairs(queue) do h.cb(nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, "agentd client closed")) end
   if self.peer then self:lost(self.peer, "client closed") end
 end
 
