@@ -11,7 +11,7 @@ import { once } from 'node:events';
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { ElicitRequestSchema, LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 export const REPO = process.env.RMCP_SOURCE_DIR ? resolve(process.env.RMCP_SOURCE_DIR) : resolve(here, '..', '..');
@@ -149,8 +149,65 @@ export async function connectClient(sb, { env, cwd, name = 'e2e-client', elicit,
   transport.stderr?.on('data', (d) => stderr.push(String(d)));
   const client = new Client({ name, version: '1.0.0' }, { capabilities: caps });
   if (elicit) client.setRequestHandler(ElicitRequestSchema, elicit);
+  // agent events arrive as notifications/message {data: {text, event}}; tests wait on them.
+  const events = [];
+  const waiters = [];
+  client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
+    const ev = n.params?.data?.event;
+    if (!ev) return;
+    events.push(ev);
+    for (const w of [...waiters]) if (w.pred(ev)) { waiters.splice(waiters.indexOf(w), 1); w.resolve(ev); }
+  });
+  const waitEvent = (pred, ms = 60000, what = 'agent event') => {
+    const seen = events.find(pred);
+    if (seen) return Promise.resolve(seen);
+    return withTimeout(new Promise((resolve) => waiters.push({ pred, resolve })), ms, what);
+  };
   await withTimeout(client.connect(transport), 15000, 'MCP initialize');
-  return { client, transport, stderr, pid: transport.pid };
+  return { client, transport, stderr, events, waitEvent, pid: transport.pid, close: () => client.close() };
+}
+
+// Watches ids until each has a result matching done(result) (default: a finished turn or exit);
+// answers nothing, so a decision stops the loop too. Returns {sid: last result}.
+export async function watchUntil(client, ids, done = (r) => r.status !== 'running' && r.status !== 'starting', opts = {}) {
+  const out = {};
+  let left = [...ids];
+  while (left.length) {
+    const data = await tool(client, 'reasonix_watch', { session_ids: left, ...opts });
+    for (const [sid, r] of Object.entries(data.results || {})) {
+      out[sid] = r;
+      if (done(r)) left = left.filter((x) => x !== sid);
+    }
+  }
+  return out;
+}
+
+// Per-file fixture: sandbox, offline provider with scenario, config.toml; teardown shuts agentd
+// down, stops the provider and checks that no process of the file is left.
+export async function fixture({ scenario = {}, config = {} } = {}) {
+  const sb = makeSandbox();
+  const provider = await startProvider(sb, scenario);
+  writeConfig(sb, provider.port, config);
+  const clients = [];
+  const fx = {
+    sb, provider,
+    env: (extra) => serverEnv(sb, extra),
+    async connect(opts = {}) {
+      const c = await connectClient(sb, opts);
+      clients.push(c);
+      return c;
+    },
+    async teardown() {
+      for (const c of clients) { try { await c.client.close(); } catch { /* already gone */ } }
+      await shutdownAgentd(sb).catch(() => false);
+      await provider.stop();
+      const left = await waitNoLeftovers();
+      killLeftovers();
+      removeSandbox(sb);
+      return left;
+    },
+  };
+  return fx;
 }
 
 // Calls a tool and returns {result, data}: data is structuredContent (or the parsed text block).

@@ -18,7 +18,8 @@ local function unavailable(message)
   return e
 end
 
--- Connects for server (an mcp Server): hello carries its orchestrator id, project dir and client.
+-- Makes the link for server (an mcp Server): hello carries its orchestrator id, project dir and client.
+-- Connecting (and starting agentd when absent) begins at once; requests queue behind it.
 function M.new(server)
   local self = setmetatable({ server = server }, Link)
   local ok, client = pcall(require, "rmcp.agentd.client")
@@ -28,25 +29,24 @@ function M.new(server)
     return self
   end
   local info = server.client_info or {}
-  local cok, conn, err = pcall(client.connect, {
+  self.conn = client.connect({
     home = config.home(),
     orchestrator_id = server.orchestrator_id,
     project_dir = server.project_dir,
     client_info = { name = "reasonix-mcp server", version = server.version,
                     mcp_client = { name = info.name, version = info.version } },
     on_notification = function(method, params) server:on_agentd_notification(method, params) end,
+    on_connect = function(hello)
+      log.info("agentd link: connected to agentd %s (pid %s) as orchestrator %s, project %s",
+        tostring(hello.version), tostring(hello.agentd_pid), server.orchestrator_id, server.project_dir)
+    end,
+    on_disconnect = function(reason) log.info("agentd link: disconnected (%s)", tostring(reason)) end,
   })
-  if not cok or not conn then
-    self.failure = tostring(cok and err or conn)
-    log.error("agentd link: connect failed: %s", self.failure)
-    return self
-  end
-  self.conn = conn
-  log.info("agentd link: orchestrator %s, project %s, home %s", server.orchestrator_id, server.project_dir, config.home())
   return self
 end
 
--- Sends a request; cb(result, err) once. Returns the agentd request id (for cancel and progress).
+-- Sends a request; cb(result, err) once. Returns the request id (also its id on the wire, which
+-- agentd's watch_progress names and cancel takes), or nil when there is no client.
 function Link:request(method, params, cb)
   if not self.conn then
     cb(nil, unavailable(self.failure or "no connection to agentd"))
@@ -58,6 +58,11 @@ function Link:request(method, params, cb)
   end)
 end
 
+-- True when id (from request) is the request agentd calls request_id.
+function Link:is_request(id, request_id)
+  return id ~= nil and id == request_id
+end
+
 -- Releases a blocked watch/wait in agentd ($/cancel).
 function Link:cancel(id)
   if self.conn and id then self.conn:cancel(id) end
@@ -65,7 +70,7 @@ end
 
 -- Closes the connection (agentd cancels this connection's watches).
 function Link:close()
-  if self.conn and self.conn.close then self.conn:close() end
+  if self.conn then self.conn:close() end
   self.conn = nil
 end
 

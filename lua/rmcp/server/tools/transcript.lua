@@ -9,7 +9,7 @@ return {
     .. "(Reasonix does not persist token usage; these are activity metrics.)",
   inputSchema = common.object({
     session_id = common.session_id(),
-    max_tool_calls = { type = "integer", minimum = 0, default = 50,
+    max_tool_calls = { type = "integer", minimum = 0, default = 100,
                        description = "Most recent tool calls to include." },
   }, { "session_id" }),
   outputSchema = common.result({
