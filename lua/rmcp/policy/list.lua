@@ -38,6 +38,7 @@ function M.row(s, opts)
     r.effort, r.tool_approval, r.work_mode = s.effort, s.tool_approval, s.work_mode
     r.error_text = s.error_text
     r.idle_timeout = s.idle_timeout
+    r.agent_pid = s.rt and s.rt.agent and s.rt.agent:pid() or nil
   end
   return r
 end

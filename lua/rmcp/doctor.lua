@@ -1,0 +1,98 @@
+-- `reasonix-mcp doctor`: what a user runs first when something is off — agent binary and version, a
+-- provider configured, the runtime dir safe, the daemon up, and the tail of its log.
+local uv = require "luv"
+local sys = require "rmcp.sys"
+local sock = require "rmcp.sock"
+local proc = require "rmcp.proc"
+local json = require "rmcp.lib.json"
+local async = require "rmcp.lib.async"
+local config = require "rmcp.config"
+local client = require "rmcp.agentd.client"
+
+local M = {}
+
+-- Runs file with args and waits (coroutine); returns stdout text, exit code.
+local function run(file, args)
+  return async.await(function(resume)
+    local out = {}
+    local timer = uv.new_timer()
+    local p, err = proc.spawn({
+      file = file, args = args, stdin = "null", stdout = "pipe", stderr = "null", stdout_mode = "raw",
+      env = config.agent_env(),
+      on_stdout = function(chunk) out[#out + 1] = chunk end,
+      on_exit = function(code)
+        if not timer:is_closing() then timer:close() end
+        resume(table.concat(out), code)
+      end,
+    })
+    if not p then timer:close(); return resume(nil, err) end
+    timer:start(10000, 0, function() timer:close(); p:kill("KILL") end)
+  end)
+end
+
+-- Collects the checks: a list of {name, ok, detail} (coroutine).
+function M.checks()
+  local out = {}
+  local function add(name, ok, detail) out[#out + 1] = { name = name, ok = ok, detail = detail } end
+  local bin, berr = config.agent_bin()
+  if not bin then
+    add("agent binary", false, berr)
+  else
+    local version = run(bin, { "--version" })
+    add("agent binary", version ~= nil and version ~= "", bin .. (version and ("  " .. version:gsub("%s+$", "")) or "  (does not run)"))
+    local text = run(bin, { "doctor", "--json" })
+    local doc = text and json.decode(text)
+    if type(doc) ~= "table" then
+      add("provider configured", false, "reasonix doctor --json gave no JSON")
+    else
+      local ready = {}
+      for _, p in ipairs(doc.providers or {}) do
+        if p.key_present then ready[#ready + 1] = tostring(p.name) end
+      end
+      local cfg = type(doc.config) == "table" and (doc.config.source_path or doc.config.user_path) or "?"
+      add("provider configured", #ready > 0, (#ready > 0 and ("providers with a key: " .. table.concat(ready, ", "))
+        or "no provider has its API key in the environment (run `reasonix setup`)") .. "; config " .. tostring(cfg))
+    end
+  end
+  local paths = config.paths()
+  local ok, err = sock.secure_dir(paths.home)
+  add("runtime dir", ok == true, ok and (paths.home .. " (0700, ours)") or tostring(err))
+  local c = client.new({ autostart = false, client_info = { name = "reasonix-mcp doctor" } })
+  local up, cerr = c:wait_connected()
+  if up then
+    add("agentd", true, string.format("pid %s, version %s, socket %s", tostring(c.info.agentd_pid), tostring(c.info.version), paths.sock))
+    c:close()
+  else
+    add("agentd", nil, "not running (it starts on first use): " .. tostring(cerr))
+  end
+  return out
+end
+
+-- Prints the checks and the log tail; exits 0 when nothing failed.
+function M.main()
+  async.run(function()
+    local failed = false
+    for _, c in ipairs(M.checks()) do
+      local mark = c.ok == true and "ok  " or c.ok == nil and "info" or "FAIL"
+      if c.ok == false then failed = true end
+      print(string.format("[%s] %-20s %s", mark, c.name, c.detail))
+    end
+    local f = io.open(config.paths().log, "r")
+    if f then
+      local lines = {}
+      for line in f:lines() do
+        lines[#lines + 1] = line
+        if #lines > 10 then table.remove(lines, 1) end
+      end
+      f:close()
+      print("\nagentd.log (last " .. #lines .. " lines):")
+      for _, l in ipairs(lines) do print("  " .. l) end
+    end
+    sys.stop(failed and 1 or 0)
+  end, function(e)
+    io.stderr:write("doctor: ", tostring(e), "\n")
+    sys.stop(1)
+  end)
+end
+
+return M

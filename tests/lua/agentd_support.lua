@@ -1,0 +1,113 @@
+-- Shared setup for the agentd specs: a mock provider, a private agent home and REASONIX_MCP_HOME, the
+-- environment an autostarted agentd inherits, clients, and a shutdown that waits for the daemon to go.
+local uv = require "luv"
+local rh = require "reasonix_home"
+local client = require "rmcp.agentd.client"
+
+local M = {}
+
+M.bin = rh.find_agent()
+
+-- True while process pid exists (and is not a zombie).
+function M.alive(pid)
+  local f = io.open("/proc/" .. pid .. "/stat", "rb")
+  if not f then return false end
+  local stat = f:read("a") or ""
+  f:close()
+  return not stat:match("^%d+ %b() Z")
+end
+
+-- Pids of live processes whose command line contains needle and whose environment has env_mark.
+function M.find_procs(needle, env_mark)
+  local out = {}
+  local dir = uv.fs_scandir("/proc")
+  while dir do
+    local name = uv.fs_scandir_next(dir)
+    if not name then break end
+    if name:match("^%d+$") then
+      local cf = io.open("/proc/" .. name .. "/cmdline", "rb")
+      local cmd = cf and (cf:read("a") or ""):gsub("%z", " ") or ""
+      if cf then cf:close() end
+      if cmd:find(needle, 1, true) and M.alive(name) then
+        local ef = io.open("/proc/" .. name .. "/environ", "rb")
+        local env = ef and ef:read("a") or ""
+        if ef then ef:close() end
+        if not env_mark or env:find(env_mark, 1, true) then out[#out + 1] = tonumber(name) end
+      end
+    end
+  end
+  return out
+end
+
+-- Sets up one case: provider with scenario, agent home, REASONIX_MCP_HOME, env for the daemon.
+-- opts: scenario, home_opts (make_home options), env (extra env). Returns ctx.
+function M.setup(t, opts)
+  opts = opts or {}
+  if not M.bin then t.skip("real agent not installed (scripts/install-agent.sh)") end
+  local prov = assert(rh.start_provider({ scenario = opts.scenario or {} }))
+  t.defer(function() prov:stop() end)
+  local home = rh.make_home(prov.port, opts.home_opts)
+  t.defer(function() home.cleanup() end)
+  local mcp_home = home.root .. "/mcp"
+  local env = {
+    HOME = home.home, REASONIX_HOME = home.rxhome, MOCK_API_KEY = "mock-key", REASONIX_BIN = M.bin,
+    REASONIX_MCP_HOME = mcp_home, REASONIX_LANG = "en", REASONIX_MCP_IDLE_TIMEOUT = "",
+    REASONIX_MCP_ALLOW_ANY_CWD = "", REASONIX_MCP_ORCHESTRATOR_ID = "",
+  }
+  for k, v in pairs(opts.env or {}) do env[k] = v end
+  for k, v in pairs(env) do
+    if v == "" then uv.os_unsetenv(k) else uv.os_setenv(k, v) end
+  end
+  local ctx = { t = t, prov = prov, home = home, mcp_home = mcp_home, ws = home.workspace, clients = {} }
+  -- Connects a client for orchestrator orch (default "orch-a") rooted at project (default the workspace).
+  function ctx.client(orch, project, extra)
+    local o = { home = mcp_home, orchestrator_id = orch or "orch-a", project_dir = project or home.workspace,
+                client_info = { name = "agentd-spec" } }
+    for k, v in pairs(extra or {}) do o[k] = v end
+    local c = client.new(o)
+    ctx.clients[#ctx.clients + 1] = c
+    return c
+  end
+  -- Calls method and fails the case on an error.
+  function ctx.call(c, method, params)
+    local r, err = c:call(method, params)
+    if not r then t.fail(method .. " failed: " .. tostring(err and err.message) .. " (" .. tostring(err and err.code) .. ")") end
+    return r
+  end
+  -- Calls method and returns the error object (failing when it succeeds).
+  function ctx.call_err(c, method, params)
+    local r, err = c:call(method, params)
+    if r then t.fail(method .. " should have failed, got " .. require("testing").show(r)) end
+    return err
+  end
+  -- Watches ids until a result arrives for sid (or any, when sid is nil); returns that result.
+  function ctx.watch_until(c, ids, pred)
+    for _ = 1, 20 do
+      local r = ctx.call(c, "watch", { session_ids = ids })
+      for sid, res in pairs(r.results or {}) do
+        if pred(sid, res) then return res, sid end
+      end
+    end
+    t.fail("watch never returned the expected result")
+  end
+  -- Shuts the daemon down (if one runs) and waits until its process is gone.
+  function ctx.shutdown()
+    local c = client.new({ home = mcp_home, orchestrator_id = "teardown", autostart = false })
+    local ok = c:wait_connected()
+    if ok then
+      local pid = c.info.agentd_pid
+      c:call("shutdown", {})
+      c:close()
+      t.wait_for(function() return not M.alive(pid) end, 5000, "agentd to exit")
+    else
+      c:close()
+    end
+  end
+  t.defer(function()
+    for _, c in ipairs(ctx.clients) do c:close() end
+    ctx.shutdown()
+  end)
+  return ctx
+end
+
+return M
