@@ -1,0 +1,72 @@
+// Diagnostic event frames on the raw wire (the SDK may drop custom notifications): every agent
+// event reaches the host as `reasonix/agent_event` plus `notifications/message`, with transcript
+// path and error text, each relay is logged, and logging/setLevel filters only the standard one.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { fixture, rawServer, strictEnvelope, haveAgent } from './helpers.mjs';
+
+const scenario = {
+  rules: [
+    { name: 'ok', last_role: 'user', user_contains: 'HELLO-TASK', text: 'hello back' },
+    { name: 'bad', last_role: 'user', user_contains: 'FAIL-TASK', status: 400, error: 'mock bad request for FAIL-TASK' },
+  ],
+};
+
+let fx;
+before(async () => { fx = await fixture({ scenario }); });
+after(async () => {
+  const left = await fx.teardown();
+  assert.deepEqual(left, [], 'no process of this test may be left');
+});
+
+// Calls a tool on the raw wire and returns its structuredContent (failing on isError).
+async function call(srv, name, args) {
+  const r = await srv.request('tools/call', { name, arguments: args });
+  assert.equal(r.error, undefined, JSON.stringify(r.error));
+  assert.notEqual(r.result.isError, true, r.result.content?.[0]?.text);
+  return r.result.structuredContent;
+}
+
+const isEvent = (sid, event) => (m) => m.method === 'reasonix/agent_event' && m.params.session_id === sid && m.params.event === event;
+
+test('turn_end, error and exit events arrive as reasonix/agent_event + notifications/message', { skip: !haveAgent() && 'agent binary missing' }, async () => {
+  const srv = rawServer(fx.sb);
+  await srv.initialize();
+  const ok = await call(srv, 'reasonix_spawn', { task: 'HELLO-TASK say hello' });
+  const end = await srv.next(isEvent(ok.session_id, 'turn_end'), 60000, 'turn_end frame');
+  assert.equal(end.params.status, 'idle');
+  assert.equal(end.params.stop_reason, 'end_turn');
+  assert.match(end.params.transcript_path, /\S/);
+  const msg = await srv.next((m) => m.method === 'notifications/message' && m.params.data?.event?.session_id === ok.session_id
+    && m.params.data.event.event === 'turn_end');
+  assert.equal(msg.params.logger, 'reasonix');
+  assert.equal(msg.params.level, 'info');
+  assert.match(msg.params.data.text, /turn_end/);
+
+  const bad = await call(srv, 'reasonix_spawn', { task: 'FAIL-TASK this will fail' });
+  const failed = await srv.next((m) => m.method === 'reasonix/agent_event' && m.params.session_id === bad.session_id
+    && m.params.error_text, 60000, 'error frame');
+  assert.match(failed.params.error_text, /mock bad request|400/);
+  const errMsg = await srv.next((m) => m.method === 'notifications/message' && m.params.data?.event?.session_id === bad.session_id
+    && m.params.level === 'error');
+  assert.match(errMsg.params.data.text, /error/);
+
+  // Below the client's level the standard message is withheld; the diagnostic frame is not.
+  assert.deepEqual((await srv.request('logging/setLevel', { level: 'error' })).result, {});
+  const before = srv.frames.length;
+  await call(srv, 'reasonix_stop', { session_id: ok.session_id });
+  const exited = await srv.next((m, i) => m.method === 'reasonix/agent_event' && m.params.session_id === ok.session_id
+    && m.params.event === 'process_exited', 30000, 'process_exited frame');
+  assert.equal(exited.params.status, 'exited');
+  await call(srv, 'reasonix_list', {});
+  const later = srv.frames.slice(before);
+  assert.ok(!later.some((m) => m.method === 'notifications/message' && m.params.level === 'info'), 'info messages withheld at level error');
+
+  await srv.close();
+  for (const f of srv.frames) assert.equal(strictEnvelope(f), null, JSON.stringify(f));
+  assert.deepEqual(srv.badLines, []);
+  const log = srv.stderr.join('');
+  assert.match(log, /relay agent_event session=\S+ event=turn_end .*-> reasonix\/agent_event sent/);
+  assert.match(log, /below client log level/);
+  console.log(`# ${srv.frames.filter((m) => m.method === 'reasonix/agent_event').length} agent_event frames, e.g. ${JSON.stringify(end)}`);
+});
