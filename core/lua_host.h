@@ -1,0 +1,38 @@
+/* lua_host.h: the one lua_State of the process, bound to the core's uv loop. */
+#ifndef RMCP_LUA_HOST_H
+#define RMCP_LUA_HOST_H
+
+#include <lua.h>
+#include <uv.h>
+
+#define RMCP_VERSION "0.1.0"
+
+typedef struct lua_host {
+  lua_State *L;      /* main thread: every C->Lua callback runs on it */
+  uv_loop_t *loop;
+  char *lua_dir;
+  char *exe;
+  int exit_code;     /* set by sys.stop */
+  int stopped;
+  int closing;       /* teardown started: rmcp objects call no more Lua */
+} lua_host_t;
+
+lua_host_t *lua_host_new(uv_loop_t *loop, const char *lua_dir);
+int lua_host_run_main(lua_host_t *h, int argc, char **argv);
+void lua_host_free(lua_host_t *h);
+
+lua_host_t *lua_host_get(lua_State *L);
+int lua_host_pcall(lua_State *L, int nargs, int nresults);
+int lua_host_call_ref(lua_State *L, int ref, int nargs);
+int lua_host_retain(lua_State *L, int idx);
+void lua_host_release(lua_State *L, int *ref);
+int lua_host_checkref(lua_State *L, int idx, const char *field);
+void lua_host_unref(lua_State *L, int *ref);
+int lua_host_fail(lua_State *L, int err, const char *what);
+
+int luaopen_rmcp_channel(lua_State *L);
+int luaopen_rmcp_proc(lua_State *L);
+int luaopen_rmcp_sock(lua_State *L);
+int luaopen_rmcp_sys(lua_State *L);
+
+#endif

@@ -1,0 +1,86 @@
+/* sys.c: rmcp.sys, the few process services luv does not cover: an exclusive lock file (one
+ * agentd, no start race), the effective uid, and stopping the loop with an exit code. */
+#include "sys.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <lauxlib.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include "lua_host.h"
+
+/* Open (creating 0600) and take an exclusive, non-blocking flock; UV_EAGAIN when held. */
+int sys_flock(const char *path, int *fdp)
+{
+  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) return -errno;
+  while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+    if (errno == EINTR) continue;
+    int e = errno;
+    close(fd);
+    return -e;
+  }
+  *fdp = fd;
+  return 0;
+}
+
+/* Release a lock taken by sys_flock. */
+void sys_unlock(int fd)
+{
+  flock(fd, LOCK_UN);
+  close(fd);
+}
+
+/* sys.flock(path) -> fd | nil, err, code ("locked", "EWOULDBLOCK" when another holds it) */
+static int lsys_flock(lua_State *L)
+{
+  const char *path = luaL_checkstring(L, 1);
+  int fd;
+  int r = sys_flock(path, &fd);
+  if (r == -EWOULDBLOCK) {
+    lua_pushnil(L);
+    lua_pushliteral(L, "locked");
+    lua_pushliteral(L, "EWOULDBLOCK");
+    return 3;
+  }
+  if (r < 0) return lua_host_fail(L, r, path);
+  lua_pushinteger(L, fd);
+  return 1;
+}
+
+/* sys.unlock(fd) */
+static int lsys_unlock(lua_State *L)
+{
+  sys_unlock((int)luaL_checkinteger(L, 1));
+  return 0;
+}
+
+/* sys.geteuid() */
+static int lsys_geteuid(lua_State *L)
+{
+  lua_pushinteger(L, (lua_Integer)geteuid());
+  return 1;
+}
+
+/* sys.stop(code): stop the loop; main tears down and exits with code. */
+static int lsys_stop(lua_State *L)
+{
+  int code = (int)luaL_optinteger(L, 1, 0);
+  lua_host_t *h = lua_host_get(L);
+  if (h == NULL) return luaL_error(L, "rmcp.sys needs the reasonix-mcp host");
+  h->exit_code = code;
+  h->stopped = 1;
+  uv_stop(h->loop);
+  return 0;
+}
+
+/* Module loader: require "rmcp.sys". */
+int luaopen_rmcp_sys(lua_State *L)
+{
+  static const luaL_Reg funcs[] = {
+    {"flock", lsys_flock}, {"unlock", lsys_unlock}, {"geteuid", lsys_geteuid}, {"stop", lsys_stop}, {NULL, NULL},
+  };
+  luaL_newlib(L, funcs);
+  return 1;
+}

@@ -1,0 +1,8 @@
+/* sys.h: small process-level services for Lua: flock, euid, stopping the loop. */
+#ifndef RMCP_SYS_H
+#define RMCP_SYS_H
+
+int sys_flock(const char *path, int *fd);
+void sys_unlock(int fd);
+
+#endif

@@ -1,0 +1,499 @@
+/* test_proc.c: rmcp.proc through its C API on a real loop: lines, stderr, exit code and signal,
+ * exit only after EOF, synchronous exec failures, cwd, env, group kill, fd hygiene, PDEATHSIG,
+ * and that children spawned by plain uv_spawn on the same loop keep their exit callbacks. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "proc.h"
+#include "testloop.h"
+
+typedef struct {
+  char lines[4096];    /* each line followed by '|' */
+  char err[1024];
+  int nlines;
+  int exited, code, sig;
+  int lines_at_exit;
+} result;
+
+/* Append s to buf (bounded). */
+static void append(char *buf, size_t cap, const char *s, size_t n)
+{
+  size_t used = strlen(buf);
+  if (used + n + 2 > cap) n = cap - used - 2;
+  memcpy(buf + used, s, n);
+  buf[used + n] = '\0';
+}
+
+/* on_line: collect. */
+static void on_line(proc_t *p, const char *s, size_t n)
+{
+  result *r = proc_data(p);
+  append(r->lines, sizeof(r->lines), s, n);
+  append(r->lines, sizeof(r->lines), "|", 1);
+  r->nlines++;
+}
+
+/* on_stderr: collect. */
+static void on_stderr(proc_t *p, const char *s, size_t n)
+{
+  result *r = proc_data(p);
+  append(r->err, sizeof(r->err), s, n);
+}
+
+/* on_exit: record, and close like the Lua binding does. */
+static void on_exit_cb(proc_t *p, int code, int sig)
+{
+  result *r = proc_data(p);
+  r->exited++;
+  r->code = code;
+  r->sig = sig;
+  r->lines_at_exit = r->nlines;
+  proc_close(p);
+}
+
+static const proc_cbs cbs = {on_line, NULL, NULL, on_stderr, on_exit_cb};
+
+/* on_exit that leaves p open, to probe it after reaping. */
+static void on_exit_keep(proc_t *p, int code, int sig)
+{
+  result *r = proc_data(p);
+  r->exited++;
+  r->code = code;
+  r->sig = sig;
+}
+
+/* Options for /bin/sh -c script. */
+static proc_opts sh_opts(char **argv, const char *script, result *r)
+{
+  argv[0] = "sh";
+  argv[1] = "-c";
+  argv[2] = (char *)script;
+  argv[3] = NULL;
+  proc_opts o;
+  memset(&o, 0, sizeof(o));
+  o.file = "/bin/sh";
+  o.argv = argv;
+  o.pdeathsig = 1;
+  o.io[0].kind = PROC_IO_NULL;
+  o.cbs = &cbs;
+  o.data = r;
+  memset(r, 0, sizeof(*r));
+  return o;
+}
+
+/* Spawn sh -c script and run to exit. */
+static proc_t *run_sh(uv_loop_t *loop, const char *script, result *r)
+{
+  char *argv[4];
+  proc_opts o = sh_opts(argv, script, r);
+  proc_t *p = NULL;
+  REQUIRE(proc_spawn(loop, &o, &p, NULL) == 0);
+  CHECK(run_until(loop, &r->exited, 10000));
+  return p;
+}
+
+/* Whether pid is gone (no such process, or a zombie waiting for someone else's wait). */
+static int pid_gone(pid_t pid)
+{
+  if (kill(pid, 0) < 0 && errno == ESRCH) return 1;
+  char path[64], buf[256];
+  snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+  FILE *f = fopen(path, "r");
+  if (f == NULL) return 1;
+  size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  char *rp = strrchr(buf, ')');
+  return rp && (rp[2] == 'Z' || rp[2] == 'X');
+}
+
+static void test_basic(uv_loop_t *loop)
+{
+  result r;
+  TEST("stdout lines (CRLF too), stderr chunks, exit code");
+  run_sh(loop, "printf 'a\\nb\\r\\n\\n{\"x\":1}\\n'; printf err >&2; exit 3", &r);
+  CHECKF(strcmp(r.lines, "a|b|{\"x\":1}|") == 0, "%s", r.lines);
+  CHECKF(strcmp(r.err, "err") == 0, "%s", r.err);
+  CHECK(r.exited == 1 && r.code == 3 && r.sig == 0);
+
+  TEST("killed by a signal: code 128+sig, signal reported");
+  run_sh(loop, "kill -9 $$", &r);
+  CHECK(r.exited == 1 && r.code == 137 && r.sig == SIGKILL);
+
+  TEST("stderr merged into stdout");
+  char *argv[4];
+  proc_opts o = sh_opts(argv, "echo one; echo two >&2", &r);
+  o.io[2].kind = PROC_IO_STDOUT;
+  proc_t *p;
+  REQUIRE(proc_spawn(loop, &o, &p, NULL) == 0);
+  CHECK(run_until(loop, &r.exited, 10000));
+  CHECKF(strcmp(r.lines, "one|two|") == 0, "%s", r.lines);
+}
+
+/* State for the grandchild test. */
+typedef struct {
+  result r;
+  proc_t *p;
+  const char *fifo;
+  int released;
+  uv_check_t check;
+} gc_state;
+
+/* Once the shell is reaped (but a grandchild still holds stdout), let the grandchild finish. */
+static void gc_check(uv_check_t *c)
+{
+  gc_state *s = c->data;
+  if (s->released || s->r.nlines < 1 || proc_running(s->p)) return;
+  CHECKF(s->r.exited == 0, "on_exit fired while a grandchild still held stdout");
+  s->released = 1;
+  int fd = open(s->fifo, O_WRONLY);
+  REQUIRE(fd >= 0);
+  REQUIRE(write(fd, "go\n", 3) == 3);
+  close(fd);
+  uv_check_stop(c);
+}
+
+static void test_exit_after_eof(uv_loop_t *loop, const char *tmp)
+{
+  TEST("on_exit waits for EOF when a grandchild holds the pipe after the child is reaped");
+  gc_state s;
+  char fifo[PATH_MAX], script[PATH_MAX + 128];
+  snprintf(fifo, sizeof(fifo), "%s/fifo", tmp);
+  REQUIRE(mkfifo(fifo, 0600) == 0);
+  snprintf(script, sizeof(script), "(read x < %s; echo late) & echo early", fifo);
+  char *argv[4];
+  proc_opts o = sh_opts(argv, script, &s.r);
+  s.fifo = fifo;
+  s.released = 0;
+  REQUIRE(proc_spawn(loop, &o, &s.p, NULL) == 0);
+  uv_check_init(loop, &s.check);
+  s.check.data = &s;
+  uv_check_start(&s.check, gc_check);
+  CHECK(run_until(loop, &s.r.exited, 10000));
+  close_now((uv_handle_t *)&s.check);
+  CHECK(s.released);
+  CHECKF(strcmp(s.r.lines, "early|late|") == 0, "%s", s.r.lines);
+  CHECK(s.r.lines_at_exit == 2 && s.r.code == 0);
+  unlink(fifo);
+}
+
+static void test_exec_failures(uv_loop_t *loop, const char *tmp)
+{
+  result r;
+  char *argv[4];
+  proc_t *p = NULL;
+  const char *step = NULL;
+  TEST("exec failure is synchronous: ENOENT, EACCES, bad cwd");
+  proc_opts o = sh_opts(argv, "true", &r);
+  o.file = "/no/such/binary";
+  CHECK(proc_spawn(loop, &o, &p, &step) == UV_ENOENT && step && strcmp(step, "exec") == 0);
+  o.file = "no-such-binary-on-path-xyz";
+  CHECK(proc_spawn(loop, &o, &p, &step) == UV_ENOENT);
+  char noexec[PATH_MAX];
+  snprintf(noexec, sizeof(noexec), "%s/noexec", tmp);
+  int fd = open(noexec, O_WRONLY | O_CREAT, 0644);
+  REQUIRE(fd >= 0);
+  close(fd);
+  o.file = noexec;
+  CHECK(proc_spawn(loop, &o, &p, &step) == UV_EACCES);
+  o.file = "/bin/sh";
+  o.cwd = "/no/such/dir";
+  CHECK(proc_spawn(loop, &o, &p, &step) == UV_ENOENT && step && strcmp(step, "chdir") == 0);
+  o.cwd = NULL;
+  o.io[1].kind = PROC_IO_FILE;
+  o.io[1].path = "/no/such/dir/out.log";
+  CHECK(proc_spawn(loop, &o, &p, &step) == UV_ENOENT && step && strcmp(step, "stdout") == 0);
+  CHECK(r.exited == 0);
+}
+
+static void test_cwd_env_files(uv_loop_t *loop, const char *tmp)
+{
+  result r;
+  char *argv[4];
+  proc_t *p;
+  TEST("cwd is applied");
+  proc_opts o = sh_opts(argv, "pwd", &r);
+  o.cwd = tmp;
+  REQUIRE(proc_spawn(loop, &o, &p, NULL) == 0);
+  CHECK(run_until(loop, &r.exited, 10000));
+  char want[PATH_MAX + 2];
+  snprintf(want, sizeof(want), "%s|", tmp);
+  CHECKF(strcmp(r.lines, want) == 0, "%s vs %s", r.lines, want);
+
+  TEST("env replaces the environment");
+  char *env[] = {"FOO=bar baz", "PATH=/usr/bin:/bin", NULL};
+  o = sh_opts(argv, "echo \"$FOO-$HOME\"", &r);
+  o.env = env;
+  REQUIRE(proc_spawn(loop, &o, &p, NULL) == 0);
+  CHECK(run_until(loop, &r.exited, 10000));
+  CHECKF(strcmp(r.lines, "bar baz-|") == 0, "%s", r.lines);
+
+  TEST("stdout to a file (truncate, then append)");
+  char path[PATH_MAX];
+  snprintf(path, sizeof(path), "%s/out.log", tmp);
+  for (int i = 0; i < 2; i++) {
+    o = sh_opts(argv, "echo hi", &r);
+    o.io[1].kind = PROC_IO_FILE;
+    o.io[1].path = path;
+    o.io[1].append = i == 1;
+    REQUIRE(proc_spawn(loop, &o, &p, NULL) == 0);
+    CHECK(run_until(loop, &r.exited, 10000));
+  }
+  char buf[64] = {0};
+  int fd = open(path, O_RDONLY);
+  REQUIRE(fd >= 0);
+  CHECK(read(fd, buf, sizeof(buf) - 1) == 6 && strcmp(buf, "hi\nhi\n") == 0);
+  close(fd);
+  struct stat st;
+  CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0600);
+}
+
+static void test_stdin_and_fds(uv_loop_t *loop)
+{
+  result r;
+  char *argv[4];
+  proc_t *p;
+  TEST("stdin pipe: lines written come back, close_stdin ends the child");
+  proc_opts o = sh_opts(argv, "cat", &r);
+  o.io[0].kind = PROC_IO_PIPE;
+  REQUIRE(proc_spawn(loop, &o, &p, NULL) == 0);
+  CHECK(proc_write(p, "one", 3) == 0);
+  CHECK(proc_write(p, "two", 3) == 0);
+  CHECK(proc_close_stdin(p) == 0);
+  CHECK(run_until(loop, &r.exited, 10000));
+  CHECKF(strcmp(r.lines, "one|two|") == 0, "%s", r.lines);
+  CHECK(r.code == 0);
+
+  TEST("the child inherits no fd of ours beyond 0..2");
+  int leak = dup2(open("/dev/null", O_RDONLY), 57);  /* no CLOEXEC on purpose */
+  REQUIRE(leak == 57);
+  run_sh(loop, "ls /proc/$$/fd | tr '\\n' ' '", &r);
+  CHECKF(strcmp(r.lines, "0 1 2 |") == 0, "fds: %s", r.lines);
+  close(57);
+}
+
+/* Kill-test state: the grandchild's pid arrives as the first line. */
+static void kill_on_line(proc_t *p, const char *s, size_t n)
+{
+  on_line(p, s, n);
+  proc_kill(p, SIGTERM);
+}
+
+static void test_kill_group(uv_loop_t *loop)
+{
+  TEST("kill signals the whole process group: a grandchild dies too");
+  static const proc_cbs kcbs = {kill_on_line, NULL, NULL, on_stderr, on_exit_cb};
+  result r;
+  char *argv[4];
+  proc_opts o = sh_opts(argv, "sleep 300 & echo $!; wait", &r);
+  o.cbs = &kcbs;
+  proc_t *p;
+  REQUIRE(proc_spawn(loop, &o, &p, NULL) == 0);
+  pid_t pid = proc_pid(p);
+  CHECK(run_until(loop, &r.exited, 10000));
+  CHECK(r.sig == SIGTERM && r.code == 128 + SIGTERM);
+  pid_t gpid = (pid_t)atoi(r.lines);
+  CHECK(gpid > 1);
+  /* on_exit came after EOF, and the grandchild held stdout: it is dead already */
+  CHECKF(gpid > 1 && pid_gone(gpid), "grandchild %d still alive", (int)gpid);
+  CHECK(pid_gone(pid));
+
+  TEST("kill after reaping is a no-op");
+  static const proc_cbs keep = {on_line, NULL, NULL, on_stderr, on_exit_keep};
+  o = sh_opts(argv, "cat", &r);
+  o.io[0].kind = PROC_IO_PIPE;
+  o.cbs = &keep;
+  REQUIRE(proc_spawn(loop, &o, &p, NULL) == 0);
+  CHECK(proc_running(p));
+  CHECK(proc_kill(p, 0) == 0);
+  proc_close_stdin(p);
+  CHECK(run_until(loop, &r.exited, 10000));
+  CHECK(!proc_running(p));
+  CHECK(proc_kill(p, SIGKILL) == 1);
+  proc_close(p);
+}
+
+/* uv_spawn exit callback. */
+static void foreign_exit_cb(uv_process_t *h, int64_t status, int sig)
+{
+  int *st = h->data;
+  st[0] = 1;
+  st[1] = (int)status;
+  st[2] = sig;
+  uv_close((uv_handle_t *)h, NULL);
+}
+
+/* Our child ends when the uv child has been seen exiting. */
+static void foreign_on_exit_check(uv_check_t *c)
+{
+  void **ctx = c->data;
+  int *st = ctx[0];
+  proc_t *p = ctx[1];
+  if (st[0] && ctx[2] == NULL) {
+    ctx[2] = p;
+    proc_close_stdin(p);
+    uv_check_stop(c);
+  }
+}
+
+static void test_foreign_children(uv_loop_t *loop)
+{
+  TEST("a child spawned by plain uv_spawn on the same loop keeps its exit callback");
+  result r;
+  char *argv[4];
+  proc_opts o = sh_opts(argv, "read x; exit 4", &r);
+  o.io[0].kind = PROC_IO_PIPE;
+  proc_t *p;
+  REQUIRE(proc_spawn(loop, &o, &p, NULL) == 0);
+
+  int st[3] = {0, 0, 0};
+  uv_process_t h;
+  char *uargv[] = {"sh", "-c", "exit 5", NULL};
+  uv_process_options_t uo;
+  memset(&uo, 0, sizeof(uo));
+  uo.file = "/bin/sh";
+  uo.args = uargv;
+  uo.exit_cb = foreign_exit_cb;
+  h.data = st;
+  REQUIRE(uv_spawn(loop, &h, &uo) == 0);
+  void *ctx[3] = {st, p, NULL};
+  uv_check_t c;
+  uv_check_init(loop, &c);
+  c.data = ctx;
+  uv_check_start(&c, foreign_on_exit_check);
+  CHECK(run_until(loop, &r.exited, 10000));
+  close_now((uv_handle_t *)&c);
+  CHECK(st[0] == 1 && st[1] == 5 && st[2] == 0);
+  CHECK(r.code == 4);
+}
+
+static void test_close_detached(uv_loop_t *loop)
+{
+  TEST("proc_close before exit: no callbacks, the loop is not held, teardown frees it");
+  result r;
+  char *argv[4];
+  proc_opts o = sh_opts(argv, "exec sleep 300", &r);
+  proc_t *p;
+  REQUIRE(proc_spawn(loop, &o, &p, NULL) == 0);
+  pid_t pid = proc_pid(p);
+  proc_close(p);
+  CHECK(uv_run(loop, UV_RUN_DEFAULT) == 0);  /* returns: nothing keeps the loop alive */
+  CHECK(r.exited == 0);
+  proc_teardown();
+  uv_run(loop, UV_RUN_DEFAULT);
+  kill(pid, SIGKILL);
+  CHECK(waitpid(pid, NULL, 0) == pid);
+}
+
+/* Intermediate process of the PDEATHSIG test: spawn `sleep` with pdeathsig, report its pid,
+ * then wait to be killed. */
+static void pdeath_intermediate(int wfd)
+{
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  char *argv[] = {"sleep", "300", NULL};
+  proc_opts o;
+  memset(&o, 0, sizeof(o));
+  o.file = "sleep";
+  o.argv = argv;
+  o.pdeathsig = 1;
+  o.io[0].kind = o.io[1].kind = o.io[2].kind = PROC_IO_NULL;
+  static const proc_cbs none;
+  o.cbs = &none;
+  proc_t *p;
+  if (proc_spawn(&loop, &o, &p, NULL) != 0) _exit(2);
+  pid_t pid = proc_pid(p);
+  if (write(wfd, &pid, sizeof(pid)) != sizeof(pid)) _exit(3);
+  for (;;) pause();
+}
+
+/* Harness (its own process, a child subreaper): kill -9 the intermediate, then the grandchild
+ * must die of SIGKILL within 1 s and come back to us to be reaped. */
+static void pdeath_harness(void)
+{
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
+  sigset_t chld, old;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  sigprocmask(SIG_BLOCK, &chld, &old);
+  int pfd[2];
+  if (pipe(pfd) < 0) _exit(10);
+  pid_t mid = fork();
+  if (mid == 0) {
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    close(pfd[0]);
+    pdeath_intermediate(pfd[1]);
+  }
+  close(pfd[1]);
+  pid_t child;
+  if (read(pfd[0], &child, sizeof(child)) != sizeof(child)) _exit(11);
+  if (kill(child, 0) != 0) _exit(12);
+  kill(mid, SIGKILL);
+  if (waitpid(mid, NULL, 0) != mid) _exit(13);
+  struct timespec deadline, now;
+  clock_gettime(CLOCK_MONOTONIC, &deadline);
+  deadline.tv_sec += 1;
+  for (;;) {
+    int st;
+    pid_t r = waitpid(child, &st, WNOHANG);
+    if (r == child) _exit(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL ? 0 : 14);
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    long left_ns = (deadline.tv_sec - now.tv_sec) * 1000000000L + (deadline.tv_nsec - now.tv_nsec);
+    if (left_ns <= 0) {
+      kill(child, SIGKILL);
+      waitpid(child, NULL, 0);
+      _exit(15);
+    }
+    struct timespec ts = {left_ns / 1000000000L, left_ns % 1000000000L};
+    sigtimedwait(&chld, NULL, &ts);  /* woken by the orphan's death */
+  }
+}
+
+static void test_pdeathsig(void)
+{
+  TEST("PDEATHSIG: kill -9 of the spawning process kills its child within 1 s");
+  fflush(NULL);
+  pid_t h = fork();
+  REQUIRE(h >= 0);
+  if (h == 0) pdeath_harness();
+  int st;
+  REQUIRE(waitpid(h, &st, 0) == h);
+  CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 0, "harness status %d", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+}
+
+int main(void)
+{
+  printf("test_proc\n");
+  signal(SIGPIPE, SIG_IGN);
+  char tmpl[] = "/tmp/rmcp-test-proc-XXXXXX";
+  REQUIRE(mkdtemp(tmpl) != NULL);
+  char tmp[PATH_MAX];
+  REQUIRE(realpath(tmpl, tmp) != NULL);
+  test_pdeathsig();
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  test_basic(&loop);
+  test_exit_after_eof(&loop, tmp);
+  test_exec_failures(&loop, tmp);
+  test_cwd_env_files(&loop, tmp);
+  test_stdin_and_fds(&loop);
+  test_kill_group(&loop);
+  test_foreign_children(&loop);
+  test_close_detached(&loop);
+  proc_teardown();
+  loop_finish(&loop);
+  char cmd[PATH_MAX + 16];
+  snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
+  if (system(cmd) != 0) fprintf(stderr, "cannot remove %s\n", tmp);
+  return check_done();
+}
