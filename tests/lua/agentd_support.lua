@@ -10,7 +10,7 @@ M.bin = rh.find_agent()
 
 -- True while process pid exists (and is not a zombie).
 function M.alive(pid)
-  local f = io.open("/proc/" .. pid .. "/stat", "rb")
+  local f = io.open(string.format("/proc/%d/stat", math.tointeger(tonumber(pid)) or -1), "rb")
   if not f then return false end
   local stat = f:read("a") or ""
   f:close()
@@ -106,6 +106,7 @@ function M.setup(t, opts)
   t.defer(function()
     for _, c in ipairs(ctx.clients) do c:close() end
     ctx.shutdown()
+    os.execute("cp " .. mcp_home .. "/agentd.log /tmp/exp/last-agentd.log")
   end)
   return ctx
 end

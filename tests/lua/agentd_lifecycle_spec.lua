@@ -1,0 +1,144 @@
+-- agentd as a process: one daemon per home under racing autostarts, survival across a daemon kill
+-- (list + resume), no agent left when agentd is killed, six agents at once, idle cleanup.
+local uv = require "luv"
+local async = require "rmcp.lib.async"
+local support = require "agentd_support"
+
+test("two simultaneous autostarts start one daemon", function(t)
+  local ctx = support.setup(t)
+  local a, b = ctx.client("orch-a"), ctx.client("orch-b")
+  local ra, rb
+  local done = 0
+  -- both connect at the same moment: neither finds a socket, both start agentd
+  async.run(function() ra = { a:wait_connected() }; done = done + 1 end)
+  async.run(function() rb = { b:wait_connected() }; done = done + 1 end)
+  t.wait_for(function() return done == 2 end, 8000, "both clients to connect")
+  t.eq(ra[1], true, tostring(ra[2]))
+  t.eq(rb[1], true, tostring(rb[2]))
+  t.eq(a.info.agentd_pid, b.info.agentd_pid)
+  -- losers of the lock race have exited; exactly one agentd runs for this home
+  t.wait_for(function()
+    return #support.find_procs("agentd", "REASONIX_MCP_HOME=" .. ctx.mcp_home) == 1
+  end, 3000, "a single agentd process")
+  local st = uv.fs_stat(ctx.mcp_home)
+  t.eq(st.mode & 511, 448, "home is 0700")
+end)
+
+test("kill -9 agentd leaves no agent behind within 1 s", function(t)
+  local ctx = support.setup(t, { scenario = { rules = {
+    { last_role = "user", user_contains = "SLOW", text = string.rep("s", 100), chunk = 2, delay = 0.1 },
+  } } })
+  local c = ctx.client()
+  local ids = {}
+  for i = 1, 2 do ids[i] = ctx.call(c, "spawn", { task = "HELLO " .. i }).session_id end
+  ids[3] = ctx.call(c, "spawn", { task = "SLOW" }).session_id
+  local pids = {}
+  for _, row in ipairs(ctx.call(c, "list", { detail = true }).sessions) do pids[#pids + 1] = row.agent_pid end
+  t.eq(#pids, 3)
+  local daemon = c.info.agentd_pid
+  c:close()
+  uv.kill(daemon, "sigkill")
+  local t0 = uv.now()
+  t.wait_for(function()
+    for _, pid in ipairs(pids) do if support.alive(pid) then return false end end
+    return true
+  end, 1000, "every agent to die with agentd", 10)
+  t.ok(uv.now() - t0 <= 1000)
+  t.wait_for(function() return not support.alive(daemon) end, 1000, "agentd gone")
+end)
+
+test("after agentd is killed and restarted, list shows every session and resume works", function(t)
+  local ctx = support.setup(t, { scenario = { rules = {
+    { last_role = "user", user_contains = "REMEMBER", text = "noted the codeword" },
+    { last_role = "user", user_contains = "SLOW", text = string.rep("s", 100), chunk = 2, delay = 0.1 },
+    { last_role = "user", user_contains = "RECALL", text = "recalled: ", echo = "all" },
+  } } })
+  local c = ctx.client()
+  local done_id = ctx.call(c, "spawn", { task = "REMEMBER codeword PELICAN" }).session_id
+  ctx.watch_until(c, { done_id }, function(_, x) return x.status == "idle" end)
+  local busy_id = ctx.call(c, "spawn", { task = "SLOW" }).session_id
+  local stopped_id = ctx.call(c, "spawn", { task = "REMEMBER other" }).session_id
+  ctx.call(c, "stop", { session_id = stopped_id })
+  local daemon = c.info.agentd_pid
+  uv.kill(daemon, "sigkill")
+  t.wait_for(function() return not support.alive(daemon) end, 2000, "agentd gone")
+  -- the next request reconnects, starting a fresh daemon
+  local list = ctx.call(c, "list", {})
+  t.ne(c.info.agentd_pid, daemon)
+  local by_id = {}
+  for _, row in ipairs(list.sessions) do by_id[row.session_id] = row end
+  t.eq(by_id[done_id].status, "orphaned")
+  t.eq(by_id[busy_id].status, "orphaned")
+  t.eq(by_id[stopped_id].status, "exited")
+  local w = ctx.call(c, "watch", { session_ids = { busy_id } })
+  t.eq(w.results[busy_id].status, "orphaned")
+  local r = ctx.call(c, "resume", { session_id = done_id })
+  t.eq(r.status, "idle")
+  t.eq(ctx.call(c, "send", { session_id = done_id, message = "RECALL it" }).delivered, "new_turn")
+  local res = ctx.watch_until(c, { done_id }, function(_, x) return x.status == "idle" end)
+  t.match(res.message, "^recalled:")
+  local reqs = ctx.prov:requests()
+  local last = reqs[#reqs].body.messages
+  t.match(last[#last].content, "RECALL it")
+  local history, contracts = {}, 0
+  for _, m in ipairs(last) do
+    if type(m.content) == "string" then
+      history[#history + 1] = m.content
+      if m.role == "user" and m.content:find("status contract", 1, true) then contracts = contracts + 1 end
+    end
+  end
+  t.match(table.concat(history, "\n"), "codeword PELICAN", "the resumed agent sent the earlier history to the model")
+  t.eq(contracts, 1, "the status contract is not added again after resume")
+  local tr = ctx.call(c, "transcript", { session_id = done_id })
+  t.eq(tr.roles.user, 2)
+  t.eq(tr.last_text:sub(1, 9), "recalled:")
+end)
+
+test("six agents at once", function(t)
+  local ctx = support.setup(t, { scenario = { rules = {
+    { last_role = "user", user_contains = "AGENT", text = "done: ", echo = "last_user", chunk = 8, delay = 0.02 },
+  } } })
+  local c = ctx.client()
+  local ids, pending = {}, {}
+  local spawned = 0
+  for i = 1, 6 do
+    c:request("spawn", { task = "AGENT-" .. i }, function(r, err)
+      t.ok(r, err and err.message)
+      ids[#ids + 1] = r.session_id
+      pending[r.session_id] = i
+      spawned = spawned + 1
+    end)
+  end
+  t.wait_for(function() return spawned == 6 end, 20000, "six spawns")
+  local finished = {}
+  while next(pending) do
+    local watch_ids = {}
+    for sid in pairs(pending) do watch_ids[#watch_ids + 1] = sid end
+    local r = ctx.call(c, "watch", { session_ids = watch_ids })
+    for sid, res in pairs(r.results) do
+      if res.status == "idle" then
+        t.match(res.message, "AGENT%-" .. pending[sid])
+        finished[#finished + 1] = sid
+        pending[sid] = nil
+      end
+    end
+  end
+  t.eq(#finished, 6)
+  local counts = ctx.call(c, "list", {}).counts
+  t.eq(counts.idle, 6)
+end)
+
+test("idle cleanup: idle_timeout 0 leaves an exited tombstone, keep_alive exempts", function(t)
+  local ctx = support.setup(t, { scenario = { rules = { { last_role = "user", text = "ok" } } } })
+  local c = ctx.client()
+  local gone = ctx.call(c, "spawn", { task = "one", idle_timeout = 0 }).session_id
+  local kept = ctx.call(c, "spawn", { task = "two", idle_timeout = 0, keep_alive = true }).session_id
+  local res = ctx.watch_until(c, { gone }, function(_, x) return x.status == "exited" end)
+  t.eq(res.stop_reason, "end_turn")
+  ctx.watch_until(c, { kept }, function(_, x) return x.status == "idle" end)
+  local rows = {}
+  for _, row in ipairs(ctx.call(c, "list", { detail = true }).sessions) do rows[row.session_id] = row end
+  t.eq(rows[gone].status, "exited")
+  t.eq(rows[kept].status, "idle")
+  t.ok(rows[kept].agent_pid)
+end)
