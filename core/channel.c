@@ -201,10 +201,10 @@ static void channel_free_unopened(uv_handle_t *handle)
 int channel_open(uv_loop_t *loop, int fd, const channel_opts *o, channel_t **out)
 {
   static const channel_cbs none;
-  uv_handle_type type = uv_guess_handle(fd);
-  if (type != UV_NAMED_PIPE && type != UV_TTY && type != UV_FILE) return UV_EINVAL;
   int acc = fcntl(fd, F_GETFL);
   if (acc < 0) return -errno;
+  uv_handle_type type = uv_guess_handle(fd);
+  if (type != UV_NAMED_PIPE && type != UV_TTY && type != UV_FILE) return UV_EINVAL;
   acc &= O_ACCMODE;
   if ((o->read && acc == O_WRONLY) || (o->write && acc == O_RDONLY)) return UV_EBADF;
   channel_t *ch = calloc(1, sizeof(*ch));

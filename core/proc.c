@@ -516,6 +516,7 @@ typedef struct {
   proc_t *p;         /* NULL once exited or closed */
   lua_State *L;
   pid_t pid;
+  int raw;           /* stdin takes raw bytes, not lines */
   int self, on_line, on_oversize, on_stdout, on_stderr, on_exit;
 } lproc_t;
 
@@ -713,6 +714,7 @@ static int lproc_spawn(lua_State *L)
     return lua_host_fail(L, r, what);
   }
   u->pid = proc_pid(u->p);
+  u->raw = o.stdout_raw;
   u->self = lua_host_retain(L, -1);
   return 1;
 }
@@ -736,6 +738,7 @@ static int lproc_write(lua_State *L)
   lproc_t *u = lproc_check(L);
   size_t n;
   const char *s = luaL_checklstring(L, 2, &n);
+  if (!u->raw && memchr(s, '\n', n)) return luaL_error(L, "ndjson line contains a newline");
   if (u->p == NULL) return lua_host_fail(L, UV_EPIPE, "process has exited");
   int r = proc_write(u->p, s, n);
   if (r < 0) return lua_host_fail(L, r, "stdin");

@@ -1,0 +1,315 @@
+/* test_lua_host.c: the Lua host and the rmcp.* bindings as Lua sees them: luv on our loop,
+ * errors in callbacks logged and survived, luv-style failure values, teardown that flushes
+ * pending writes, and the reasonix-mcp binary's exit codes (sys.stop, runs dry, main raises). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <lauxlib.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "lua_host.h"
+#include "testloop.h"
+
+static char tmp[PATH_MAX];
+static lua_host_t *H;
+static int lua_done;
+
+/* Lua: ok(cond, what) records a check. */
+static int l_ok(lua_State *L)
+{
+  if (!lua_toboolean(L, 1)) {
+    lua_Debug ar;
+    int line = lua_getstack(L, 1, &ar) && lua_getinfo(L, "l", &ar) ? ar.currentline : -1;
+    fprintf(stderr, "  FAIL (lua line %d): %s\n", line, luaL_optstring(L, 2, "?"));
+    check_failures++;
+  }
+  return 0;
+}
+
+/* Lua: done() ends the current run. */
+static int l_done(lua_State *L)
+{
+  (void)L;
+  lua_done = 1;
+  return 0;
+}
+
+/* Run a chunk, then the loop until done() (or a 10 s deadline). */
+static void run_lua(const char *name, const char *chunk)
+{
+  lua_State *L = H->L;
+  lua_done = 0;
+  int r = luaL_loadbuffer(L, chunk, strlen(chunk), name);
+  CHECKF(r == LUA_OK, "load %s: %s", name, lua_tostring(L, -1));
+  if (r != LUA_OK) {
+    lua_pop(L, 1);
+    return;
+  }
+  CHECKF(lua_host_pcall(L, 0, 0) == LUA_OK, "%s raised", name);
+  CHECKF(run_until(H->loop, &lua_done, 10000), "%s: done() not reached", name);
+}
+
+/* Capture fd 2 into a file while fn runs; returns the captured text (malloc'd). */
+static char *capture_stderr(const char *name, const char *chunk)
+{
+  char path[PATH_MAX + 32];
+  snprintf(path, sizeof(path), "%s/stderr.txt", tmp);
+  fflush(stderr);
+  int saved = dup(2);
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  REQUIRE(saved >= 0 && fd >= 0);
+  dup2(fd, 2);
+  close(fd);
+  run_lua(name, chunk);
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  char *buf = calloc(1, 65536);
+  fd = open(path, O_RDONLY);
+  if (read(fd, buf, 65535) < 0) buf[0] = '\0';
+  close(fd);
+  return buf;
+}
+
+static const char *lua_env =
+  "local host = require 'rmcp.host'\n"
+  "ok(host.lua_dir == TMP, 'rmcp.host.lua_dir')\n"
+  "ok(host.version == '0.1.0', 'rmcp.host.version')\n"
+  "ok(host.exe:match('/test_lua_host$'), 'rmcp.host.exe is the realpath of /proc/self/exe: ' .. host.exe)\n"
+  "ok(package.path:sub(1, #TMP + 7) == TMP .. '/?.lua;', 'package.path starts with the lua dir')\n"
+  "ok(package.path:find(TMP .. '/?/init.lua;', 1, true), 'init.lua pattern')\n"
+  "local uv = require 'luv'\n"
+  "ok(package.loaded.luv == uv and package.loaded['luv'] == uv, 'luv registered once')\n"
+  "local cjson = require 'cjson'; local safe = require 'cjson.safe'\n"
+  "ok(cjson.encode({a=1}) == '{\"a\":1}', 'cjson')\n"
+  "local v, e = safe.decode('{'); ok(v == nil and e, 'cjson.safe returns nil, err')\n"
+  "for _, m in ipairs{'rmcp.channel','rmcp.proc','rmcp.sock','rmcp.sys'} do ok(require(m), m) end\n"
+  "local t = uv.new_timer()\n"
+  "t:start(1, 0, function() t:close(); done() end)\n";
+
+static const char *lua_cb_errors =
+  "local uv = require 'luv'\n"
+  "local t1, t2 = uv.new_timer(), uv.new_timer()\n"
+  "t1:start(1, 0, function() t1:close(); error('boom in luv timer') end)\n"
+  "t2:start(20, 0, function() t2:close()\n"
+  "  local proc = require 'rmcp.proc'\n"
+  "  local n = 0\n"
+  "  assert(proc.spawn{file='/bin/sh', args={'-c','echo a; echo b'}, stdin='null',\n"
+  "    on_line=function(l) n = n + 1; error('boom in on_line ' .. l) end,\n"
+  "    on_exit=function(code) ok(n == 2 and code == 0, 'on_exit after erroring on_line'); done() end})\n"
+  "end)\n";
+
+static const char *lua_proc =
+  "local proc = require 'rmcp.proc'\n"
+  "local p, err, code = proc.spawn{file='/no/such/bin'}\n"
+  "ok(p == nil and code == 'ENOENT' and err:match('^ENOENT: .*/no/such/bin'), 'ENOENT: ' .. tostring(err))\n"
+  "p, err, code = proc.spawn{file='/bin/sh', cwd='/no/such/dir'}\n"
+  "ok(p == nil and code == 'ENOENT' and err:match('chdir /no/such/dir'), 'bad cwd: ' .. tostring(err))\n"
+  "ok(not pcall(proc.spawn, {file=1}), 'file must be a string')\n"
+  "ok(not pcall(proc.spawn, {file='/bin/sh', stdout='bogus'}), 'bad stdout raises')\n"
+  "ok(not pcall(proc.spawn, {file='/bin/sh', on_exit=42}), 'callback must be a function')\n"
+  "local lines, errs = {}, ''\n"
+  "local p1; p1 = assert(proc.spawn{file='/bin/sh', args={'-c','read x; echo \"got $x\"; echo oops >&2; exit 2'},\n"
+  "  on_line=function(l) lines[#lines+1] = l end, on_stderr=function(c) errs = errs .. c end,\n"
+  "  on_exit=function(c, s)\n"
+  "    ok(c == 2 and s == 0, 'exit code 2')\n"
+  "    ok(lines[1] == 'got hello' and errs == 'oops\\n', 'lines and stderr')\n"
+  "    ok(p1 and not p1:running(), 'not running after exit')\n"
+  "    local p2 = assert(proc.spawn{file='sleep', args={'300'}, stdin='null',\n"
+  "      on_exit=function(c2, s2) ok(c2 == 143 and s2 == 15, 'TERM: ' .. c2 .. ' ' .. s2)\n"
+  "        ok(p1:kill('KILL') == false, 'kill after exit is a no-op'); done() end})\n"
+  "    ok(type(p2:pid()) == 'number' and p2:running(), 'pid, running')\n"
+  "    ok(p2:kill('SIGTERM') == true, 'kill sends')\n"
+  "  end})\n"
+  "ok(p1:write('hello') == 0 or true, 'write')\n"
+  "ok(not pcall(p1.write, p1, 'a\\nb'), 'ndjson stdin refuses an embedded newline')\n"
+  "p1:close_stdin()\n";
+
+static const char *lua_channel_sock =
+  "local channel, sock, sys = require 'rmcp.channel', require 'rmcp.sock', require 'rmcp.sys'\n"
+  "local ok2, err, code = sock.secure_dir('/proc/nope/x')\n"
+  "ok(ok2 == nil and type(err) == 'string' and type(code) == 'string', 'secure_dir failure: ' .. tostring(err))\n"
+  "local dir = TMP .. '/home'\n"
+  "assert(sock.secure_dir(dir))\n"
+  "local l1 = assert(sys.flock(dir .. '/lock'))\n"
+  "local l2, lerr, lcode = sys.flock(dir .. '/lock')\n"
+  "ok(l2 == nil and lerr == 'locked' and lcode == 'EWOULDBLOCK', 'second flock is refused')\n"
+  "sys.unlock(l1)\n"
+  "local l3 = sys.flock(dir .. '/lock'); ok(l3, 'flock after unlock'); sys.unlock(l3)\n"
+  "ok(sys.geteuid() >= 0, 'geteuid')\n"
+  "local path = dir .. '/s.sock'\n"
+  "local srv; srv = assert(sock.listen(path, function(fd, uid, pid)\n"
+  "  ok(uid == sys.geteuid(), 'peer uid')\n"
+  "  local n, ch = 0\n"
+  "  ch = assert(channel.open(fd, {on_line=function(line)\n"
+  "    n = n + 1\n"
+  "    if n == 2 then ch:write('bye ' .. line); ch:close(); srv:close() end\n"
+  "  end}))\n"
+  "end))\n"
+  "local fd = assert(sock.connect(path))\n"
+  "local got = {}\n"
+  "local c; c = assert(channel.open(fd, {on_line=function(l) got[#got+1] = l end,\n"
+  "  on_eof=function(e) ok(e == nil and got[1] == 'bye two', 'reply then EOF: ' .. tostring(got[1]))\n"
+  "    ok(not c:is_closed(), 'open until closed'); c:close(); ok(c:is_closed(), 'is_closed')\n"
+  "    c:close(); ok(c:queued() == 0, 'closed: queued 0')\n"
+  "    local w, werr, wcode = c:write('x'); ok(w == nil and wcode == 'EPIPE', 'write after close')\n"
+  "    done() end}))\n"
+  "ok(not pcall(c.write, c, 'a\\nb'), 'ndjson write refuses an embedded newline')\n"
+  "ok(not pcall(channel.open, 0, {mode='bogus'}), 'bad mode raises')\n"
+  "local bad, berr, bcode = channel.open(999)\n"
+  "ok(bad == nil and bcode == 'EBADF', 'bad fd: ' .. tostring(berr))\n"
+  "ok(c:write('one') == 0 and c:write('two') == 0, 'writes go out directly')\n"
+  "ok(c:queued() == 0, 'queued')\n";
+
+/* The teardown flush: a reader process counts what arrives after lua_host_free. */
+static void test_teardown_flush(void)
+{
+  TEST("teardown flushes queued channel writes before closing (bounded)");
+  int data[2], rep[2], go[2];
+  REQUIRE(pipe(data) == 0 && pipe(rep) == 0 && pipe(go) == 0);
+  fflush(NULL);
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    close(data[1]);
+    close(rep[0]);
+    close(go[1]);
+    long total = 0;
+    char buf[65536];
+    if (read(go[0], buf, 1) != 1) _exit(1);  /* start reading only once the writes are queued */
+    ssize_t n;
+    while ((n = read(data[0], buf, sizeof(buf))) > 0) total += n;
+    if (write(rep[1], &total, sizeof(total)) != sizeof(total)) _exit(1);
+    _exit(0);
+  }
+  close(data[0]);
+  close(rep[1]);
+  close(go[0]);
+  char chunk[256];
+  snprintf(chunk, sizeof(chunk),
+           "local ch = assert(require('rmcp.channel').open(%d, {read=false, mode='raw'}))\n"
+           "local s = string.rep('q', 65536)\n"
+           "for i = 1, 48 do ch:write(s) end\n"
+           "ok(ch:queued() > 1024 * 1024, 'writes are queued')\n"
+           "done()\n",
+           data[1]);
+  run_lua("flush", chunk);
+  REQUIRE(write(go[1], "g", 1) == 1);
+  close(go[1]);
+  lua_host_free(H);
+  H = NULL;
+  long total = 0;
+  CHECK(read(rep[0], &total, sizeof(total)) == sizeof(total));
+  CHECKF(total == 48L * 65536, "reader got %ld bytes", total);
+  close(rep[0]);
+  waitpid(pid, NULL, 0);
+}
+
+/* Run the binary with a stub rmcp/main.lua; returns the exit status, output in out. */
+static int run_bin(const char *main_lua, const char *args, char *out, size_t cap)
+{
+  const char *bin = getenv("RMCP_BIN");
+  char dir[PATH_MAX + 32], file[PATH_MAX + 64], cmd[2 * PATH_MAX + 256];
+  snprintf(dir, sizeof(dir), "%s/stub/rmcp", tmp);
+  mkdir(dir, 0700);
+  snprintf(file, sizeof(file), "%s/main.lua", dir);
+  FILE *f = fopen(file, "w");
+  REQUIRE(f);
+  fputs(main_lua, f);
+  fclose(f);
+  snprintf(cmd, sizeof(cmd), "REASONIX_MCP_LUA_DIR=%s/stub %s %s 2>&1", tmp, bin, args);
+  FILE *p = popen(cmd, "r");
+  REQUIRE(p);
+  size_t n = fread(out, 1, cap - 1, p);
+  out[n] = '\0';
+  int st = pclose(p);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static void test_binary(void)
+{
+  const char *bin = getenv("RMCP_BIN");
+  if (bin == NULL || access(bin, X_OK) != 0) {
+    TEST("(skipped: RMCP_BIN not set; run through ctest)");
+    return;
+  }
+  char tmpd[PATH_MAX + 32];
+  snprintf(tmpd, sizeof(tmpd), "%s/stub", tmp);
+  mkdir(tmpd, 0700);
+  static char out[4 * 1024 * 1024];
+  TEST("binary: argv reaches main(); sys.stop(code) is the exit code");
+  int rc = run_bin("return {main = function(argv)\n"
+                   "  io.stdout:write(argv[1], ' ', argv[2], ' ', tostring(argv[0]:match('reasonix%-mcp$') ~= nil), '\\n')\n"
+                   "  io.stdout:flush(); require('rmcp.sys').stop(7) end}\n",
+                   "alpha beta", out, sizeof(out));
+  CHECKF(rc == 7 && strcmp(out, "alpha beta true\n") == 0, "rc %d out %s", rc, out);
+
+  TEST("binary: exits 0 when the loop runs dry");
+  rc = run_bin("return {main = function() local uv = require 'luv'; local t = uv.new_timer()\n"
+               "  t:start(5, 0, function() t:close(); print('tick') end) end}\n",
+               "", out, sizeof(out));
+  CHECKF(rc == 0 && strcmp(out, "tick\n") == 0, "rc %d out %s", rc, out);
+
+  TEST("binary: main() raising is logged with a traceback and exits 1");
+  rc = run_bin("return {main = function() error('no such subcommand') end}\n", "x", out, sizeof(out));
+  CHECKF(rc == 1 && strstr(out, "reasonix-mcp: lua error:") && strstr(out, "no such subcommand") &&
+           strstr(out, "stack traceback"),
+         "rc %d out %s", rc, out);
+
+  TEST("binary: a callback error is survived; stdout written before sys.stop is flushed");
+  rc = run_bin("return {main = function()\n"
+               "  local uv, sys = require 'luv', require 'rmcp.sys'\n"
+               "  local out = assert(require('rmcp.channel').open(1, {read = false}))\n"
+               "  local t = uv.new_timer()\n"
+               "  t:start(1, 0, function() t:close(); error('in a timer') end)\n"
+               "  local t2 = uv.new_timer()\n"
+               "  t2:start(10, 0, function() t2:close()\n"
+               "    for i = 1, 3000 do out:write(string.rep('y', 1000)) end\n"
+               "    out:write('end'); sys.stop(3) end) end}\n",
+               "", out, sizeof(out));
+  char *end = strstr(out, "\nend\n");
+  CHECKF(rc == 3 && strstr(out, "in a timer") && end, "rc %d, %zu bytes", rc, strlen(out));
+}
+
+int main(void)
+{
+  printf("test_lua_host\n");
+  signal(SIGPIPE, SIG_IGN);
+  char tmpl[] = "/tmp/rmcp-test-host-XXXXXX";
+  REQUIRE(mkdtemp(tmpl) != NULL);
+  REQUIRE(realpath(tmpl, tmp) != NULL);
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  H = lua_host_new(&loop, tmp);
+  REQUIRE(H);
+  lua_register(H->L, "ok", l_ok);
+  lua_register(H->L, "done", l_done);
+  lua_pushstring(H->L, tmp);
+  lua_setglobal(H->L, "TMP");
+
+  TEST("host: rmcp.host info, package.path, luv (one loop, registered once), cjson, preloads");
+  run_lua("env", lua_env);
+  TEST("errors in luv and rmcp callbacks are logged with a traceback and survived");
+  char *err = capture_stderr("cb_errors", lua_cb_errors);
+  CHECKF(strstr(err, "reasonix-mcp: lua error:") && strstr(err, "boom in luv timer") &&
+           strstr(err, "boom in on_line a") && strstr(err, "boom in on_line b") && strstr(err, "stack traceback"),
+         "stderr was: %s", err);
+  free(err);
+  TEST("rmcp.proc from Lua: failures as nil, msg, code; programmer errors raise; exit, kill");
+  run_lua("proc", lua_proc);
+  TEST("rmcp.channel, rmcp.sock, rmcp.sys from Lua");
+  run_lua("channel_sock", lua_channel_sock);
+  test_teardown_flush();
+  loop_finish(&loop);
+  test_binary();
+  char cmd[PATH_MAX + 16];
+  snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
+  if (system(cmd) != 0) fprintf(stderr, "cannot remove %s\n", tmp);
+  return check_done();
+}
