@@ -1,0 +1,196 @@
+-- agentd's socket API under bad input and between orchestrators: malformed lines, wrong types,
+-- unknown and foreign sessions, hostile paths, oversize lines, cwd confinement (symlinks too),
+-- watch supersede/cancel, restart refusal, and ctl on the same API.
+local uv = require "luv"
+local json = require "rmcp.lib.json"
+local sock = require "rmcp.sock"
+local channel = require "rmcp.channel"
+local proc = require "rmcp.proc"
+local support = require "agentd_support"
+
+-- A raw NDJSON connection to agentd: send(line) and next() → the next decoded message.
+local function raw(t, path)
+  local fd = assert(sock.connect(path))
+  local inbox, waiter = {}, nil
+  local ch = assert(channel.open(fd, {
+    mode = "ndjson",
+    on_line = function(line)
+      inbox[#inbox + 1] = json.decode(line)
+      if waiter then local w = waiter; waiter = nil; w() end
+    end,
+    on_eof = function() end,
+  }))
+  t.defer(function() ch:close() end)
+  local r = {}
+  function r.send(line) ch:write(line) end
+  function r.next()
+    if #inbox == 0 then t.await(function(done) waiter = done end, 5000, "a reply from agentd") end
+    return table.remove(inbox, 1)
+  end
+  function r.call(method, params, id)
+    r.send(json.encode({ jsonrpc = "2.0", id = id or 1, method = method, params = params or {} }))
+    return r.next()
+  end
+  return r
+end
+
+test("bad input gets clear JSON-RPC errors and never costs agentd or a session", function(t)
+  local ctx = support.setup(t, { env = { REASONIX_MCP_MAX_LINE = "65536" },
+    scenario = { rules = { { last_role = "user", text = "fine" } } } })
+  local c = ctx.client()
+  local sid = ctx.call(c, "spawn", { task = "keep me" }).session_id
+  local pid = c.info.agentd_pid
+  local r = raw(t, ctx.mcp_home .. "/agentd.sock")
+  r.send("this is not json")
+  t.eq(r.next().error.code, -32700)
+  r.send("[1,2]")
+  t.eq(r.next().error.code, -32600)
+  local m = r.call("list")
+  t.eq(m.error.code, -32002, "hello first")
+  t.match(m.error.message, "hello")
+  m = r.call("hello", { protocol = 99, orchestrator_id = "orch-a" })
+  t.eq(m.error.code, -32002)
+  t.match(m.error.message, "protocol mismatch")
+  m = r.call("hello", { protocol = 1, orchestrator_id = 7 })
+  t.eq(m.error.code, -32602)
+  m = r.call("hello", { protocol = 1, orchestrator_id = "orch-a", project_dir = ctx.ws })
+  t.eq(m.result.protocol, 1)
+  local cases = {
+    { "spawn", { task = 123 }, -32602, "task" },
+    { "spawn", { task = "x", cwd = 5 }, -32602, "cwd" },
+    { "spawn", { task = "x", tool_approval = "root" }, -32602, "tool_approval" },
+    { "spawn", { task = "x", idle_timeout = "soon" }, -32602, "idle_timeout" },
+    { "spawn", { task = "x", cwd = "/etc" }, -32003, "outside the project" },
+    { "spawn", { task = "x", cwd = "../../../../etc" }, -32003, "outside the project" },
+    { "spawn", { task = "x", cwd = "no/such/dir" }, -32602, "does not exist" },
+    { "poll", { session_id = { 1 } }, -32602, "session_id" },
+    { "poll", { session_id = "nope" }, -32001, "unknown session" },
+    { "poll", { session_id = "../../etc/passwd" }, -32001, "unknown session" },
+    { "transcript", { session_id = "../" .. sid }, -32001, "unknown session" },
+    { "poll", { session_id = sid, max_events = "all" }, -32602, "max_events" },
+    { "send", { session_id = sid, message = "" }, -32602, "message" },
+    { "send", { session_id = sid, message = "x", expect = "maybe" }, -32602, "expect" },
+    { "watch", { session_ids = "nope" }, -32001, "unknown session" },
+    { "watch", { session_ids = {} }, -32602, "session_ids" },
+    { "watch", { session_ids = { sid }, timeout = -1 }, -32602, "timeout" },
+    { "respond_permission", { session_id = sid, option_id = "allow_once" }, -32006, "no pending decision" },
+    { "no_such_method", {}, -32601, "method not found" },
+  }
+  for i, case in ipairs(cases) do
+    m = r.call(case[1], case[2], 100 + i)
+    t.eq(m.id, 100 + i)
+    t.ok(m.error, case[1] .. " " .. json.encode(case[2]) .. " should fail")
+    t.eq(m.error.code, case[3], case[1] .. " " .. json.encode(case[2]))
+    t.match(m.error.message, case[4])
+  end
+  r.send(json.encode({ jsonrpc = "2.0", id = 500, method = "list", params = { 1, 2 } }))
+  t.eq(r.next().error.code, -32602)
+  r.send(json.encode({ jsonrpc = "2.0", id = 501, method = "spawn", params = { task = string.rep("x", 70000) } }))
+  m = r.next()
+  t.eq(m.error.code, -32600)
+  t.match(m.error.message, "line too long")
+  m = r.call("list", {}, 502)
+  t.eq(m.id, 502, "the connection survives an oversize line")
+  t.eq(m.result.sessions[1].session_id, sid)
+  t.eq(ctx.call(c, "list", {}).sessions[1].session_id, sid)
+  t.eq(c.info.agentd_pid, pid)
+  t.ok(support.alive(pid))
+end)
+
+test("orchestrators are isolated: foreign ids look unknown, restart is refused", function(t)
+  local ctx = support.setup(t, { scenario = { rules = { { last_role = "user", text = "mine" } } } })
+  local a, b = ctx.client("orch-a"), ctx.client("orch-b")
+  local sid = ctx.call(a, "spawn", { task = "A's work" }).session_id
+  t.eq(#ctx.call(b, "list", {}).sessions, 0)
+  local unknown = ctx.call_err(b, "poll", { session_id = "rx-000000000000" })
+  for _, m in ipairs({ "poll", "stop", "send", "transcript", "resume", "respond_permission" }) do
+    local err = ctx.call_err(b, m, { session_id = sid, message = "hi", option_id = "allow_once" })
+    t.eq(err.code, unknown.code, m)
+    t.eq((err.message:gsub(sid:gsub("%-", "%%-"), "ID")), (unknown.message:gsub("rx%-000000000000", "ID")),
+      m .. ": same error as an unknown id")
+  end
+  t.eq(ctx.call_err(b, "watch", { session_ids = { sid } }).code, -32001)
+  local err = ctx.call_err(b, "restart", {})
+  t.eq(err.code, -32005)
+  t.ok(err.message:find(sid, 1, true), "names the live session")
+  t.eq(ctx.call(a, "list", {}).sessions[1].session_id, sid)
+end)
+
+test("cwd confinement: project subdirs and allow_write dirs pass, outside and symlink escapes are refused", function(t)
+  local outside = t.tmpdir("rmcp-outside")
+  local allowed = t.tmpdir("rmcp-allowed")
+  local ctx = support.setup(t, {
+    home_opts = { extra_toml = '[sandbox]\nallow_write = ["' .. allowed .. '"]\n' },
+    scenario = { rules = { { last_role = "user", text = "ok" } } },
+  })
+  local c = ctx.client()
+  assert(uv.fs_mkdir(ctx.ws .. "/sub", 448))
+  assert(uv.fs_symlink(outside, ctx.ws .. "/escape"))
+  local err = ctx.call_err(c, "spawn", { task = "x", cwd = outside })
+  t.eq(err.code, -32003)
+  t.match(err.message, "REASONIX_MCP_ALLOW_ANY_CWD")
+  err = ctx.call_err(c, "spawn", { task = "x", cwd = ctx.ws .. "/escape" })
+  t.eq(err.code, -32003)
+  t.match(err.message, "resolves to")
+  err = ctx.call_err(c, "spawn", { task = "x", cwd = "escape" })
+  t.eq(err.code, -32003, "a relative symlink escape too")
+  local r = ctx.call(c, "spawn", { task = "x", cwd = "sub" })
+  t.eq(r.cwd, uv.fs_realpath(ctx.ws .. "/sub"))
+  r = ctx.call(c, "spawn", { task = "x", cwd = allowed })
+  t.eq(r.cwd, uv.fs_realpath(allowed))
+  t.eq(r.posture.allow_write[1], uv.fs_realpath(allowed))
+  t.eq(#ctx.call(c, "list", {}).sessions, 2)
+end)
+
+test("watch: a newer watch supersedes, $/cancel and a dropped connection release it, terminal state stays pending", function(t)
+  local ctx = support.setup(t, { scenario = { rules = {
+    { last_role = "user", user_contains = "SLOW", text = string.rep("w", 30), chunk = 2, delay = 0.05 },
+  } } })
+  local c = ctx.client()
+  local sid = ctx.call(c, "spawn", { task = "SLOW" }).session_id
+  local first
+  c:request("watch", { session_ids = { sid } }, function(r, e) first = { r, e } end)
+  local second_id, second
+  second_id = c:request("watch", { session_ids = { sid } }, function(r, e) second = { r, e } end)
+  t.wait_for(function() return first end, 5000, "the first watch to end")
+  t.eq(first[1].superseded, true)
+  c:cancel(second_id)
+  t.wait_for(function() return second end, 5000, "the cancelled watch to end")
+  t.eq(second[2].code, -32800)
+  local other = ctx.client()
+  local dropped
+  other:request("watch", { session_ids = { sid } }, function(r, e) dropped = { r, e } end)
+  t.wait_for(function() return other:connected() end, 5000, "second connection")
+  other:close()
+  t.wait_for(function() return dropped end, 5000, "the dropped watch callback")
+  local res = ctx.watch_until(c, { sid }, function(_, x) return x.status == "idle" end)
+  t.eq(res.stop_reason, "end_turn")
+  t.eq(#res.message, 30)
+end)
+
+test("ctl lists and polls the fleet over the same API", function(t)
+  local ctx = support.setup(t, { scenario = { rules = { { last_role = "user", text = "from ctl" } } } })
+  local c = ctx.client("ctl-orch")
+  local sid = ctx.call(c, "spawn", { task = "shown by ctl" }).session_id
+  ctx.watch_until(c, { sid }, function(_, x) return x.status == "idle" end)
+  -- Runs reasonix-mcp ctl with args; returns stdout, exit code.
+  local function ctl(args)
+    local out = {}
+    local code = t.await(function(done)
+      assert(proc.spawn({ file = require("rmcp.host").exe, args = args, stdin = "null", stdout = "pipe",
+        stderr = "stdout", stdout_mode = "raw", cwd = ctx.ws,
+        on_stdout = function(chunk) out[#out + 1] = chunk end, on_exit = function(code) done(code) end }))
+    end, 10000, "ctl")
+    return table.concat(out), code
+  end
+  local text, code = ctl({ "ctl", "--orchestrator", "ctl-orch", "--json", "list" })
+  t.eq(code, 0, text)
+  t.eq(json.decode(text).sessions[1].session_id, sid)
+  text, code = ctl({ "ctl", "--orchestrator", "ctl-orch", "list" })
+  t.eq(code, 0, text)
+  t.ok(text:find(sid, 1, true), "the table shows the session")
+  t.match(text, "idle")
+  text, code = ctl({ "ctl", "--orchestrator", "someone-else", "poll", sid })
+  t.eq(code, 1)
+  t.match(text, "unknown session")
+end)
