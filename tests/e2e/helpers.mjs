@@ -2,7 +2,7 @@
 // driven by the official MCP SDK client or over the raw wire, agentd shutdown and the leftover check.
 // Mirrors tests/support/reasonix_home.py (config.toml for the mock provider, private HOME/REASONIX_HOME).
 import { spawn, execFileSync } from 'node:child_process';
-import { mkdtempSync, mkdirSync, writeFileSync, readFileSync, readdirSync, rmSync, existsSync, symlinkSync, accessSync, constants } from 'node:fs';
+import { mkdtempSync, mkdirSync, writeFileSync, readFileSync, readdirSync, readlinkSync, rmSync, existsSync, symlinkSync, accessSync, constants } from 'node:fs';
 import { createConnection } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -201,8 +201,8 @@ export async function fixture({ scenario = {}, config = {} } = {}) {
       for (const c of clients) { try { await c.client.close(); } catch { /* already gone */ } }
       await shutdownAgentd(sb).catch(() => false);
       await provider.stop();
-      const left = await waitNoLeftovers();
-      killLeftovers();
+      const left = await waitNoLeftovers(10000, sb);
+      killLeftovers(sb);
       removeSandbox(sb);
       return left;
     },
@@ -320,14 +320,15 @@ export async function shutdownAgentd(sb) {
   }), 15000, 'agentd shutdown');
 }
 
-// Processes (other than this test process) whose environment carries this run's marker.
-export function leftovers() {
-  const found = [];
+// Processes (other than this test process) whose environment carries this run's marker, plus
+// those of sandbox sb (a server started with a minimal environment carries no marker).
+export function leftovers(sb) {
+  const found = sb ? sandboxProcesses(sb) : [];
   for (const name of readdirSync('/proc')) {
     if (!/^\d+$/.test(name) || Number(name) === process.pid) continue;
     try {
       const env = readFileSync(`/proc/${name}/environ`, 'latin1');
-      if (!env.includes(`RMCP_E2E_RUN=${RUN_ID}`)) continue;
+      if (!env.includes(`RMCP_E2E_RUN=${RUN_ID}`) || found.some((p) => p.pid === Number(name))) continue;
       const stat = readFileSync(`/proc/${name}/stat`, 'latin1');
       if (/^\d+ \(.*\) Z/.test(stat)) continue;
       found.push({ pid: Number(name), cmd: readFileSync(`/proc/${name}/cmdline`, 'latin1').replace(/\0/g, ' ').trim() });
@@ -338,28 +339,66 @@ export function leftovers() {
 
 // Waits (bounded) until no marked process is left; processes exit asynchronously after a shutdown
 // and are not our children, so /proc is checked on a short interval. Returns what is still alive.
-export async function waitNoLeftovers(ms = 10000) {
+export async function waitNoLeftovers(ms = 10000, sb) {
   const deadline = Date.now() + ms;
-  let left = leftovers();
+  let left = leftovers(sb);
   while (left.length && Date.now() < deadline) {
     await new Promise((r) => setTimeout(r, 50));
-    left = leftovers();
+    left = leftovers(sb);
   }
   return left;
 }
 
 // Kills whatever marked processes remain (last-resort cleanup so one failure does not leak into others).
-export function killLeftovers() {
-  for (const p of leftovers()) { try { process.kill(p.pid, 'SIGKILL'); } catch { /* gone */ } }
+export function killLeftovers(sb) {
+  for (const p of leftovers(sb)) { try { process.kill(p.pid, 'SIGKILL'); } catch { /* gone */ } }
 }
 
-// The pid of the running agentd (from its lock file or the hello answer), or null.
+// Processes of this sandbox: [{pid, ppid, cmd}] whose environment has REASONIX_MCP_HOME=sb.mcp
+// (the server, agentd and agents all inherit it) or whose cwd is inside the sandbox.
+export function sandboxProcesses(sb) {
+  const found = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name) || Number(name) === process.pid) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'latin1');
+      const m = /^\d+ \(.*\) (\S) (\d+)/.exec(stat);
+      if (!m || m[1] === 'Z') continue;
+      const env = readFileSync(`/proc/${name}/environ`, 'latin1');
+      let cwd = '';
+      try { cwd = readlinkSync(`/proc/${name}/cwd`); } catch { /* not ours */ }
+      if (!env.includes(`REASONIX_MCP_HOME=${sb.mcp}\0`) && !cwd.startsWith(sb.root + '/')) continue;
+      found.push({ pid: Number(name), ppid: Number(m[2]), cmd: readFileSync(`/proc/${name}/cmdline`, 'latin1').replace(/\0/g, ' ').trim() });
+    } catch { /* gone or not ours */ }
+  }
+  return found;
+}
+
+// The pid of this sandbox's running agentd, or null.
 export function agentdPid(sb) {
+  const p = sandboxProcesses(sb).find((x) => / agentd$/.test(x.cmd));
+  return p ? p.pid : null;
+}
+
+// The agent processes (`reasonix acp`) agentd runs for this sandbox.
+export function agentProcesses(sb) {
+  return sandboxProcesses(sb).filter((x) => / acp( |$)/.test(x.cmd));
+}
+
+// True while pid exists and is not a zombie.
+export function alive(pid) {
   try {
-    const text = readFileSync(join(sb.mcp, 'agentd.lock'), 'utf8').trim();
-    const pid = Number(text.split(/\s+/)[0]);
-    return Number.isInteger(pid) && pid > 0 ? pid : null;
-  } catch { return null; }
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'latin1'));
+  } catch { return false; }
+}
+
+// Waits (bounded, polling /proc: these are not our children) until pred() is true.
+export async function until(pred, ms = 10000, what = 'condition') {
+  const deadline = Date.now() + ms;
+  while (!pred()) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms: ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
 }
 
 // Removes the sandbox.

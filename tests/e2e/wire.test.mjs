@@ -7,8 +7,8 @@ import { makeSandbox, removeSandbox, rawServer, strictEnvelope, serverEnv, waitN
 let sb;
 before(() => { sb = makeSandbox(); });
 after(async () => {
-  const left = await waitNoLeftovers();
-  killLeftovers();
+  const left = await waitNoLeftovers(10000, sb);
+  killLeftovers(sb);
   removeSandbox(sb);
   assert.deepEqual(left, [], 'no process of this test may be left');
 });

@@ -38,7 +38,8 @@ function M.new(server)
     on_notification = function(method, params) server:on_agentd_notification(method, params) end,
     on_connect = function(hello)
       log.info("agentd link: connected to agentd %s (pid %s) as orchestrator %s, project %s",
-        tostring(hello.version), tostring(hello.agentd_pid), server.orchestrator_id, server.project_dir)
+        tostring(hello.version), tostring(math.tointeger(hello.agentd_pid) or hello.agentd_pid),
+        server.orchestrator_id, server.project_dir)
     end,
     on_disconnect = function(reason) log.info("agentd link: disconnected (%s)", tostring(reason)) end,
   })
