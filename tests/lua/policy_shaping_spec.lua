@@ -1,0 +1,200 @@
+-- The stateless policy modules: poll filtering and caps, compact watch results, list rows, spawn
+-- option checks and the mapping onto what the agent advertises, cleanup grace, caps.
+local json = require "rmcp.lib.json"
+local uv = require "luv"
+local poll = require "rmcp.policy.poll"
+local watch = require "rmcp.policy.watch"
+local list = require "rmcp.policy.list"
+local spawn = require "rmcp.policy.spawn"
+local cleanup = require "rmcp.policy.cleanup"
+local caps = require "rmcp.policy.caps"
+
+-- Runs fn with environment variables set, restoring them afterwards.
+local function with_env(vars, fn)
+  local saved = {}
+  for k, v in pairs(vars) do
+    saved[k] = os.getenv(k) or false
+    if v then uv.os_setenv(k, v) else uv.os_unsetenv(k) end
+  end
+  local ok, err = pcall(fn)
+  for k, v in pairs(saved) do
+    if v then uv.os_setenv(k, v) else uv.os_unsetenv(k) end
+  end
+  if not ok then error(err, 0) end
+end
+
+-- A snapshot like agentd/session.lua's drain produces.
+local function snap(over)
+  local s = {
+    session_id = "rx-1", status = "idle", stop_reason = "end_turn", text = "hello", thought = "hmm",
+    turns = { { text = "hello", stop_reason = "end_turn" } }, events = {}, events_overflow = 0,
+    plan = {}, plan_changed = false, transcript_path = "/t", full_text = "hello", full_thought = "hmm",
+    counters = { turns = 1 }, config = {},
+  }
+  for k, v in pairs(over or {}) do s[k] = v end
+  return s
+end
+
+test("lean poll omits empty and unchanged fields; detail adds text, turns, events", function(t)
+  local o = assert(poll.options({}))
+  local r = poll.shape(snap(), o)
+  t.eq(r.message, "hello")
+  t.eq(r.stop_reason, "end_turn")
+  t.eq(r.plan, nil, "unchanged plan omitted")
+  t.eq(r.text, nil)
+  t.eq(r.events, nil)
+  t.eq(r.thought, nil, "thought is opt-in")
+  r = poll.shape(snap({ status = "running", text = "", plan_changed = true, plan = { { content = "a", status = "in_progress" } } }), o)
+  t.eq(r.message, nil)
+  t.eq(r.stop_reason, nil, "no stop reason while running")
+  t.eq(r.plan[1].content, "a")
+  r = poll.shape(snap(), assert(poll.options({ detail = true, include_thought = true, include_full = true })))
+  t.eq(r.text, "hello")
+  t.eq(r.turns[1].stop_reason, "end_turn")
+  t.eq(r.thought, "hmm")
+  t.eq(r.full_text, "hello")
+  t.eq(json.encode(r.events), "[]", "empty events encode as an array")
+end)
+
+test("poll events: static types filtered, include/exclude, critical kept, tail capped", function(t)
+  local events = {
+    { type = "available_commands_update" }, { type = "config_option_update" }, { type = "tool_call" },
+    { type = "agent_message_chunk" }, { type = "plan" }, { type = "permission_request" }, { type = "turn_end" },
+  }
+  local r = poll.shape(snap({ events = events, events_overflow = 3 }), assert(poll.options({ detail = true })))
+  t.eq(#r.events, 5)
+  t.eq(r.events_filtered, 2)
+  t.eq(r.events_dropped, 3)
+  r = poll.shape(snap({ events = events }), assert(poll.options({ detail = true, include_events = { "plan", "available_commands_update" } })))
+  local types = {}
+  for _, e in ipairs(r.events) do types[#types + 1] = e.type end
+  t.eq(types, { "available_commands_update", "plan", "permission_request", "turn_end" })
+  r = poll.shape(snap({ events = events }), assert(poll.options({ detail = true, exclude_events = { "agent_message_chunk", "turn_end" } })))
+  types = {}
+  for _, e in ipairs(r.events) do types[#types + 1] = e.type end
+  t.eq(types, { "tool_call", "plan", "permission_request", "turn_end" }, "critical events survive exclude")
+  r = poll.shape(snap({ events = events }), assert(poll.options({ detail = true, max_events = 2 })))
+  t.eq(#r.events, 2)
+  t.eq(r.events[2].type, "turn_end")
+  t.eq(r.events_dropped, 3)
+  t.eq(assert(poll.options({ max_events = 100000 })).max_events, 200, "explicit cap")
+  local _, err = poll.options({ include_events = "plan" })
+  t.match(err, "include_events")
+  _, err = poll.options({ detail = "yes" })
+  t.match(err, "detail")
+end)
+
+test("caps cut text and say so", function(t)
+  local big = string.rep("a", 3000) .. string.rep("b", 3000)
+  local r = poll.shape(snap({ text = big }), assert(poll.options({})))
+  t.eq(r.message_truncated, true)
+  t.ok(#r.message < 4100)
+  t.eq(r.message:sub(1, 3), "aaa")
+  t.eq(r.message:sub(-3), "bbb")
+  local tail, cut = caps.tail("héllo", 4)
+  t.eq(cut, true)
+  t.eq(tail, "llo", "never splits a UTF-8 sequence")
+  with_env({ REASONIX_MCP_MAX_DELTA_TEXT = "10" }, function()
+    local d = poll.shape(snap({ text = string.rep("x", 50) }), assert(poll.options({ detail = true })))
+    t.eq(#d.text, 10)
+    t.eq(d.text_truncated, true)
+  end)
+end)
+
+test("watch readiness and the compact result", function(t)
+  t.eq(watch.ready({ status = "running", pending = {} }), nil)
+  t.eq(watch.ready({ status = "idle", pending = {}, terminal_pending = true }), "terminal")
+  t.eq(watch.ready({ status = "awaiting_decision", pending = { { delivered = false } } }), "decision")
+  t.eq(watch.ready({ status = "awaiting_decision", pending = { { delivered = true } } }), nil, "a decision is delivered once")
+  t.eq(watch.ready({ status = "exited", pending = {} }), "exited")
+  local r = watch.compact(snap({ last_turn_text = string.rep("z", 5000), plan = { { content = "p", status = "completed" } },
+                                 error_text = "boom" }))
+  t.eq(r.status, "idle")
+  t.eq(r.stop_reason, "end_turn")
+  t.eq(r.message_truncated, true)
+  t.eq(r.plan[1].content, "p")
+  t.eq(r.error_text, "boom")
+  t.eq(r.transcript_path, "/t")
+  t.eq(r.events, nil, "compact results carry no event list")
+end)
+
+test("list rows: previews, pending decisions, pending_only, counts", function(t)
+  local sessions = {
+    { id = "a", status = "idle", task = string.rep("word ", 60), created_at = 1, pending = {} },
+    { id = "b", status = "awaiting_decision", task = "short", created_at = 2,
+      pending = { { request_id = 3, kind = "question", tool_call = { title = "Which?" } } } },
+  }
+  local r = list.shape(sessions, {})
+  t.eq(r.sessions[1].session_id, "b", "newest first")
+  t.eq(r.sessions[1].pending_decision.request_id, 3)
+  t.ok(#r.sessions[2].task <= 124)
+  t.eq(r.counts, { idle = 1, awaiting_decision = 1 })
+  r = list.shape(sessions, { include_task = true })
+  t.eq(r.sessions[2].task, string.rep("word ", 60))
+  r = list.shape(sessions, { pending_only = true })
+  t.eq(#r.sessions, 1)
+  t.eq(json.encode(list.shape({}, {}).sessions), "[]")
+end)
+
+test("spawn options: defaults, env overrides, validation", function(t)
+  with_env({ REASONIX_MCP_DEFAULT_MODEL = false, REASONIX_MCP_DEFAULT_EFFORT = "high" }, function()
+    local o = assert(spawn.options({ task = "x" }))
+    t.eq(o.model, "opencode-go/deepseek-v4-flash")
+    t.eq(o.effort, "high")
+    t.eq(o.tool_approval, "yolo")
+    t.eq(o.work_mode, "balanced")
+    t.eq(o.explicit.model, false)
+    o = assert(spawn.options({ task = "x", model = "m/x" }))
+    t.eq(o.explicit.model, true)
+  end)
+  for _, bad in ipairs({ { task = "" }, { task = 1 }, { task = "x", tool_approval = "never" }, { task = "x", effort = "huge" },
+                         { task = "x", work_mode = "fast" }, { task = "x", keep_alive = "yes" }, { task = "x", idle_timeout = -5 } }) do
+    local o, err = spawn.options(bad)
+    t.eq(o, nil, json.encode(bad))
+    t.ok(err)
+  end
+  local o = assert(spawn.options({ session_id = "s" }, true))
+  t.eq(o.model, nil, "resume keeps the session's own settings")
+end)
+
+test("spawn config steps map onto advertised values and skip what is not offered", function(t)
+  local options = {
+    { id = "model", category = "model", currentValue = "mock/mock-model", options = { { value = "mock/mock-model" }, { value = "mock/b" } } },
+    { id = "tool_approval", category = "tool_approval", currentValue = "workspace-write",
+      options = { { value = "read-only" }, { value = "workspace-write" }, { value = "danger-full-access" } } },
+  }
+  local o = assert(spawn.options({ task = "x" }))
+  local step = spawn.step("model", o, options)
+  t.ok(step.skip and step.warn, "an unconfigured default model falls back with a warning")
+  t.eq(step.fallback, "mock/mock-model")
+  t.eq(spawn.step("tool_approval", o, options).set, "danger-full-access")
+  o.tool_approval = "ask"
+  t.eq(spawn.step("tool_approval", o, options).set, "read-only")
+  o.tool_approval = "auto"
+  t.eq(spawn.step("tool_approval", o, options).keep, true)
+  local skip = spawn.step("work_mode", o, options)
+  t.ok(skip.skip and not skip.warn, "work_mode is not advertised: skipped")
+  t.ok(spawn.step("effort", o, options).skip)
+  o = assert(spawn.options({ task = "x", model = "mock/nope" }))
+  t.match(spawn.step("model", o, options).error, "mock/b")
+  o = assert(spawn.options({ task = "x", model = "mock/b" }))
+  t.eq(spawn.step("model", o, options).set, "mock/b")
+  local with_effort = { { id = "effort", category = "thought_level", currentValue = "auto", options = { { value = "auto" }, { value = "high" } } } }
+  o = assert(spawn.options({ task = "x", effort = "max" }))
+  t.match(spawn.step("effort", o, with_effort).error, "high")
+end)
+
+test("cleanup grace: off by default, per spawn, env, keep_alive", function(t)
+  with_env({ REASONIX_MCP_IDLE_TIMEOUT = false }, function()
+    t.eq(cleanup.grace({ status = "idle" }), nil)
+    t.eq(cleanup.grace({ status = "idle", idle_timeout = 0 }), 0)
+    t.eq(cleanup.grace({ status = "idle", idle_timeout = 30 }), 30)
+    t.eq(cleanup.grace({ status = "idle", idle_timeout = -1 }), nil)
+    t.eq(cleanup.grace({ status = "idle", idle_timeout = 0, keep_alive = true }), nil)
+    t.eq(cleanup.grace({ status = "running", idle_timeout = 0 }), nil)
+  end)
+  with_env({ REASONIX_MCP_IDLE_TIMEOUT = "5" }, function()
+    t.eq(cleanup.grace({ status = "idle" }), 5)
+    t.eq(cleanup.grace({ status = "idle", idle_timeout = -1 }), nil)
+  end)
+end)
