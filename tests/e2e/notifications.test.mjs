@@ -9,6 +9,9 @@ const scenario = {
   rules: [
     { name: 'ok', last_role: 'user', user_contains: 'HELLO-TASK', text: 'hello back' },
     { name: 'bad', last_role: 'user', user_contains: 'FAIL-TASK', status: 400, error: 'mock bad request for FAIL-TASK' },
+    { name: 'ask', last_role: 'user', user_contains: 'ASK-TASK', tool_calls: [{ name: 'ask', arguments: { questions: [
+      { header: 'Color', question: 'Which color?', multiSelect: false, options: [{ label: 'red' }, { label: 'blue' }] }] } }] },
+    { name: 'after-ask', last_tool_name: 'ask', echo: 'tool_result', text: 'ANSWER: ' },
   ],
 };
 
@@ -69,4 +72,29 @@ test('turn_end, error and exit events arrive as reasonix/agent_event + notificat
   assert.match(log, /relay agent_event session=\S+ event=turn_end .*-> reasonix\/agent_event sent/);
   assert.match(log, /below client log level/);
   console.log(`# ${srv.frames.filter((m) => m.method === 'reasonix/agent_event').length} agent_event frames, e.g. ${JSON.stringify(end)}`);
+});
+
+test('2025-06-18 client: elicitation/create uses enum + enumNames, and is withdrawn once answered elsewhere', { skip: !haveAgent() && 'agent binary missing' }, async () => {
+  const srv = rawServer(fx.sb);
+  const init = await srv.initialize({ protocolVersion: '2025-06-18', capabilities: { elicitation: {} }, clientInfo: { name: 'legacy-elicit', version: '1' } });
+  assert.equal(init.result.protocolVersion, '2025-06-18');
+  const { session_id: sid } = await call(srv, 'reasonix_spawn', { task: 'ASK-TASK choose a color' });
+  const form = await srv.next((m) => m.method === 'elicitation/create', 60000, 'elicitation/create request');
+  assert.equal(form.params.mode, undefined, 'no mode field before 2025-11-25');
+  assert.match(form.params.message, /Which color\?/);
+  const field = form.params.requestedSchema.properties.option;
+  assert.deepEqual(field.enum, ['q1:1', 'q1:2', 'q1:cancel']);
+  assert.deepEqual(field.enumNames, ['red', 'blue', 'Cancel']);
+  // Nobody answers the form; the orchestrator answers through the tool instead.
+  await call(srv, 'reasonix_respond_permission', { session_id: sid, option_id: 'q1:2' });
+  const end = await srv.next(isEvent(sid, 'turn_end'), 60000, 'turn_end after the answer');
+  assert.equal(end.params.stop_reason, 'end_turn');
+  const withdrawn = await srv.next((m) => m.method === 'notifications/cancelled' && m.params.requestId === form.id, 10000, 'form withdrawn');
+  assert.match(withdrawn.params.reason, /turn ended/);
+  // A late answer to the withdrawn form is ignored without harm.
+  srv.send({ jsonrpc: '2.0', id: form.id, result: { action: 'accept', content: { option: 'q1:1' } } });
+  assert.deepEqual((await srv.request('ping')).result, {});
+  await call(srv, 'reasonix_stop', { session_id: sid });
+  await srv.close();
+  for (const f of srv.frames) assert.equal(strictEnvelope(f), null, JSON.stringify(f));
 });

@@ -209,15 +209,17 @@ end
 
 M.methods = {}
 
--- Shared answer of initialize and server/discover: what we are and what we offer.
+-- What we offer, for initialize and server/discover (elicitation is a client capability we use).
 function Server:capabilities()
   return { tools = { listChanged = false }, logging = {} }
 end
 
+-- Who we are, for initialize and server/discover.
 function Server:server_info()
   return { name = "reasonix-mcp", title = "Reasonix agents", version = self.version }
 end
 
+-- Negotiates the version, records the client and its capabilities, derives the orchestrator id.
 M.methods["initialize"] = function(self, params, reply)
   if self.initialized then
     return reply(nil, jsonrpc.error(jsonrpc.INVALID_REQUEST, "initialize was already called on this connection"))
@@ -263,6 +265,7 @@ M.methods["server/discover"] = function(self, _params, reply)
   })
 end
 
+-- Answers a liveness check (allowed before initialize).
 M.methods["ping"] = function(_self, _params, reply)
   reply({})
 end
@@ -274,6 +277,7 @@ local function not_initialized(self, reply, method)
   return true
 end
 
+-- Sets the lowest level sent as notifications/message.
 M.methods["logging/setLevel"] = function(self, params, reply)
   if not_initialized(self, reply, "logging/setLevel") then return end
   if type(params.level) ~= "string" or not LEVELS[params.level] then
@@ -285,6 +289,7 @@ M.methods["logging/setLevel"] = function(self, params, reply)
   reply({})
 end
 
+-- Lists the tools as the negotiated version describes them (no pagination: 13 tools).
 M.methods["tools/list"] = function(self, params, reply)
   if not_initialized(self, reply, "tools/list") then return end
   if params.cursor ~= nil and type(params.cursor) ~= "string" then
@@ -295,6 +300,7 @@ M.methods["tools/list"] = function(self, params, reply)
   reply({ tools = list })
 end
 
+-- Validates and runs one tool; tool failures are isError results, protocol errors JSON-RPC errors.
 M.methods["tools/call"] = function(self, params, reply)
   if not_initialized(self, reply, "tools/call") then return end
   local name = params.name
