@@ -12,6 +12,7 @@ const scenario = {
     { name: 'slow', last_role: 'user', user_contains: 'SLOW-TASK', text: SLOW, chunk: 2, delay: 0.05 },
     { name: 'short', last_role: 'user', user_contains: 'SHORT-TASK', text: 'done: 42' },
     { name: 'again', last_role: 'user', user_contains: 'NEXT-TURN', text: 'second turn ok' },
+    { name: 'long', last_role: 'user', user_contains: 'LONG-TASK', reasoning: 'THINKING-HARD about it', text: `${'A'.repeat(3000)}MIDDLE${'B'.repeat(3000)}` },
   ],
   default: { text: 'default reply' },
 };
@@ -87,5 +88,24 @@ test('a default poll of a finished short turn is under 1 KB of JSON', { skip: !h
   assert.ok(Array.isArray(detail.turns) && Array.isArray(detail.events));
   assert.equal(typeof detail.events_filtered, 'number');
   assert.match(detail.full_text, /done: 42/);
+  await tool(c.client, 'reasonix_stop', { session_id: sid });
+});
+
+test('long output is capped and reported; thought and full text are opt-in', { skip: !haveAgent() && 'agent binary missing' }, async () => {
+  const c = await fx.connect({ name: 'caps' });
+  const { session_id: sid } = await tool(c.client, 'reasonix_spawn', { task: 'LONG-TASK write a lot' });
+  const { results } = await tool(c.client, 'reasonix_watch', { session_ids: [sid] });
+  const r = results[sid];
+  assert.equal(r.message_truncated, true, 'the compact message says it was cut');
+  assert.ok(r.message.length <= 4100, `message is ${r.message.length} chars`);
+  assert.ok(r.message.startsWith('AAA') && r.message.endsWith('BBB'), 'first and last parts kept');
+  assert.ok(!r.message.includes('MIDDLE'));
+  assert.equal(r.thought, undefined);
+  const lean = await tool(c.client, 'reasonix_poll', { session_id: sid });
+  assert.equal(lean.full_text, undefined);
+  assert.equal(lean.full_thought, undefined);
+  const full = await tool(c.client, 'reasonix_poll', { session_id: sid, include_full: true, include_thought: true });
+  assert.match(full.full_text, /MIDDLE/, 'the full text stays available on demand');
+  assert.match(full.full_thought, /THINKING-HARD/);
   await tool(c.client, 'reasonix_stop', { session_id: sid });
 });
