@@ -563,15 +563,6 @@ static void lchannel_close_ud(lua_State *L, lchannel_t *u)
   lchannel_drop_refs(L, u);
 }
 
-/* Read opts.field as a boolean with a default. */
-static int lchannel_optbool(lua_State *L, int idx, const char *field, int def)
-{
-  int t = lua_getfield(L, idx, field);
-  int v = t == LUA_TNIL ? def : lua_toboolean(L, -1);
-  lua_pop(L, 1);
-  return v;
-}
-
 /* channel.open(fd, opts) -> channel | nil, err, code */
 static int lchannel_open(lua_State *L)
 {
@@ -594,8 +585,8 @@ static int lchannel_open(lua_State *L)
   if (max <= 0) return luaL_error(L, "max_line must be positive");
   o.max_line = (size_t)max;
   lua_pop(L, 1);
-  o.read = lchannel_optbool(L, 2, "read", 1);
-  o.write = lchannel_optbool(L, 2, "write", 1);
+  o.read = lua_host_optbool(L, 2, "read", 1);
+  o.write = lua_host_optbool(L, 2, "write", 1);
   lua_host_t *h = lua_host_get(L);
   if (h == NULL) return luaL_error(L, "rmcp.channel needs the reasonix-mcp host");
 

@@ -132,6 +132,15 @@ int lua_host_checkref(lua_State *L, int idx, const char *field)
   return luaL_ref(L, LUA_REGISTRYINDEX);
 }
 
+/* Read opts[field] as a boolean, def when absent. */
+int lua_host_optbool(lua_State *L, int idx, const char *field, int def)
+{
+  int t = lua_getfield(L, idx, field);
+  int v = t == LUA_TNIL ? def : lua_toboolean(L, -1);
+  lua_pop(L, 1);
+  return v;
+}
+
 /* Release a registry ref taken by lua_host_checkref; idempotent. */
 void lua_host_unref(lua_State *L, int *ref)
 {
@@ -323,7 +332,6 @@ void lua_host_free(lua_host_t *h)
 {
   if (h == NULL) return;
   lua_State *L = h->L;
-  h->closing = 1;
   host_close_open(L, "__rmcp_teardown");
   proc_teardown();
   uv_timer_t timer;

@@ -14,7 +14,6 @@ typedef struct lua_host {
   char *exe;
   int exit_code;     /* set by sys.stop */
   int stopped;
-  int closing;       /* teardown started: rmcp objects call no more Lua */
 } lua_host_t;
 
 lua_host_t *lua_host_new(uv_loop_t *loop, const char *lua_dir);
@@ -27,6 +26,7 @@ int lua_host_call_ref(lua_State *L, int ref, int nargs);
 int lua_host_retain(lua_State *L, int idx);
 void lua_host_release(lua_State *L, int *ref);
 int lua_host_checkref(lua_State *L, int idx, const char *field);
+int lua_host_optbool(lua_State *L, int idx, const char *field, int def);
 void lua_host_unref(lua_State *L, int *ref);
 int lua_host_fail(lua_State *L, int err, const char *what);
 

@@ -644,15 +644,6 @@ static char **lproc_strv(lua_State *L, int opts, const char *field, const char *
   return v;
 }
 
-/* Read a boolean option with a default. */
-static int lproc_optbool(lua_State *L, int idx, const char *field, int def)
-{
-  int t = lua_getfield(L, idx, field);
-  int v = t == LUA_TNIL ? def : lua_toboolean(L, -1);
-  lua_pop(L, 1);
-  return v;
-}
-
 /* proc.spawn(opts) -> proc | nil, err, code */
 static int lproc_spawn(lua_State *L)
 {
@@ -670,8 +661,8 @@ static int lproc_spawn(lua_State *L)
   lua_pop(L, 1);
   o.argv = lproc_strv(L, 1, "args", o.file);
   o.env = lproc_strv(L, 1, "env", NULL);
-  o.pdeathsig = lproc_optbool(L, 1, "pdeathsig", 1);
-  o.setsid = lproc_optbool(L, 1, "setsid", 0);
+  o.pdeathsig = lua_host_optbool(L, 1, "pdeathsig", 1);
+  o.setsid = lua_host_optbool(L, 1, "setsid", 0);
   lproc_stdio(L, 1, "stdin", &o.io[0]);
   lproc_stdio(L, 1, "stdout", &o.io[1]);
   lproc_stdio(L, 1, "stderr", &o.io[2]);
