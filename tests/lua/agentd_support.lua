@@ -7,6 +7,7 @@ local client = require "rmcp.agentd.client"
 local M = {}
 
 M.bin = rh.find_agent()
+M.repo = rh.REPO
 
 -- True while process pid exists (and is not a zombie).
 function M.alive(pid)

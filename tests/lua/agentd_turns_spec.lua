@@ -264,3 +264,83 @@ test("stop leaves a resumable tombstone", function(t)
   local res = ctx.watch_until(c, { sid }, function(_, x) return x.status == "idle" end)
   t.eq(res.message, "back again")
 end)
+
+test("the spec's defaults apply when the model is configured; models lists refs and per-model efforts", function(t)
+  local ctx = support.setup(t, {
+    home_opts = { declare_product_default = true, models = { "mock-model", "mock-think" },
+                  model_overrides = { ["mock-think"] = { supported_efforts = { "low", "high", "max" }, default_effort = "high" } } },
+    scenario = { rules = { { last_role = "user", text = "default model here" } } },
+  })
+  local c = ctx.client()
+  local r = ctx.call(c, "spawn", { task = "hello" })
+  t.eq(r.model, "opencode-go/deepseek-v4-flash")
+  t.eq(r.effort, "max")
+  t.eq(r.agent_config.effort, "max")
+  t.eq(#r.warnings, 0)
+  ctx.watch_until(c, { r.session_id }, function(_, x) return x.status == "idle" end)
+  local reqs = ctx.prov:requests()
+  t.eq(reqs[#reqs].body.model, "deepseek-v4-flash")
+  t.eq(reqs[#reqs].body.reasoning_effort, "max")
+  local m = ctx.call(c, "models", {})
+  t.eq(m.default, "opencode-go/deepseek-v4-flash")
+  local by_ref = {}
+  for _, x in ipairs(m.models) do by_ref[x.ref] = x end
+  t.ok(by_ref["mock/mock-model"], "mock/mock-model listed")
+  t.eq(by_ref["mock/mock-think"].supported_efforts, { "auto", "low", "high", "max" })
+  t.eq(#by_ref["mock/mock-model"].supported_efforts, 0)
+  local again = ctx.call(c, "models", {})
+  t.eq(#again.models, #m.models, "cached answer")
+  local err = ctx.call_err(c, "spawn", { task = "x", model = "mock/not-there" })
+  t.eq(err.code, -32602)
+  t.match(err.message, "mock/mock%-model")
+  t.eq(#ctx.call(c, "list", {}).sessions, 1, "a refused spawn leaves no session")
+end)
+
+test("a flood of chunks stays bounded; critical events are never dropped", function(t)
+  local dir = t.tmpdir("rmcp-fake")
+  local wrapper = dir .. "/reasonix"
+  local f = assert(io.open(wrapper, "w"))
+  f:write("#!/bin/sh\nexec lua5.4 ", support.repo, "/tests/fake_agent/fake_acp.lua \"$@\"\n")
+  f:close()
+  uv.fs_chmod(wrapper, 493)
+  local ctx = support.setup(t, { env = { REASONIX_BIN = wrapper, FAKE_ACP_FLOOD = "6000" } })
+  local c = ctx.client()
+  local r = ctx.call(c, "spawn", { task = "[fake:flood] go" })
+  t.ok(r.posture.warning, "posture is unknown for an agent without doctor: reported, not fatal")
+  ctx.watch_until(c, { r.session_id }, function(_, x) return x.status == "idle" end)
+  -- compact watch consumed the queue: run a second flood and look at it with a detailed poll
+  ctx.call(c, "send", { session_id = r.session_id, message = "[fake:flood] again" })
+  local w = ctx.call(c, "watch", { session_ids = { r.session_id }, detail = true, max_events = 200 })
+  local p = w.results[r.session_id]
+  t.eq(p.status, "idle")
+  t.eq(#p.events, 200)
+  t.eq(p.events[#p.events].type, "turn_end")
+  t.ok(p.events_dropped >= 6000 - 200, "drops are counted: " .. tostring(p.events_dropped))
+end)
+
+test("watch sends progress while it blocks", function(t)
+  local ctx = support.setup(t, { scenario = { rules = {
+    { last_role = "user", user_contains = "SLOW", text = string.rep("p", 20), chunk = 2, delay = 0.05 },
+  } } })
+  local c = ctx.client()
+  local ticks = {}
+  c.opts.on_notification = function(method, params) if method == "watch_progress" then ticks[#ticks + 1] = params end end
+  local sid = ctx.call(c, "spawn", { task = "SLOW" }).session_id
+  local id, result
+  id = c:request("watch", { session_ids = { sid }, progress = true, progress_interval_ms = 100 }, function(r) result = r end)
+  t.wait_for(function() return result end, 10000, "watch result")
+  t.ok(#ticks >= 1, "at least one progress notification")
+  t.eq(ticks[1].request_id, id)
+end)
+
+test("a message sent right after spawn is steered into the first turn, not dropped", function(t)
+  local ctx = support.setup(t, { scenario = { rules = {
+    { last_role = "user", user_contains = "EARLY-STEER", text = "early steer seen" },
+    { last_role = "user", user_contains = "SLOW", text = string.rep("e", 20), chunk = 2, delay = 0.05 },
+  } } })
+  local c = ctx.client()
+  local sid = ctx.call(c, "spawn", { task = "SLOW" }).session_id
+  t.eq(ctx.call(c, "send", { session_id = sid, message = "EARLY-STEER now", expect = "steer" }).delivered, "steer")
+  local res = ctx.watch_until(c, { sid }, function(_, x) return x.status == "idle" end)
+  t.match(res.message, "early steer seen")
+end)

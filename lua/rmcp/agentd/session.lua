@@ -13,6 +13,7 @@ local store = require "rmcp.agentd.store"
 local posture = require "rmcp.agentd.posture"
 local policy_spawn = require "rmcp.policy.spawn"
 local policy_cleanup = require "rmcp.policy.cleanup"
+local policy_poll = require "rmcp.policy.poll"
 local contract = require "rmcp.policy.contract"
 
 local M = {}
@@ -182,6 +183,18 @@ local function tool_result_text(update)
   return text ~= "" and text or nil
 end
 
+-- Copies a tool's arguments for the journal with long strings cut (a write_file body, say).
+local function capped_args(v, depth)
+  if type(v) == "string" then
+    if #v > 2000 then return v:sub(1, 2000) .. "…[" .. #v .. " bytes]" end
+    return v
+  end
+  if type(v) ~= "table" or (depth or 0) > 8 then return v end
+  local out = json.is_array(v) and json.array() or {}
+  for k, x in pairs(v) do out[k] = capped_args(x, (depth or 0) + 1) end
+  return out
+end
+
 -- Folds one ACP session/update into the session.
 function M.on_update(d, s, update)
   local rt = s.rt
@@ -206,22 +219,22 @@ function M.on_update(d, s, update)
   end
   if kind == "tool_call" then
     local id = update.toolCallId
-    local call = { title = update.title, kind = update.kind, status = update.status, args = update.rawInput,
-                   locations = update.locations }
+    local running = update.status ~= "completed" and update.status ~= "failed"
     if id then
-      rt.tools[id] = call
       deactivate(rt, id)
-      if update.status ~= "completed" and update.status ~= "failed" then rt.active[#rt.active + 1] = id end
+      rt.tools[id] = running and { title = update.title, kind = update.kind } or nil
+      if running then rt.active[#rt.active + 1] = id end
     end
     rt.counters.tool_calls = rt.counters.tool_calls + 1
     M.journal(d, s, { type = "tool_call", id = id, title = update.title, kind = update.kind,
-                      status = update.status, args = update.rawInput, locations = update.locations })
+                      status = update.status, args = capped_args(update.rawInput), locations = update.locations })
   elseif kind == "tool_call_update" then
     local id = update.toolCallId
-    local call = id and rt.tools[id]
-    if call and update.status then call.status = update.status end
     if update.status == "completed" or update.status == "failed" then
-      if id then deactivate(rt, id) end
+      if id then
+        deactivate(rt, id)
+        rt.tools[id] = nil
+      end
       M.journal(d, s, { type = "tool_call_update", id = id, status = update.status, result = tool_result_text(update) })
     end
   elseif kind == "plan" then
@@ -242,8 +255,10 @@ function M.on_update(d, s, update)
   ev.type = kind
   ev.sessionUpdate = nil
   push_event(s, ev)
-  rt.wait_dirty = true
-  if d.on_output then d.on_output(s) end
+  if not policy_poll.static_types[kind] then
+    rt.wait_dirty = true
+    if d.on_output then d.on_output(s) end
+  end
 end
 
 -- Handles session/request_permission: records the decision and waits for respond_permission.
@@ -302,7 +317,7 @@ end
 local function end_turn(d, s, stop_reason, err_text)
   local rt = s.rt
   rt.prompt_active = false
-  rt.active = {}
+  rt.active, rt.tools = {}, {}
   local text = rt.turn_text
   rt.turn_text = ""
   rt.turns[#rt.turns + 1] = { text = text, stop_reason = stop_reason }
@@ -369,8 +384,25 @@ function M.steer(d, s, text, cb, expect, attempt)
       if rt.agent ~= agent or agent.exited then
         return cb(nil, jsonrpc.error(M.NOT_READY, "the agent exited before the message was delivered; resume the session"))
       end
-      if err.code == jsonrpc.INVALID_REQUEST and attempt < 5 then
-        if rt.prompt_active then return M.steer(d, s, text, cb, expect, attempt + 1) end
+      if err.code == jsonrpc.INVALID_REQUEST and attempt < 40 then
+        if rt.prompt_active then
+          -- The agent has not registered our prompt yet, or finished it and its answer is on the
+          -- way: try again shortly; the prompt's answer decides which.
+          local timer = uv.new_timer()
+          timer:start(50, 0, function()
+            timer:close()
+            if rt.agent ~= agent or agent.exited then
+              return cb(nil, jsonrpc.error(M.NOT_READY, "the agent exited before the message was delivered; resume the session"))
+            end
+            if rt.prompt_active then return M.steer(d, s, text, cb, expect, attempt + 1) end
+            if expect == "steer" then
+              return cb(nil, jsonrpc.error(M.EXPECT_NOT_MET, "expect=steer: the turn ended before the message could be steered; it was not delivered"))
+            end
+            M.prompt(d, s, text, "prompt")
+            cb("new_turn")
+          end)
+          return
+        end
         if expect == "steer" then
           return cb(nil, jsonrpc.error(M.EXPECT_NOT_MET, "expect=steer: the turn ended before the message could be steered; it was not delivered"))
         end
