@@ -142,3 +142,38 @@ test("idle cleanup: idle_timeout 0 leaves an exited tombstone, keep_alive exempt
   t.eq(rows[kept].status, "idle")
   t.ok(rows[kept].agent_pid)
 end)
+
+test("SIGTERM shuts down cleanly: agents end, socket removed, sessions kept; the log stays bounded", function(t)
+  local ctx = support.setup(t, { env = { REASONIX_MCP_LOG_MAX_BYTES = "800" },
+    scenario = { rules = { { last_role = "user", text = "ok" } } } })
+  local c = ctx.client()
+  local ids = {}
+  for i = 1, 2 do ids[i] = ctx.call(c, "spawn", { task = "task " .. i }).session_id end
+  local pids = {}
+  for _, row in ipairs(ctx.call(c, "list", { detail = true }).sessions) do pids[#pids + 1] = row.agent_pid end
+  local daemon = c.info.agentd_pid
+  uv.kill(daemon, "sigterm")
+  t.wait_for(function() return not support.alive(daemon) end, 5000, "agentd to exit on SIGTERM")
+  for _, pid in ipairs(pids) do t.ok(not support.alive(pid), "agent gone") end
+  t.eq(uv.fs_stat(ctx.mcp_home .. "/agentd.sock"), nil, "socket removed")
+  t.ok(uv.fs_stat(ctx.mcp_home .. "/agentd.log.1"), "log rotated once")
+  t.ok(uv.fs_stat(ctx.mcp_home .. "/agentd.log").size < 800 + 600)
+  local rows = ctx.call(c, "list", {}).sessions
+  t.eq(#rows, 2)
+  for _, row in ipairs(rows) do t.eq(row.status, "orphaned") end
+  t.ne(c.info.agentd_pid, daemon)
+end)
+
+test("restart by the only orchestrator with live agents: a fresh daemon, sessions resumable", function(t)
+  local ctx = support.setup(t, { scenario = { rules = { { last_role = "user", text = "ok" } } } })
+  local c = ctx.client()
+  local sid = ctx.call(c, "spawn", { task = "before restart" }).session_id
+  ctx.watch_until(c, { sid }, function(_, x) return x.status == "idle" end)
+  local daemon = c.info.agentd_pid
+  t.eq(ctx.call(c, "restart", {}).restarting, true)
+  t.wait_for(function() return not support.alive(daemon) end, 5000, "old agentd to exit")
+  local row = ctx.call(c, "list", {}).sessions[1]
+  t.ne(c.info.agentd_pid, daemon)
+  t.eq(row.status, "orphaned")
+  t.eq(ctx.call(c, "resume", { session_id = sid }).status, "idle")
+end)

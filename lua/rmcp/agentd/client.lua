@@ -67,10 +67,10 @@ function Client:spawn_daemon()
     file = exe, args = { "agentd" }, cwd = "/", env = env,
     setsid = true, pdeathsig = false, stdin = "null",
     stdout = { file = self.paths.log, append = true }, stderr = "stdout",
-    on_exit = function() end,
   })
   if not p then return nil, serr end
   log.debug("started agentd pid %d", p:pid())
+  p:close() -- the daemon outlives us: do not keep our loop alive for it
   return true
 end
 
