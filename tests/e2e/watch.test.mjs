@@ -75,3 +75,17 @@ test('an undelivered terminal state survives a server kill; the next server retu
   const after = await tool(b.client, 'reasonix_list', { pending_only: true });
   assert.ok(!after.sessions.some((s) => s.session_id === sid));
 });
+
+test('wait reports progress while blocked and returns the ready ids', { skip }, async () => {
+  const c = await fx.connect({ name: 'wait-progress', env: fx.env({ REASONIX_MCP_PROGRESS_INTERVAL_MS: '100' }) });
+  const { session_id: sid } = await tool(c.client, 'reasonix_spawn', { task: 'HOLD-TASK wait for me' });
+  let gotProgress;
+  const firstProgress = new Promise((r) => { gotProgress = r; });
+  const waiting = c.client.callTool({ name: 'reasonix_wait', arguments: { session_ids: [sid] } }, undefined, {
+    resetTimeoutOnProgress: true, onprogress: (p) => gotProgress(p),
+  });
+  await withTimeout(firstProgress, 5000, 'progress while wait blocks');
+  const r = await waiting;
+  assert.deepEqual(r.structuredContent.ready, [sid]);
+  await tool(c.client, 'reasonix_stop', { session_id: sid });
+});

@@ -2,6 +2,7 @@
 // server/discover, malformed input, unknown methods, wrong param types, size limit, stdin EOF.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdirSync, chmodSync } from 'node:fs';
 import { makeSandbox, removeSandbox, rawServer, strictEnvelope, serverEnv, waitNoLeftovers, killLeftovers } from './helpers.mjs';
 
 let sb;
@@ -171,6 +172,19 @@ test('runs with only HOME, PATH, USER, SHELL and TERM, via the bare launcher com
   assert.equal(init.result.protocolVersion, '2025-11-25');
   const list = await srv.request('tools/list');
   assert.equal(list.result.tools.length, 13);
+  await srv.close();
+  assertClean(srv);
+});
+
+test('an unusable REASONIX_MCP_HOME gives an isError result saying what to fix', async () => {
+  const bad = `${sb.root}/open`;
+  mkdirSync(bad, { mode: 0o777 });
+  chmodSync(bad, 0o777);
+  const srv = rawServer(sb, { env: serverEnv(sb, { REASONIX_MCP_HOME: bad }) });
+  await srv.initialize();
+  const r = await srv.request('tools/call', { name: 'reasonix_list', arguments: {} });
+  assert.equal(r.result.isError, true);
+  assert.match(r.result.content[0].text, /mode 0777.*chmod 700/);
   await srv.close();
   assertClean(srv);
 });

@@ -168,6 +168,18 @@ function M.idle_timeout()
   }
 end
 
+-- Params for a blocking call (watch, wait): the arguments, plus a request for agentd's progress
+-- lines when the caller sent a progressToken (hosts reset their idle timers on progress).
+function M.blocking(args, ctx)
+  local params = {}
+  for k, v in pairs(args) do params[k] = v end
+  if ctx.progress_token ~= nil then
+    params.progress = true
+    params.progress_interval_ms = ctx.progress_interval_ms
+  end
+  return params
+end
+
 -- Makes a handler that sends the arguments to agentd method and returns its result.
 -- prepare(args, ctx) may adjust the params (returning nil, message refuses the call).
 function M.forward(method, prepare)

@@ -18,5 +18,5 @@ return {
   }, { "ready" }),
   annotations = { readOnlyHint = true, openWorldHint = false },
   long = true,
-  handler = common.forward("wait"),
+  handler = common.forward("wait", common.blocking),
 }

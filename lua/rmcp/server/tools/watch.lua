@@ -27,17 +27,6 @@ local compact = {
   },
 }
 
--- Asks agentd for progress lines when the caller sent a progressToken.
-local function prepare(args, ctx)
-  local params = {}
-  for k, v in pairs(args) do params[k] = v end
-  if ctx.progress_token ~= nil then
-    params.progress = true
-    params.progress_interval_ms = ctx.progress_interval_ms
-  end
-  return params
-end
-
 return {
   name = "reasonix_watch",
   title = "Watch agents until something happens",
@@ -57,5 +46,5 @@ return {
   }, { "results" }),
   annotations = { readOnlyHint = false, destructiveHint = false, idempotentHint = false, openWorldHint = false },
   long = true,
-  handler = common.forward("watch", prepare),
+  handler = common.forward("watch", common.blocking),
 }
