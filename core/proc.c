@@ -380,7 +380,7 @@ int proc_spawn(uv_loop_t *loop, const proc_opts *o, proc_t **out, const char **f
       goto fail;
     }
   }
-  pid_t pid;
+  pid_t pid = -1;
   r = proc_fork(o, child, &pid, step);
   proc_close_fds(child, 3);
   if (r < 0) goto fail;
