@@ -189,7 +189,7 @@ static void test_exit_after_eof(uv_loop_t *loop, const char *tmp)
 {
   TEST("on_exit waits for EOF when a grandchild holds the pipe after the child is reaped");
   gc_state s;
-  char fifo[PATH_MAX], script[PATH_MAX + 128];
+  char fifo[PATH_MAX + 16], script[PATH_MAX + 160];
   snprintf(fifo, sizeof(fifo), "%s/fifo", tmp);
   REQUIRE(mkfifo(fifo, 0600) == 0);
   snprintf(script, sizeof(script), "(read x < %s; echo late) & echo early", fifo);
@@ -221,7 +221,7 @@ static void test_exec_failures(uv_loop_t *loop, const char *tmp)
   CHECK(proc_spawn(loop, &o, &p, &step) == UV_ENOENT && step && strcmp(step, "exec") == 0);
   o.file = "no-such-binary-on-path-xyz";
   CHECK(proc_spawn(loop, &o, &p, &step) == UV_ENOENT);
-  char noexec[PATH_MAX];
+  char noexec[PATH_MAX + 16];
   snprintf(noexec, sizeof(noexec), "%s/noexec", tmp);
   int fd = open(noexec, O_WRONLY | O_CREAT, 0644);
   REQUIRE(fd >= 0);
@@ -261,7 +261,7 @@ static void test_cwd_env_files(uv_loop_t *loop, const char *tmp)
   CHECKF(strcmp(r.lines, "bar baz-|") == 0, "%s", r.lines);
 
   TEST("stdout to a file (truncate, then append)");
-  char path[PATH_MAX];
+  char path[PATH_MAX + 16];
   snprintf(path, sizeof(path), "%s/out.log", tmp);
   for (int i = 0; i < 2; i++) {
     o = sh_opts(argv, "echo hi", &r);
