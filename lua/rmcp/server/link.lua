@@ -59,11 +59,6 @@ function Link:request(method, params, cb)
   end)
 end
 
--- True when id (from request) is the request agentd calls request_id.
-function Link:is_request(id, request_id)
-  return id ~= nil and id == request_id
-end
-
 -- Releases a blocked watch/wait in agentd ($/cancel).
 function Link:cancel(id)
   if self.conn and id then self.conn:cancel(id) end

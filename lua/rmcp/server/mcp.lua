@@ -387,10 +387,7 @@ function Server:on_agentd_notification(method, params)
     relay.agent_event(self, params)
     elicitation.agent_event(self, params)
   elseif method == "watch_progress" then
-    local call
-    for id, c in pairs(self.progress_calls) do
-      if self.agentd and self.agentd:is_request(id, params.request_id) then call = c break end
-    end
+    local call = params.request_id ~= nil and self.progress_calls[params.request_id] or nil
     if call and not call.cancelled and call.progress_token ~= nil then
       call.progress_n = call.progress_n + 1
       self:notify("notifications/progress", {

@@ -1,16 +1,6 @@
 -- reasonix_resume: revive a stopped or crashed session from its persisted transcript.
 local common = require "rmcp.server.tools.common"
 
--- Resolves a relative cwd against the project dir.
-local function prepare(args, ctx)
-  local params = {}
-  for k, v in pairs(args) do params[k] = v end
-  if params.cwd and params.cwd:sub(1, 1) ~= "/" then
-    params.cwd = ctx.project_dir .. "/" .. params.cwd
-  end
-  return params
-end
-
 return {
   name = "reasonix_resume",
   title = "Resume a stopped agent",
@@ -25,5 +15,5 @@ return {
   }, { "session_id" }),
   outputSchema = common.spawn_result(),
   annotations = { readOnlyHint = false, destructiveHint = false, idempotentHint = true, openWorldHint = true },
-  handler = common.forward("resume", prepare),
+  handler = common.forward("resume"),
 }

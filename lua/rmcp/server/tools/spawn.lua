@@ -2,16 +2,6 @@
 local config = require "rmcp.config"
 local common = require "rmcp.server.tools.common"
 
--- Resolves a relative cwd against the project dir so agentd always gets an absolute path.
-local function prepare(args, ctx)
-  local params = {}
-  for k, v in pairs(args) do params[k] = v end
-  if params.cwd and params.cwd:sub(1, 1) ~= "/" then
-    params.cwd = ctx.project_dir .. "/" .. params.cwd
-  end
-  return params
-end
-
 return {
   name = "reasonix_spawn",
   title = "Spawn a Reasonix agent",
@@ -38,5 +28,5 @@ return {
   }, { "task" }),
   outputSchema = common.spawn_result(),
   annotations = { readOnlyHint = false, destructiveHint = false, idempotentHint = false, openWorldHint = true },
-  handler = common.forward("spawn", prepare),
+  handler = common.forward("spawn"),
 }
