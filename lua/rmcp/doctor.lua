@@ -60,7 +60,7 @@ function M.checks()
   local c = client.new({ autostart = false, client_info = { name = "reasonix-mcp doctor" } })
   local up, cerr = c:wait_connected()
   if up then
-    add("agentd", true, string.format("pid %s, version %s, socket %s", tostring(c.info.agentd_pid), tostring(c.info.version), paths.sock))
+    add("agentd", true, string.format("pid %s, version %s, socket %s", tostring(math.tointeger(c.info.agentd_pid) or c.info.agentd_pid), tostring(c.info.version), paths.sock))
     c:close()
   else
     add("agentd", nil, "not running (it starts on first use): " .. tostring(cerr))
