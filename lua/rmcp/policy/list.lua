@@ -25,6 +25,7 @@ function M.row(s, opts)
     task = opts.include_task and s.task or preview(s.task, M.task_preview),
     transcript_path = s.transcript_path,
     stop_reason = s.stop_reason,
+    exit_reason = (s.status == "exited" or s.status == "orphaned") and s.exit_reason or nil,
     model = s.model,
     created_at = s.created_at,
     updated_at = s.updated_at,

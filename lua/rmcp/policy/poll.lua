@@ -80,6 +80,7 @@ local function lean_fields(r, snap)
     if not r.message_truncated then r.message_truncated = nil end
   end
   if snap.stop_reason and snap.status ~= "running" and snap.status ~= "starting" then r.stop_reason = snap.stop_reason end
+  if snap.status == "exited" or snap.status == "orphaned" then r.exit_reason = snap.exit_reason end
   if snap.plan_changed then r.plan = json.array(snap.plan or {}) end
   r.current_work = snap.current_work
   r.permission_request = snap.permission_request

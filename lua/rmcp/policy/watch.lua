@@ -26,6 +26,7 @@ function M.compact(snap)
     error_text = snap.error_text,
   }
   if snap.status ~= "running" and snap.status ~= "starting" then r.stop_reason = snap.stop_reason end
+  if snap.status == "exited" or snap.status == "orphaned" then r.exit_reason = snap.exit_reason end
   local message = snap.last_turn_text
   if message == nil or message == "" then message = snap.text end
   if message and message ~= "" then
