@@ -1,17 +1,15 @@
 // Cross-cwd writes (the spec's selftest_allow_write.py): an agent rooted in the project writes into
 // a [sandbox] allow_write dir; the spawn posture lists that dir; a dir not listed stays closed.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, existsSync, readFileSync, realpathSync } from 'node:fs';
 import { join } from 'node:path';
-import { fixture, tool, haveAgent, watchUntil, writeConfig } from './helpers.mjs';
+import { useFixture, tool, haveAgent, watchUntil, writeConfig } from './helpers.mjs';
 
-let fx;
 let shared;
 let closed;
 const skip = !haveAgent() && 'agent binary missing';
-before(async () => {
-  fx = await fixture({});
+const fx = useFixture({}, async (fx) => {
   shared = join(fx.sb.root, 'shared');
   closed = join(fx.sb.root, 'closed');
   mkdirSync(shared);
@@ -24,10 +22,6 @@ before(async () => {
     ],
   });
   writeConfig(fx.sb, fx.provider.port, { extraToml: `[sandbox]\nallow_write = [${JSON.stringify(shared)}]` });
-});
-after(async () => {
-  const left = await fx.teardown();
-  assert.deepEqual(left, [], 'no process of this test may be left');
 });
 
 const finished = (r) => !r.permission_request && r.status !== 'running' && r.status !== 'starting';

@@ -1,29 +1,23 @@
 // Confinement and death (the spec's selftest_chaos.py): spawn cwd must be the project dir, a subdir
 // or an allow_write dir (symlinks resolved; REASONIX_MCP_ALLOW_ANY_CWD=1 lifts it); agents carry
 // PDEATHSIG, so a killed agentd takes its agents with it and the sessions come back as resumable.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, symlinkSync, realpathSync } from 'node:fs';
 import { join } from 'node:path';
-import { fixture, tool, callTool, haveAgent, watchUntil, agentdPid, agentProcesses, alive, until, shutdownAgentd, writeConfig } from './helpers.mjs';
+import { useFixture, tool, callTool, haveAgent, watchUntil, agentdPid, agentProcesses, alive, until, shutdownAgentd, writeConfig } from './helpers.mjs';
 
 const scenario = { rules: [{ name: 'quick', last_role: 'user', user_contains: 'QUICK-TASK', text: 'quick' }] };
 
-let fx;
 let allowed;
 const skip = !haveAgent() && 'agent binary missing';
-before(async () => {
-  fx = await fixture({ scenario });
+const fx = useFixture({ scenario }, (fx) => {
   allowed = join(fx.sb.root, 'allowed');
   mkdirSync(allowed);
   mkdirSync(join(fx.sb.ws, 'sub'));
   mkdirSync(join(fx.sb.root, 'outside'));
   symlinkSync(join(fx.sb.root, 'outside'), join(fx.sb.ws, 'escape'));
   writeConfig(fx.sb, fx.provider.port, { extraToml: `[sandbox]\nallow_write = [${JSON.stringify(allowed)}]` });
-});
-after(async () => {
-  const left = await fx.teardown();
-  assert.deepEqual(left, [], 'no process of this test may be left');
 });
 
 test('spawn cwd is confined to the project dir and the allow_write dirs', { skip }, async () => {

@@ -2,9 +2,9 @@
 // sees them; stop + resume revives a session with its history; six agents run concurrently; and
 // reasonix_restart_agentd restarts the shared daemon, refusing while another orchestrator has live
 // agents, with the next call reconnecting transparently.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { fixture, tool, callTool, haveAgent, withTimeout, watchUntil, agentdPid, agentProcesses, alive, until } from './helpers.mjs';
+import { useFixture, tool, callTool, haveAgent, withTimeout, watchUntil, agentdPid, agentProcesses, alive, until } from './helpers.mjs';
 
 const scenario = {
   rules: [
@@ -15,13 +15,8 @@ const scenario = {
   ],
 };
 
-let fx;
+const fx = useFixture({ scenario });
 const skip = !haveAgent() && 'agent binary missing';
-before(async () => { fx = await fixture({ scenario }); });
-after(async () => {
-  const left = await fx.teardown();
-  assert.deepEqual(left, [], 'no process of this test may be left');
-});
 
 // Kills a connected server with SIGKILL and waits until its transport saw it go.
 async function killServer(c) {

@@ -1,11 +1,11 @@
 // Decisions (the spec's selftest_permission.py, selftest_question.py, selftest_elicitation.py):
 // ask-mode permission round trip; an agent question answered through MCP elicitation, through
 // reasonix_respond_permission when the client has no elicitation, and left pending on decline.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fixture, tool, haveAgent, watchUntil } from './helpers.mjs';
+import { useFixture, tool, haveAgent, watchUntil } from './helpers.mjs';
 
 const question = {
   header: 'Library', question: 'Which library?', multiSelect: false,
@@ -21,13 +21,8 @@ const scenario = {
   ],
 };
 
-let fx;
+const fx = useFixture({ scenario });
 const skip = !haveAgent() && 'agent binary missing';
-before(async () => { fx = await fixture({ scenario }); });
-after(async () => {
-  const left = await fx.teardown();
-  assert.deepEqual(left, [], 'no process of this test may be left');
-});
 
 const finished = (r) => r.status !== 'running' && r.status !== 'starting' && r.status !== 'awaiting_decision' && !r.permission_request;
 

@@ -8,6 +8,8 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
+import { before, after } from 'node:test';
+import assert from 'node:assert/strict';
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -207,6 +209,22 @@ export async function fixture({ scenario = {}, config = {} } = {}) {
       return left;
     },
   };
+  return fx;
+}
+
+// Sets up fixture(opts) before the file's tests (then runs setup(fx), if given) and tears it down
+// after them, asserting that no process of the file is left; returns the fixture (filled in once
+// `before` ran).
+export function useFixture(opts, setup) {
+  const fx = {};
+  before(async () => {
+    Object.assign(fx, await fixture(opts));
+    if (setup) await setup(fx);
+  });
+  after(async () => {
+    const left = await fx.teardown();
+    assert.deepEqual(left, [], 'no process of this test may be left');
+  });
   return fx;
 }
 

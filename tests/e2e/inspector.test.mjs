@@ -1,24 +1,19 @@
 // The MCP Inspector CLI against the server (tools/list, tools/call), and a host that passes only
 // HOME, PATH, USER, SHELL and TERM: the agent is found on PATH and its config under HOME.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fixture, tool, haveAgent, watchUntil, BIN, configToml, agentOnPath, shutdownAgentd, connectClient, sandboxProcesses, until } from './helpers.mjs';
+import { useFixture, tool, haveAgent, watchUntil, BIN, configToml, agentOnPath, shutdownAgentd, connectClient, sandboxProcesses, until } from './helpers.mjs';
 
 const run = promisify(execFile);
 const INSPECTOR = new URL('./node_modules/.bin/mcp-inspector', import.meta.url).pathname;
 const scenario = { rules: [{ name: 'quick', last_role: 'user', user_contains: 'QUICK-TASK', text: 'inspected reply' }] };
 
-let fx;
+const fx = useFixture({ scenario });
 const skip = !haveAgent() && 'agent binary missing';
-before(async () => { fx = await fixture({ scenario }); });
-after(async () => {
-  const left = await fx.teardown();
-  assert.deepEqual(left, [], 'no process of this test may be left');
-});
 
 // Runs the Inspector CLI on the server with args; returns the parsed JSON it prints.
 async function inspector(...args) {

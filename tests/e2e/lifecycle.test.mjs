@@ -1,8 +1,8 @@
 // spawn → poll → steer → stop against the real agent on the offline provider (the spec's selftest.py),
 // plus the lean-poll budget: a default poll of a finished short turn is under 1 KB of JSON.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { fixture, tool, callTool, haveAgent } from './helpers.mjs';
+import { useFixture, tool, callTool, haveAgent } from './helpers.mjs';
 
 const SLOW = 'abcdefghij'.repeat(6);
 const scenario = {
@@ -17,12 +17,7 @@ const scenario = {
   default: { text: 'default reply' },
 };
 
-let fx;
-before(async () => { fx = await fixture({ scenario }); });
-after(async () => {
-  const left = await fx.teardown();
-  assert.deepEqual(left, [], 'no process of this test may be left');
-});
+const fx = useFixture({ scenario });
 
 test('spawn → poll → steer → watch → stop → resume-needed error', { skip: !haveAgent() && 'agent binary missing' }, async () => {
   const { client } = await fx.connect();

@@ -1,9 +1,9 @@
 // Diagnostic event frames on the raw wire (the SDK may drop custom notifications): every agent
 // event reaches the host as `reasonix/agent_event` plus `notifications/message`, with transcript
 // path and error text, each relay is logged, and logging/setLevel filters only the standard one.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { fixture, rawServer, strictEnvelope, haveAgent } from './helpers.mjs';
+import { useFixture, rawServer, strictEnvelope, haveAgent } from './helpers.mjs';
 
 const scenario = {
   rules: [
@@ -15,12 +15,7 @@ const scenario = {
   ],
 };
 
-let fx;
-before(async () => { fx = await fixture({ scenario }); });
-after(async () => {
-  const left = await fx.teardown();
-  assert.deepEqual(left, [], 'no process of this test may be left');
-});
+const fx = useFixture({ scenario });
 
 // Calls a tool on the raw wire and returns its structuredContent (failing on isError).
 async function call(srv, name, args) {

@@ -1,10 +1,10 @@
 // Fleet view (the spec's selftest_orchestrator.py): sandbox posture, list with previews, counts and
 // pending_only, wait, poll event filtering and caps, models, and orchestrator isolation.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { realpathSync } from 'node:fs';
 import { join } from 'node:path';
-import { fixture, tool, callTool, haveAgent } from './helpers.mjs';
+import { useFixture, tool, callTool, haveAgent } from './helpers.mjs';
 
 const scenario = {
   rules: [
@@ -13,13 +13,8 @@ const scenario = {
   ],
 };
 
-let fx;
+const fx = useFixture({ scenario });
 const skip = !haveAgent() && 'agent binary missing';
-before(async () => { fx = await fixture({ scenario }); });
-after(async () => {
-  const left = await fx.teardown();
-  assert.deepEqual(left, [], 'no process of this test may be left');
-});
 
 const LONG = 'QUICK-TASK ' + 'describe the module layout in detail, '.repeat(8);
 

@@ -1,9 +1,9 @@
 // Transcript and plan fields (the spec's selftest_transcript.py) and the once-per-session status
 // contract (selftest_prompt_injection.py): the agent plans with todo_write, writes and reads a file;
 // watch/poll carry the plan and current work, reasonix_transcript what it actually did.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { fixture, tool, haveAgent } from './helpers.mjs';
+import { useFixture, tool, haveAgent } from './helpers.mjs';
 
 const todos = [{ content: 'Inspect code', status: 'completed' }, { content: 'Write notes', status: 'in_progress' }];
 const scenario = {
@@ -16,12 +16,7 @@ const scenario = {
   ],
 };
 
-let fx;
-before(async () => { fx = await fixture({ scenario }); });
-after(async () => {
-  const left = await fx.teardown();
-  assert.deepEqual(left, [], 'no process of this test may be left');
-});
+const fx = useFixture({ scenario });
 
 test('plan, current work, turns and the transcript of tool calls and files', { skip: !haveAgent() && 'agent binary missing' }, async () => {
   const { client } = await fx.connect({ name: 'transcript' });

@@ -1,9 +1,9 @@
 // Watch safety (the spec's selftest_watch.py): a newer watch supersedes an older one at once; a
 // cancelled watch is released in agentd and loses nothing; progress while blocked; timeouts; an
 // undelivered terminal state survives a server kill and is returned by the next watch.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { fixture, tool, haveAgent, withTimeout } from './helpers.mjs';
+import { useFixture, tool, haveAgent, withTimeout } from './helpers.mjs';
 
 const scenario = {
   rules: [
@@ -12,13 +12,8 @@ const scenario = {
   ],
 };
 
-let fx;
+const fx = useFixture({ scenario });
 const skip = !haveAgent() && 'agent binary missing';
-before(async () => { fx = await fixture({ scenario }); });
-after(async () => {
-  const left = await fx.teardown();
-  assert.deepEqual(left, [], 'no process of this test may be left');
-});
 
 test('a newer watch on the same session supersedes the older one at once', { skip }, async () => {
   const { client } = await fx.connect({ name: 'watch-overlap' });
