@@ -201,3 +201,38 @@ test("ctl lists and polls the fleet over the same API; doctor checks the setup",
   t.match(text, "%[ok  %] agentd +pid %d+, version")
   t.match(text, "agentd.log %(last")
 end)
+
+test("allow_write is read from [sandbox] only, single- or multi-line, comments ignored", function(t)
+  local ownership = require "rmcp.agentd.ownership"
+  local toml = table.concat({
+    'allow_write = ["/not/this"]',
+    "[sandbox]",
+    'bash = "off"',
+    "allow_write = [",
+    '  "/a/b",  # first',
+    "  '/c',",
+    "]",
+    "[other]",
+    'allow_write = ["/nor/this"]',
+  }, "\n")
+  t.eq(ownership.allow_write_from_toml(toml), { "/a/b", "/c" })
+  t.eq(ownership.allow_write_from_toml('[sandbox]\nallow_write = ["/x"]\n'), { "/x" })
+  t.eq(ownership.inside("/a/bc", "/a/b"), false)
+  t.eq(ownership.inside("/a/b/c", "/a/b"), true)
+end)
+
+test("a corrupt or foreign session file is skipped at start, the rest load", function(t)
+  local ctx = support.setup(t, { scenario = { rules = { { last_role = "user", text = "ok" } } } })
+  local c = ctx.client()
+  local sid = ctx.call(c, "spawn", { task = "survivor" }).session_id
+  ctx.shutdown()
+  local dir = ctx.mcp_home .. "/sessions/"
+  local function write(name, text) local f = assert(io.open(dir .. name, "w")); f:write(text); f:close() end
+  write("rx-bad.json", "{not json")
+  write("rx-wrong.json", '{"id":"rx-other","owner":"x","cwd":"/"}')
+  write("rx-types.json", '{"id":"rx-types","owner":[],"cwd":5}')
+  local rows = ctx.call(c, "list", {}).sessions
+  t.eq(#rows, 1)
+  t.eq(rows[1].session_id, sid)
+  t.eq(rows[1].status, "orphaned")
+end)

@@ -21,7 +21,6 @@ local M = {}
 M.NOT_READY = -32006
 M.EXPECT_NOT_MET = -32004
 
-local chunk_types = { agent_message_chunk = true, agent_thought_chunk = true, user_message_chunk = true }
 local critical_types = { permission_request = true, turn_end = true, process_exited = true }
 local live_status = { starting = true, running = true, idle = true, awaiting_decision = true }
 
@@ -70,6 +69,8 @@ end
 -- Rebuilds a session from its persisted record after a daemon start; live ones become orphaned.
 function M.restore(d, rec)
   local s = rec
+  if type(s.task) ~= "string" then s.task = tostring(s.task or "") end
+  if type(s.status) ~= "string" then s.status = "exited" end
   s.rt = new_rt()
   s.pending = {}
   s.plan = json.array(type(s.plan) == "table" and s.plan or {})

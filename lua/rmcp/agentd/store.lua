@@ -11,7 +11,7 @@ M.fields = {
   "id", "owner", "project_dir", "cwd", "task", "model", "effort", "tool_approval", "work_mode",
   "keep_alive", "idle_timeout", "acp_session_id", "status", "stop_reason", "exit_reason", "error_text",
   "contract_sent", "created_at", "updated_at", "turns_total", "last_text", "plan", "posture",
-  "skipped_options", "warnings", "terminal_pending", "transcript_path", "work_started_at", "work_seconds",
+  "skipped_options", "warnings", "terminal_pending", "transcript_path", "work_seconds",
 }
 
 -- Wall-clock time in seconds (with milliseconds).
@@ -107,7 +107,7 @@ function M.load_all(dir)
       local text = f and f:read("a")
       if f then f:close() end
       local rec = text and json.decode(text)
-      if type(rec) == "table" and rec.id == id then
+      if type(rec) == "table" and rec.id == id and type(rec.owner) == "string" and type(rec.cwd) == "string" then
         out[#out + 1] = rec
       else
         log.warn("skipping unreadable session file %s/%s", dir, name)
