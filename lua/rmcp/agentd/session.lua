@@ -37,10 +37,33 @@ local function new_id()
   return "rx-" .. bytes:gsub(".", function(c) return string.format("%02x", c:byte()) end):sub(1, 12)
 end
 
+-- A bounded text accumulator: pieces are joined lazily, and only about the last max bytes are kept.
+local function buf_new()
+  return { parts = {}, size = 0 }
+end
+
+-- Appends text to buffer b, dropping the oldest text once it holds over twice max.
+local function buf_add(b, text, max)
+  if text == "" then return end
+  b.parts[#b.parts + 1] = text
+  b.size = b.size + #text
+  if b.size > 2 * max then
+    local joined = table.concat(b.parts)
+    joined = joined:sub(#joined - max + 1)
+    b.parts, b.size = { joined }, #joined
+  end
+end
+
+-- The text held in buffer b.
+local function buf_text(b)
+  if #b.parts > 1 then b.parts = { table.concat(b.parts) } end
+  return b.parts[1] or ""
+end
+
 -- Fresh runtime state (never persisted).
 local function new_rt()
   return {
-    text = "", thought = "", full_text = "", full_thought = "", turn_text = "",
+    text = buf_new(), thought = buf_new(), full_text = buf_new(), full_thought = buf_new(), turn_text = buf_new(),
     turns = {}, events = {}, noncritical = 0, events_overflow = 0,
     plan_rev = 0, plan_seen = 0, error_rev = 0, error_seen = 0,
     tools = {}, active = {}, queued = {}, next_request_id = 0, wait_dirty = false,
@@ -123,13 +146,6 @@ local function push_event(s, ev)
   end
 end
 
--- Appends to a bounded accumulator (keeps about the last max bytes).
-local function append_bounded(buf, text, max)
-  buf = buf .. text
-  if #buf > 2 * max then buf = buf:sub(#buf - max + 1) end
-  return buf
-end
-
 -- Sets the session's status and persists when it changed.
 local function set_status(d, s, status)
   if s.status ~= status then
@@ -206,12 +222,12 @@ function M.on_update(d, s, update)
     if type(text) ~= "string" then text = "" end
     rt.counters.chunks = rt.counters.chunks + 1
     if kind == "agent_message_chunk" then
-      rt.text = append_bounded(rt.text, text, config.limit("max_delta_text"))
-      rt.turn_text = append_bounded(rt.turn_text, text, config.limit("max_full_text"))
-      rt.full_text = append_bounded(rt.full_text, text, config.limit("max_full_text"))
+      buf_add(rt.text, text, config.limit("max_delta_text"))
+      buf_add(rt.turn_text, text, config.limit("max_full_text"))
+      buf_add(rt.full_text, text, config.limit("max_full_text"))
     elseif kind == "agent_thought_chunk" then
-      rt.thought = append_bounded(rt.thought, text, config.limit("max_full_text"))
-      rt.full_thought = append_bounded(rt.full_thought, text, config.limit("max_full_text"))
+      buf_add(rt.thought, text, config.limit("max_full_text"))
+      buf_add(rt.full_thought, text, config.limit("max_full_text"))
     end
     push_event(s, { type = kind, text = text })
     rt.wait_dirty = true
@@ -301,6 +317,7 @@ end
 -- Starts the idle grace of s after a terminal turn, per the cleanup policy.
 local function schedule_cleanup(d, s)
   cancel_cleanup(s)
+  if s.rt.stopping then return end
   local grace = policy_cleanup.grace(s)
   if grace == nil then return end
   local timer = uv.new_timer()
@@ -319,8 +336,8 @@ local function end_turn(d, s, stop_reason, err_text)
   local rt = s.rt
   rt.prompt_active = false
   rt.active, rt.tools = {}, {}
-  local text = rt.turn_text
-  rt.turn_text = ""
+  local text = buf_text(rt.turn_text)
+  rt.turn_text = buf_new()
   rt.turns[#rt.turns + 1] = { text = text, stop_reason = stop_reason }
   rt.counters.turns = rt.counters.turns + 1
   s.turns_total = (s.turns_total or 0) + 1
@@ -530,7 +547,7 @@ function M.on_exit(d, s, agent, code, signal)
     s.exit_reason = "crashed"
     s.stop_reason = "process_exited"
     s.terminal_pending = true
-    if was_prompt and rt.turn_text ~= "" then s.last_text = rt.turn_text:sub(-20000) end
+    if was_prompt and rt.turn_text.size > 0 then s.last_text = buf_text(rt.turn_text):sub(-20000) end
     log.warn("session %s: %s", s.id, err_text)
   end
   push_event(s, { type = "process_exited", code = code, signal = signal, error_text = err_text })
@@ -727,15 +744,15 @@ function M.drain(s)
   local snap = {
     session_id = s.id, status = s.status, stop_reason = s.stop_reason, exit_reason = s.exit_reason,
     error_text = s.error_text, error_changed = rt.error_rev ~= rt.error_seen and s.error_text ~= nil,
-    text = rt.text, thought = rt.thought, turns = rt.turns, events = rt.events, events_overflow = rt.events_overflow,
+    text = buf_text(rt.text), thought = buf_text(rt.thought), turns = rt.turns, events = rt.events, events_overflow = rt.events_overflow,
     plan = s.plan, plan_changed = rt.plan_rev ~= rt.plan_seen, current_work = M.current_work(s),
     permission_request = first and decision_view(first) or nil,
-    full_text = rt.full_text, full_thought = rt.full_thought, transcript_path = s.transcript_path,
+    full_text = buf_text(rt.full_text), full_thought = buf_text(rt.full_thought), transcript_path = s.transcript_path,
     counters = rt.counters, config = effective_config(s),
     last_turn_text = (s.status ~= "running" and s.status ~= "starting") and s.last_text or nil,
     agent_pid = rt.agent and rt.agent:pid() or nil,
   }
-  rt.text, rt.thought, rt.turns, rt.events = "", "", {}, {}
+  rt.text, rt.thought, rt.turns, rt.events = buf_new(), buf_new(), {}, {}
   rt.noncritical, rt.events_overflow = 0, 0
   rt.plan_seen, rt.error_seen = rt.plan_rev, rt.error_rev
   rt.wait_dirty = false
