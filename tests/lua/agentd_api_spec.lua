@@ -236,3 +236,11 @@ test("a corrupt or foreign session file is skipped at start, the rest load", fun
   t.eq(rows[1].session_id, sid)
   t.eq(rows[1].status, "orphaned")
 end)
+
+test("REASONIX_MCP_ALLOW_ANY_CWD=1 lifts cwd confinement", function(t)
+  local outside = t.tmpdir("rmcp-anywhere")
+  local ctx = support.setup(t, { env = { REASONIX_MCP_ALLOW_ANY_CWD = "1" },
+    scenario = { rules = { { last_role = "user", text = "ok" } } } })
+  local c = ctx.client()
+  t.eq(ctx.call(c, "spawn", { task = "x", cwd = outside }).cwd, uv.fs_realpath(outside))
+end)
