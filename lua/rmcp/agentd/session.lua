@@ -259,11 +259,14 @@ function M.on_update(d, s, update)
     for _, e in ipairs(type(update.entries) == "table" and update.entries or {}) do
       if type(e) == "table" then entries[#entries + 1] = { content = e.content, status = e.status } end
     end
+    local same = json.encode(entries) == json.encode(json.array(s.plan or {}))
     s.plan = entries
-    rt.plan_rev = rt.plan_rev + 1
-    M.journal(d, s, { type = "plan", entries = entries })
-    M.persist(d, s)
-    changed(d, s, "status", { note = "plan updated" })
+    if not same then
+      rt.plan_rev = rt.plan_rev + 1
+      M.journal(d, s, { type = "plan", entries = entries })
+      M.persist(d, s)
+      changed(d, s, "status", { note = "plan updated" })
+    end
   elseif kind == "config_option_update" then
     rt.config_options = update.configOptions
   end

@@ -95,6 +95,25 @@ local function print_log(n)
   return 0
 end
 
+-- Fields of agentd results that are arrays (cjson decodes [] as an empty table, lost on re-encoding).
+local array_keys = {
+  sessions = true, events = true, turns = true, tool_calls = true, written = true, read = true, bash = true,
+  ready = true, plan = true, skipped_options = true, warnings = true, allow_write = true, options = true,
+  models = true, supported_efforts = true,
+}
+
+-- Marks the empty tables under array keys of a decoded result as arrays again, for --json output.
+local function restore_arrays(v)
+  if type(v) ~= "table" then return v end
+  for k, x in pairs(v) do
+    if type(x) == "table" then
+      if array_keys[k] and next(x) == nil then json.array(x) end
+      restore_arrays(x)
+    end
+  end
+  return v
+end
+
 -- Runs one command against agentd; returns the exit code (coroutine).
 function M.run(argv)
   local flags, words = M.parse(argv)
@@ -121,6 +140,7 @@ function M.run(argv)
   local r, rerr = c:call(method, params)
   c:close()
   if not r then io.stderr:write("ctl: ", tostring(rerr.message), "\n"); return 1 end
+  restore_arrays(r)
   if flags.json then print(json.encode(r)); return 0 end
   if cmd == "list" then print_list(r)
   elseif cmd == "poll" then print_result(id, r)
