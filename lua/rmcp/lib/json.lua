@@ -19,12 +19,29 @@ function M.is_array(t)
   return getmetatable(t) == array_mt
 end
 
+-- Turns integral floats back into integers, in place (cjson 2.1.0 decodes every number as a float,
+-- so ids, counts and pids would otherwise print as "3.0").
+local function integers(v)
+  if type(v) == "table" then
+    for k, x in pairs(v) do
+      if math.type(x) == "float" then
+        local i = math.tointeger(x)
+        if i then v[k] = i end
+      elseif type(x) == "table" then
+        integers(x)
+      end
+    end
+    return v
+  end
+  return math.type(v) == "float" and math.tointeger(v) or v
+end
+
 -- Decodes text; returns value or nil, message (never raises). Empty arrays decode as empty tables.
 function M.decode(text)
   if type(text) ~= "string" then return nil, "expected a JSON string, got " .. type(text) end
   local value, err = cjson.decode(text)
   if value == nil and err then return nil, err end
-  return value
+  return integers(value)
 end
 
 local escapes = {

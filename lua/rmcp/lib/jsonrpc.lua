@@ -171,8 +171,6 @@ function Peer:receive(line)
   end
   local id = msg.id
   if id == json.null then id = nil end
-  -- Debian's lua-cjson 2.1.0 decodes every number as a float: take 1.0 back as the integer id 1.
-  if math.type(id) == "float" and math.tointeger(id) then id = math.tointeger(id) end
   if msg.method == nil then
     if id ~= nil and (msg.result ~= nil or msg.error ~= nil) then return self:handle_response(msg) end
     self:protocol_error("message without method or result", line)
