@@ -147,6 +147,7 @@ test("permission round trip under ask (read-only): allow writes, reject blocks",
   t.ok(uv.fs_stat(ctx.ws .. "/a.txt"), "a.txt written")
   ctx.call(c, "send", { session_id = sid, message = "WRITEB too" })
   res = ctx.watch_until(c, { sid }, function(_, x) return x.permission_request ~= nil end)
+  t.eq(res.message, nil, "a decision's message is new text only, not the previous turn's")
   ctx.call(c, "respond_permission", { session_id = sid, option_id = "reject_once", request_id = res.permission_request.request_id })
   res = ctx.watch_until(c, { sid }, function(_, x) return x.status == "idle" end)
   t.match(res.message, "blocked")

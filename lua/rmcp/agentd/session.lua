@@ -752,7 +752,7 @@ function M.drain(s)
     permission_request = first and decision_view(first) or nil,
     full_text = buf_text(rt.full_text), full_thought = buf_text(rt.full_thought), transcript_path = s.transcript_path,
     counters = rt.counters, config = effective_config(s),
-    last_turn_text = (s.status ~= "running" and s.status ~= "starting") and s.last_text or nil,
+    last_turn_text = (s.status == "idle" or s.status == "exited" or s.status == "orphaned") and s.last_text or nil,
     agent_pid = rt.agent and rt.agent:pid() or nil,
   }
   rt.text, rt.thought, rt.turns, rt.events = buf_new(), buf_new(), {}, {}
