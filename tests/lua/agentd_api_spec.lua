@@ -148,21 +148,26 @@ test("watch: a newer watch supersedes, $/cancel and a dropped connection release
   } } })
   local c = ctx.client()
   local sid = ctx.call(c, "spawn", { task = "SLOW" }).session_id
-  local first
-  c:request("watch", { session_ids = { sid } }, function(r, e) first = { r, e } end)
-  local second_id, second
-  second_id = c:request("watch", { session_ids = { sid } }, function(r, e) second = { r, e } end)
-  t.wait_for(function() return first end, 5000, "the first watch to end")
+  local second_id, second, second_cb
+  local first = table.pack(t.await(function(done)
+    c:request("watch", { session_ids = { sid } }, done)
+    second_id = c:request("watch", { session_ids = { sid } }, function(r, e)
+      second = { r, e }
+      if second_cb then second_cb() end
+    end)
+  end, 5000, "the first watch to end"))
   t.eq(first[1].superseded, true)
   c:cancel(second_id)
-  t.wait_for(function() return second end, 5000, "the cancelled watch to end")
+  if not second then t.await(function(done) second_cb = done end, 5000, "the cancelled watch to end") end
   t.eq(second[2].code, -32800)
   local other = ctx.client()
-  local dropped
-  other:request("watch", { session_ids = { sid } }, function(r, e) dropped = { r, e } end)
-  t.wait_for(function() return other:connected() end, 5000, "second connection")
-  other:close()
-  t.wait_for(function() return dropped end, 5000, "the dropped watch callback")
+  t.ok(other:wait_connected())
+  local dropped = table.pack(t.await(function(done)
+    other:request("watch", { session_ids = { sid } }, done)
+    -- the request is written before close: agentd sees the watch, then the connection drop
+    other:close()
+  end, 5000, "the dropped watch callback"))
+  t.eq(dropped[1], nil)
   local res = ctx.watch_until(c, { sid }, function(_, x) return x.status == "idle" end)
   t.eq(res.stop_reason, "end_turn")
   t.eq(#res.message, 30)

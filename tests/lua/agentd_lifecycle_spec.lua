@@ -8,11 +8,13 @@ test("two simultaneous autostarts start one daemon", function(t)
   local ctx = support.setup(t)
   local a, b = ctx.client("orch-a"), ctx.client("orch-b")
   local ra, rb
-  local done = 0
   -- both connect at the same moment: neither finds a socket, both start agentd
-  async.run(function() ra = { a:wait_connected() }; done = done + 1 end)
-  async.run(function() rb = { b:wait_connected() }; done = done + 1 end)
-  t.wait_for(function() return done == 2 end, 8000, "both clients to connect")
+  t.await(function(both)
+    local n = 0
+    local function one() n = n + 1; if n == 2 then both() end end
+    async.run(function() ra = { a:wait_connected() }; one() end)
+    async.run(function() rb = { b:wait_connected() }; one() end)
+  end, 8000, "both clients to connect")
   t.eq(ra[1], true, tostring(ra[2]))
   t.eq(rb[1], true, tostring(rb[2]))
   t.eq(a.info.agentd_pid, b.info.agentd_pid)
@@ -99,17 +101,18 @@ test("six agents at once", function(t)
     { last_role = "user", user_contains = "AGENT", text = "done: ", echo = "last_user", chunk = 8, delay = 0.02 },
   } } })
   local c = ctx.client()
-  local ids, pending = {}, {}
-  local spawned = 0
-  for i = 1, 6 do
-    c:request("spawn", { task = "AGENT-" .. i }, function(r, err)
-      t.ok(r, err and err.message)
-      ids[#ids + 1] = r.session_id
-      pending[r.session_id] = i
-      spawned = spawned + 1
-    end)
-  end
-  t.wait_for(function() return spawned == 6 end, 20000, "six spawns")
+  local pending, failures = {}, {}
+  t.await(function(all)
+    local spawned = 0
+    for i = 1, 6 do
+      c:request("spawn", { task = "AGENT-" .. i }, function(r, err)
+        if r then pending[r.session_id] = i else failures[#failures + 1] = err.message end
+        spawned = spawned + 1
+        if spawned == 6 then all() end
+      end)
+    end
+  end, 20000, "six spawns")
+  t.eq(failures, {})
   local finished = {}
   while next(pending) do
     local watch_ids = {}

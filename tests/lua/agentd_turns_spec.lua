@@ -328,9 +328,11 @@ test("watch sends progress while it blocks", function(t)
   local ticks = {}
   c.opts.on_notification = function(method, params) if method == "watch_progress" then ticks[#ticks + 1] = params end end
   local sid = ctx.call(c, "spawn", { task = "SLOW" }).session_id
-  local id, result
-  id = c:request("watch", { session_ids = { sid }, progress = true, progress_interval_ms = 100 }, function(r) result = r end)
-  t.wait_for(function() return result end, 10000, "watch result")
+  local id
+  local result = t.await(function(done)
+    id = c:request("watch", { session_ids = { sid }, progress = true, progress_interval_ms = 100 }, done)
+  end, 10000, "watch result")
+  t.eq(result.results[sid].status, "idle")
   t.ok(#ticks >= 1, "at least one progress notification")
   t.eq(ticks[1].request_id, id)
 end)
