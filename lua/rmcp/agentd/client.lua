@@ -237,17 +237,6 @@ function Client:cancel(id)
   if h.peer and not h.peer.closed then h.peer:notify("$/cancel", { id = id }) end
 end
 
--- Sends a notification if connected.
-function Client:notify(method, params)
-  if self.peer then return self.peer:notify(method, params) end
-  return false
-end
-
--- True while a connection is open.
-function Client:connected()
-  return self.peer ~= nil and not self.peer.closed
-end
-
 -- Closes the connection; the client cannot be used afterwards.
 function Client:close()
   self.closed = true

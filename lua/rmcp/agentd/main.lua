@@ -128,7 +128,6 @@ function M.main(_)
   hup:start("sighup", function() log.info("SIGHUP ignored") end)
   d.signals[#d.signals + 1] = hup
   log.info("agentd %d listening on %s (version %s)", d.pid, paths.sock, tostring(d.version))
-  M.daemon = d
 end
 
 return M
