@@ -322,7 +322,7 @@ end)
 
 test("watch sends progress while it blocks", function(t)
   local ctx = support.setup(t, { scenario = { rules = {
-    { last_role = "user", user_contains = "SLOW", text = string.rep("p", 20), chunk = 2, delay = 0.05 },
+    { last_role = "user", user_contains = "SLOW", text = string.rep("p", 60), chunk = 2, delay = 0.05 },
   } } })
   local c = ctx.client()
   local ticks = {}
