@@ -1,10 +1,71 @@
--- The command MCP hosts register (`reasonix-mcp` with no subcommand). For now it runs the server in
--- this same process: no supervision, no restart on upgrade, no handshake replay — that launcher is
--- issue #5. Registering the bare command today keeps host configurations valid when it lands.
+-- The command MCP hosts register (`reasonix-mcp` with no subcommand): proxies the host's stdio to a
+-- `reasonix-mcp server` child and replaces that child when the binary changes, when the server asks
+-- (reasonix_restart_mcp_server) or when it dies, without the host noticing (see proxy.lua).
+-- stdout carries only protocol; our diagnostics and the children's go to stderr.
+local uv = require "luv"
+local log = require "rmcp.lib.log"
+local config = require "rmcp.config"
+
 local M = {}
 
-function M.main(args)
-  return require("rmcp.server.main").main(args)
+-- Runs the launcher on this process's stdio; returns at once (the loop does the work).
+function M.main(_args)
+  log.set_role("launcher")
+  local channel = require "rmcp.channel"
+  local sys = require "rmcp.sys"
+  local proxy_mod = require "rmcp.launcher.proxy"
+  local binwatch = require "rmcp.launcher.binwatch"
+  local exe = require("rmcp.host").exe
+  local max_line = config.limit("max_line")
+
+  local out, input, watcher, proxy
+  local signals = {}
+
+  local err
+  out, err = channel.open(1, {
+    mode = "ndjson", read = false, write = true,
+    on_eof = function(e)
+      if e and proxy then proxy:stop(0, "the host stopped reading stdout: " .. tostring(e)) end
+    end,
+  })
+  if not out then
+    log.error("cannot open stdout: %s", tostring(err))
+    return sys.stop(1)
+  end
+
+  proxy = proxy_mod.new{
+    exe = exe,
+    send_host = function(line) if not out:is_closed() then out:write(line) end end,
+    on_stopping = function()
+      if input then input:close() end
+      if watcher then watcher:close() end
+      for _, s in ipairs(signals) do s:close() end
+    end,
+    -- the channel teardown flushes queued stdout (up to 2 s) before the process exits
+    on_exit = function(code) sys.stop(code) end,
+  }
+
+  input, err = channel.open(0, {
+    mode = "ndjson", read = true, write = false, max_line = max_line,
+    on_line = function(line) proxy:from_host(line) end,
+    on_oversize = function(n) proxy:host_oversize(n, max_line) end,
+    on_eof = function(e) proxy:stop(0, e and ("stdin error: " .. tostring(e)) or "the host closed stdin") end,
+  })
+  if not input then
+    log.error("cannot open stdin: %s", tostring(err))
+    return sys.stop(1)
+  end
+
+  for _, name in ipairs({ "sigterm", "sigint", "sighup" }) do
+    local sig = uv.new_signal()
+    sig:start(name, function() proxy:stop(0, name:upper()) end)
+    signals[#signals + 1] = sig
+  end
+
+  watcher = binwatch.watch(exe, function() proxy:swap("the binary changed on disk") end,
+    { poll_ms = config.limit("launcher_poll_ms") or 2000 })
+  log.info("launcher pid %d supervising `%s server`", uv.os_getpid(), exe)
+  proxy:start()
 end
 
 return M

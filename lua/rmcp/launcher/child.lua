@@ -1,0 +1,116 @@
+-- One `reasonix-mcp server` child of the launcher: spawned with NDJSON pipes on stdin/stdout and our
+-- stderr, told who supervises it, and stopped within bounds (close stdin → TERM → KILL).
+local uv = require "luv"
+local proc = require "rmcp.proc"
+local config = require "rmcp.config"
+local log = require "rmcp.lib.log"
+
+local M = {}
+
+local Child = {}
+Child.__index = Child
+
+-- Runs fn once after ms; returns the timer (stop it with cancel_timer).
+local function after(ms, fn)
+  local t = uv.new_timer()
+  t:start(ms, 0, function()
+    t:close()
+    fn()
+  end)
+  return t
+end
+M.after = after
+
+-- Stops and closes a timer from after() unless it already fired.
+local function cancel_timer(t)
+  if t and not t:is_closing() then
+    t:stop()
+    t:close()
+  end
+end
+M.cancel_timer = cancel_timer
+
+-- Our environment plus REASONIX_MCP_LAUNCHER_PID, which tells the server its parent can restart it.
+local function child_env()
+  local out = {}
+  for k, v in pairs(uv.os_environ()) do
+    if k ~= "REASONIX_MCP_LAUNCHER_PID" then out[#out + 1] = k .. "=" .. v end
+  end
+  out[#out + 1] = "REASONIX_MCP_LAUNCHER_PID=" .. tostring(uv.os_getpid())
+  table.sort(out)
+  return out
+end
+
+-- Spawns `exe server`. opts: exe, n (a sequence number for logs), on_line(child, line),
+-- on_exit(child, code, signal). Returns the child or nil, message.
+function M.spawn(opts)
+  local self = setmetatable({
+    n = opts.n, exe = opts.exe, started = uv.now(),
+    ready = false, exited = false, stdin_closed = false,
+    own = {},          -- launcher request id -> fn(msg): answers to the handshake replay
+    server_reqs = {},  -- id_key of a request this server sent the host -> host-facing id
+    timers = {},
+  }, Child)
+  local p, err = proc.spawn{
+    file = opts.exe, args = { "server" }, env = child_env(),
+    stdin = "pipe", stdout = "pipe", stderr = "inherit", stdout_mode = "ndjson",
+    max_line = 4 * config.limit("max_line"),
+    on_line = function(line) opts.on_line(self, line) end,
+    on_oversize = function(n)
+      log.error("server pid %s wrote a %d-byte line, over the limit; dropped (a response may be lost)",
+        tostring(self.pid), n)
+    end,
+    on_exit = function(code, signal)
+      self.exited = true
+      self.code, self.signal = code, signal
+      for _, t in pairs(self.timers) do cancel_timer(t) end
+      self.timers = {}
+      opts.on_exit(self, code, signal)
+    end,
+  }
+  if not p then return nil, err end
+  self.p = p
+  self.pid = p:pid()
+  return self
+end
+
+-- Writes one line to the server's stdin; false once its stdin is closed or it is gone.
+function Child:send(line)
+  if self.exited or self.stdin_closed then return false end
+  local queued = self.p:write(line)
+  return queued ~= nil
+end
+
+-- Ends the server: closes its stdin (it stops on EOF), TERM after grace_ms, KILL grace_ms later.
+function Child:stop(grace_ms)
+  if self.exited then return end
+  if not self.stdin_closed then
+    self.stdin_closed = true
+    self.p:close_stdin()
+  end
+  if self.timers.term then return end
+  grace_ms = grace_ms or 2000
+  self.timers.term = after(grace_ms, function()
+    self:kill("TERM")
+    self.timers.kill = after(grace_ms, function() self:kill("KILL") end)
+  end)
+end
+
+-- Signals the server's process group now.
+function Child:kill(sig)
+  if self.exited then return end
+  if not self.stdin_closed then
+    self.stdin_closed = true
+    self.p:close_stdin()
+  end
+  self.p:kill(sig)
+end
+
+-- How the child ended, for logs: "exit code 3", "signal 9", or "running".
+function Child:describe_exit()
+  if not self.exited then return "running" end
+  if self.signal and self.signal ~= 0 then return "signal " .. tostring(self.signal) end
+  return "exit code " .. tostring(self.code)
+end
+
+return M
