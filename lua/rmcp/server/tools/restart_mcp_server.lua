@@ -1,7 +1,8 @@
 -- reasonix_restart_mcp_server: ask the supervising launcher for a fresh server process.
--- Under a launcher (issue #5) the server answers, then exits and the launcher starts a new one and
--- replays the handshake. Without one (the host runs `reasonix-mcp server`, or the in-process launcher
--- of today) nothing could bring the server back, so the call says so instead of pretending.
+-- Under a launcher the server tells it with the private notification `$/rmcp/restart` (never
+-- forwarded to the host) and answers; the launcher starts a new server, replays the handshake into
+-- it, then lets this one finish its other calls and stops it. Without one (the host runs
+-- `reasonix-mcp server`) nothing could bring the server back, so the call says so instead of pretending.
 local common = require "rmcp.server.tools.common"
 
 return {
@@ -15,11 +16,11 @@ return {
   annotations = { readOnlyHint = false, destructiveHint = false, idempotentHint = true, openWorldHint = false },
   handler = function(ctx, _args, done)
     if not ctx.supervised then
-      return done(nil, "No supervising launcher: this server runs in-process (the restarting launcher lands "
-        .. "with issue #5), so it cannot restart itself. Restart the MCP server from your MCP host (for "
-        .. "example /mcp in Claude Code); agent sessions keep running in agentd.")
+      return done(nil, "No supervising launcher: the host runs `reasonix-mcp server` directly, so nothing can "
+        .. "restart it. Restart the MCP server from your MCP host (for example /mcp in Claude Code); agent "
+        .. "sessions keep running in agentd. Register the bare `reasonix-mcp` command to get restarts.")
     end
+    ctx.server:notify("$/rmcp/restart", { reason = "reasonix_restart_mcp_server" })
     done({ restarting = true, message = "The launcher is starting a fresh MCP server; agent sessions are unaffected." })
-    ctx:exit_after_reply(0)
   end,
 }
