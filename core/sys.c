@@ -1,10 +1,12 @@
 /* sys.c: rmcp.sys, the few process services luv does not cover: an exclusive lock file (one
- * agentd, no start race), the effective uid, and stopping the loop with an exit code. */
+ * agentd, no start race), the effective uid, pointing stdout/stderr at a (rotated) log file, and
+ * stopping the loop with an exit code. */
 #include "sys.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <lauxlib.h>
+#include <stdio.h>
 #include <sys/file.h>
 #include <unistd.h>
 
@@ -32,6 +34,20 @@ void sys_unlock(int fd)
   close(fd);
 }
 
+/* Point fds 1 and 2 at path (opened O_APPEND, created 0600), so C-level stderr follows a log
+ * that was rotated away under it; on failure 1 and 2 are left as they were. */
+int sys_redirect_stdio(const char *path)
+{
+  int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) return -errno;
+  fflush(stdout);
+  fflush(stderr);
+  int r = 0;
+  if (dup2(fd, 1) < 0 || dup2(fd, 2) < 0) r = -errno;
+  close(fd);
+  return r;
+}
+
 /* sys.flock(path) -> fd | nil, err, code ("locked", "EWOULDBLOCK" when another holds it) */
 static int lsys_flock(lua_State *L)
 {
@@ -54,6 +70,16 @@ static int lsys_unlock(lua_State *L)
 {
   sys_unlock((int)luaL_checkinteger(L, 1));
   return 0;
+}
+
+/* sys.redirect_stdio(path) -> true | nil, err, code */
+static int lsys_redirect_stdio(lua_State *L)
+{
+  const char *path = luaL_checkstring(L, 1);
+  int r = sys_redirect_stdio(path);
+  if (r < 0) return lua_host_fail(L, r, path);
+  lua_pushboolean(L, 1);
+  return 1;
 }
 
 /* sys.geteuid() */
@@ -79,7 +105,8 @@ static int lsys_stop(lua_State *L)
 int luaopen_rmcp_sys(lua_State *L)
 {
   static const luaL_Reg funcs[] = {
-    {"flock", lsys_flock}, {"unlock", lsys_unlock}, {"geteuid", lsys_geteuid}, {"stop", lsys_stop}, {NULL, NULL},
+    {"flock", lsys_flock}, {"unlock", lsys_unlock}, {"geteuid", lsys_geteuid}, {"stop", lsys_stop},
+    {"redirect_stdio", lsys_redirect_stdio}, {NULL, NULL},
   };
   luaL_newlib(L, funcs);
   return 1;

@@ -1,8 +1,9 @@
-/* sys.h: small process-level services for Lua: flock, euid, stopping the loop. */
+/* sys.h: small process-level services for Lua: flock, euid, stdio redirection, stopping the loop. */
 #ifndef RMCP_SYS_H
 #define RMCP_SYS_H
 
 int sys_flock(const char *path, int *fd);
 void sys_unlock(int fd);
+int sys_redirect_stdio(const char *path);
 
 #endif

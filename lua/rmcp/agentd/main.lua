@@ -13,6 +13,15 @@ local api = require "rmcp.agentd.api"
 
 local M = {}
 
+-- After path was rotated to path.1: points fds 1 and 2 at the fresh path when they were on the
+-- rotated file (the daemon's stdio is its log), so C-level stderr (core tracebacks) follows the log.
+local function follow_stdio(path)
+  local fd2, old = uv.fs_fstat(2), uv.fs_stat(path .. ".1")
+  if not (fd2 and old and fd2.dev == old.dev and fd2.ino == old.ino) then return end
+  local ok, err = sys.redirect_stdio(path)
+  if not ok then io.stderr:write("agentd: cannot point stdio at ", path, ": ", tostring(err), "\n") end
+end
+
 -- A log sink that appends to path and rotates it to path.1 once it passes max bytes.
 function M.rotating_sink(path, max)
   local f = io.open(path, "a")
@@ -22,6 +31,7 @@ function M.rotating_sink(path, max)
     if size + #line > max then
       f:close()
       os.rename(path, path .. ".1")
+      follow_stdio(path)
       f = io.open(path, "a")
       size = 0
       if not f then return io.stderr:write(line) end

@@ -1,0 +1,173 @@
+/* test_sys.c: rmcp.sys: the exclusive lock (a second taker is refused until unlock) and stdio
+ * redirection (fds 1 and 2 follow a rotated log: appended, created 0600, unchanged on failure),
+ * through the C API and the Lua binding. Redirections run in forked children so the test's own
+ * stdout stays where ctest reads it. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <lauxlib.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "lua_host.h"
+#include "sys.h"
+
+static char tmp[PATH_MAX];
+
+/* Reads a whole (small) file into a static buffer; "" when missing. */
+static const char *slurp(const char *path)
+{
+  static char buf[8192];
+  buf[0] = '\0';
+  int fd = open(path, O_RDONLY);
+  if (fd < 0) return buf;
+  ssize_t n = read(fd, buf, sizeof(buf) - 1);
+  buf[n > 0 ? n : 0] = '\0';
+  close(fd);
+  return buf;
+}
+
+/* Writes text to path (truncating). */
+static void spit(const char *path, const char *text)
+{
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  REQUIRE(fd >= 0);
+  REQUIRE(write(fd, text, strlen(text)) == (ssize_t)strlen(text));
+  close(fd);
+}
+
+/* Runs fn in a child and returns its exit status (0 = its checks held). */
+static int in_child(int (*fn)(void))
+{
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) _exit(fn());
+  int st;
+  REQUIRE(waitpid(pid, &st, 0) == pid);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 100 + WTERMSIG(st);
+}
+
+static void test_flock(void)
+{
+  TEST("flock: exclusive until unlock, file created 0600");
+  char path[PATH_MAX + 16];
+  snprintf(path, sizeof(path), "%s/x.lock", tmp);
+  int a, b;
+  CHECK(sys_flock(path, &a) == 0);
+  CHECK(sys_flock(path, &b) == -EWOULDBLOCK);
+  struct stat st;
+  CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0600);
+  sys_unlock(a);
+  CHECK(sys_flock(path, &b) == 0);
+  sys_unlock(b);
+}
+
+static char log_path[PATH_MAX + 16], rotated_path[PATH_MAX + 16];
+
+/* Child: stderr on the log, the log rotated away, then redirected back onto a fresh log. */
+static int child_rotate(void)
+{
+  int fd = open(log_path, O_WRONLY | O_APPEND | O_CREAT, 0600);
+  if (fd < 0 || dup2(fd, 2) < 0 || dup2(fd, 1) < 0) return 2;
+  close(fd);
+  fprintf(stderr, "before rotation\n");
+  if (rename(log_path, rotated_path) != 0) return 3;
+  fprintf(stderr, "after rotation, before redirect\n");
+  if (sys_redirect_stdio(log_path) != 0) return 4;
+  if (!(fcntl(1, F_GETFL) & O_APPEND) || !(fcntl(2, F_GETFL) & O_APPEND)) return 5;
+  if (fcntl(1, F_GETFD) & FD_CLOEXEC) return 6; /* must survive exec like any stdio */
+  fprintf(stderr, "stderr after redirect\n");
+  printf("stdout after redirect\n");
+  fflush(stdout);
+  if (write(2, "raw fd 2\n", 9) != 9) return 7;
+  return 0;
+}
+
+static void test_redirect_follows_rotation(void)
+{
+  TEST("redirect_stdio: after a rotation, fds 1 and 2 write to the fresh log, appended, 0600");
+  snprintf(log_path, sizeof(log_path), "%s/agentd.log", tmp);
+  snprintf(rotated_path, sizeof(rotated_path), "%s/agentd.log.1", tmp);
+  CHECK(in_child(child_rotate) == 0);
+  CHECK(strcmp(slurp(rotated_path), "before rotation\nafter rotation, before redirect\n") == 0);
+  CHECKF(strcmp(slurp(log_path), "stderr after redirect\nstdout after redirect\nraw fd 2\n") == 0, "log: %s", slurp(log_path));
+  struct stat st;
+  CHECK(stat(log_path, &st) == 0 && (st.st_mode & 0777) == 0600);
+}
+
+/* Child: appends to an existing file; a bad path fails and leaves 1 and 2 alone. */
+static int child_append_and_fail(void)
+{
+  if (sys_redirect_stdio(log_path) != 0) return 2;
+  struct stat before, after;
+  if (fstat(2, &before) != 0) return 3;
+  char bad[PATH_MAX + 32];
+  snprintf(bad, sizeof(bad), "%s/no/such/dir/log", tmp);
+  if (sys_redirect_stdio(bad) != -ENOENT) return 4;
+  if (fstat(2, &after) != 0 || after.st_ino != before.st_ino) return 5;
+  fprintf(stderr, "appended\n");
+  return 0;
+}
+
+static void test_redirect_appends_and_fails_cleanly(void)
+{
+  TEST("redirect_stdio: appends to what is there; ENOENT leaves fds 1 and 2 as they were");
+  spit(log_path, "old line\n");
+  CHECK(in_child(child_append_and_fail) == 0);
+  CHECK(strcmp(slurp(log_path), "old line\nappended\n") == 0);
+}
+
+/* Child: the Lua binding, success and a luv-style failure (paths passed as globals LOG, TMP). */
+static int child_lua(void)
+{
+  static const char chunk[] =
+    "local sys = require 'rmcp.sys'\n"
+    "assert(sys.redirect_stdio(LOG) == true)\n"
+    "io.stderr:write('from lua\\n')\n"
+    "local r, err, code = sys.redirect_stdio(TMP .. '/missing/x')\n"
+    "assert(r == nil and code == 'ENOENT' and err:find('missing', 1, true), tostring(err))\n"
+    "assert(not pcall(sys.redirect_stdio))\n";
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  lua_host_t *h = lua_host_new(&loop, tmp);
+  if (h == NULL) return 2;
+  lua_pushstring(h->L, log_path);
+  lua_setglobal(h->L, "LOG");
+  lua_pushstring(h->L, tmp);
+  lua_setglobal(h->L, "TMP");
+  int r = luaL_loadstring(h->L, chunk) == LUA_OK && lua_host_pcall(h->L, 0, 0) == LUA_OK ? 0 : 3;
+  lua_host_free(h);
+  uv_loop_close(&loop);
+  return r;
+}
+
+static void test_redirect_lua(void)
+{
+  TEST("sys.redirect_stdio(path) -> true | nil, err, code; wrong type raises");
+  spit(log_path, "");
+  CHECK(in_child(child_lua) == 0);
+  CHECKF(strstr(slurp(log_path), "from lua\n") != NULL, "log: %s", slurp(log_path));
+}
+
+int main(void)
+{
+  char tmpl[] = "/tmp/rmcp-test-sys-XXXXXX";
+  REQUIRE(mkdtemp(tmpl) != NULL);
+  snprintf(tmp, sizeof(tmp), "%s", tmpl);
+  test_flock();
+  test_redirect_follows_rotation();
+  test_redirect_appends_and_fails_cleanly();
+  test_redirect_lua();
+  char cmd[PATH_MAX + 16];
+  snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
+  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmp);
+  return check_done();
+}
