@@ -5,7 +5,7 @@
 // exit instead of a hang, and closing stdin ends launcher and server. No process may be left.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { copyFileSync, chmodSync, renameSync, writeFileSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
+import { copyFileSync, chmodSync, renameSync, writeFileSync, readFileSync, readlinkSync, rmSync, mkdirSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -180,6 +180,24 @@ test('replacing the binary (cp + mv over it) swaps the server while the client k
   await until(() => !alive(before), 10000, 'the old server is gone');
   assert.equal(await serverPid(c.pid), ev.new_pid);
   t.diagnostic(`rename over the binary -> new server took over in ${swapMs} ms`);
+});
+
+test('an install behind a symlink: repointing the symlink swaps the server to the new target', async (t) => {
+  const v1 = join(fx.sb.bin, 'v1', 'reasonix-mcp');
+  const v2 = join(fx.sb.bin, 'v2', 'reasonix-mcp');
+  for (const f of [v1, v2]) { mkdirSync(join(f, '..'), { recursive: true }); copyFileSync(BIN, f); chmodSync(f, 0o755); }
+  const link = join(fx.sb.bin, 'reasonix-mcp-link');
+  symlinkSync(v1, link);
+  const c = await connectLauncher(t, { command: link, name: 'launcher-symlink' });
+  const before = await serverPid(c.pid);
+  assert.equal(readlinkSync(`/proc/${before}/exe`), v1);
+  const tmp = join(fx.sb.bin, '.link.new');
+  symlinkSync(v2, tmp);
+  renameSync(tmp, link);
+  const ev = await c.waitEvent((e) => e.event === 'mcp_server_restarted', 10000, 'the swap after repointing');
+  assert.equal(ev.old_pid, before);
+  assert.equal(readlinkSync(`/proc/${ev.new_pid}/exe`), v2, 'the new server runs the new target');
+  assert.equal((await c.client.listTools()).tools.length, 13);
 });
 
 test('a broken upgrade keeps the old server; a crash then ends in errors and exit, not a hang', { skip }, async (t) => {

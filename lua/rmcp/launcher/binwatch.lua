@@ -13,16 +13,16 @@ function M.identity(path)
   return string.format("%d:%d:%d:%d.%09d:%o", st.dev, st.ino, st.size, st.mtime.sec, st.mtime.nsec, st.mode)
 end
 
--- Watches path; on_change() runs when its identity differs from the last one seen, once no event
--- came for opts.settle_ms (default 250; a copy in progress keeps postponing it). Returns {close()}.
+-- Watches path (a symlink is followed: repointing it is a change too); on_change() runs when its
+-- identity differs from the last one seen, once no event came for opts.settle_ms (default 250; a
+-- copy in progress keeps postponing it). Returns {close()}.
 function M.watch(path, on_change, opts)
   opts = opts or {}
   local settle_ms = opts.settle_ms or 250
-  local dir, base = path:match("^(.*)/([^/]+)$")
   local last = M.identity(path)
   local closed = false
   local settle = uv.new_timer()
-  local event, poll
+  local events, poll = {}, nil
 
   -- Compares the identity now with the last one seen.
   local function check()
@@ -42,19 +42,28 @@ function M.watch(path, on_change, opts)
     settle:start(settle_ms, 0, check)
   end
 
-  if dir then
-    event = uv.new_fs_event()
-    local ok, err = event:start(dir == "" and "/" or dir, {}, function(werr, filename)
-      if werr then
-        log.warn("watching %s: %s; the slow poll still notices a new binary", dir, tostring(werr))
-        return
+  -- inotify on the directory of the path and, behind a symlink, of its target
+  local names = { path }
+  local real = uv.fs_realpath(path)
+  if real and real ~= path then names[2] = real end
+  for _, name in ipairs(names) do
+    local dir, base = name:match("^(.*)/([^/]+)$")
+    if dir then
+      if dir == "" then dir = "/" end
+      local event = uv.new_fs_event()
+      local ok, err = event:start(dir, {}, function(werr, filename)
+        if werr then
+          log.warn("watching %s: %s; the slow poll still notices a new binary", dir, tostring(werr))
+          return
+        end
+        if filename == nil or filename == base then touched() end
+      end)
+      if ok then
+        events[#events + 1] = event
+      else
+        log.warn("cannot watch %s (%s); polling %s every %d ms instead", dir, tostring(err), path, opts.poll_ms or 2000)
+        event:close()
       end
-      if filename == nil or filename == base then touched() end
-    end)
-    if not ok then
-      log.warn("cannot watch %s (%s); polling %s every %d ms instead", dir, tostring(err), path, opts.poll_ms or 2000)
-      event:close()
-      event = nil
     end
   end
   poll = uv.new_fs_poll()
@@ -64,7 +73,7 @@ function M.watch(path, on_change, opts)
     close = function()
       if closed then return end
       closed = true
-      if event then event:close() end
+      for _, event in ipairs(events) do event:close() end
       poll:close()
       settle:close()
     end,
