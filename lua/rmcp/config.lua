@@ -22,6 +22,10 @@ M.limits = {
   stderr_tail = 4000,         -- bytes of agent stderr kept for error text
   max_line = 16 * 1024 * 1024, -- longest NDJSON line on the socket and from agents
   log_max_bytes = 5 * 1024 * 1024,
+  reload_grace_ms = 2000,     -- agentd: quiet time before a queued reload hands over
+  reload_settle_ms = 250,     -- agentd: a new binary must stay unchanged this long before it counts
+  reload_poll_ms = 2000,      -- agentd: stat poll of its binary (inotify on the dir is the fast path)
+  reload_check_ms = 200,      -- agentd: how often a queued reload re-checks what it waits for
 }
 
 -- Returns the value of environment variable name, or nil when unset or empty.

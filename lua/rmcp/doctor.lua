@@ -61,6 +61,13 @@ function M.checks()
   local up, cerr = c:wait_connected()
   if up then
     add("agentd", true, string.format("pid %s, version %s, socket %s", tostring(math.tointeger(c.info.agentd_pid) or c.info.agentd_pid), tostring(c.info.version), paths.sock))
+    local rl = c.info.reload
+    if type(rl) == "table" and rl.pending then
+      add("agentd reload", nil, string.format("pending (%s), %s; waiting for: %s", tostring(rl.reason), tostring(rl.state),
+        #(rl.waiting_for or {}) > 0 and table.concat(rl.waiting_for, "; ") or "nothing"))
+    elseif type(rl) == "table" and rl.error then
+      add("agentd reload", false, rl.error)
+    end
     c:close()
   else
     add("agentd", nil, "not running (it starts on first use): " .. tostring(cerr))

@@ -167,17 +167,19 @@ test("SIGTERM shuts down cleanly: agents end, socket removed, sessions kept; the
   t.ne(c.info.agentd_pid, daemon)
 end)
 
-test("restart by the only orchestrator with live agents: a fresh daemon, sessions resumable", function(t)
+test("forced restart by the only orchestrator with live agents: a fresh daemon, sessions resumable", function(t)
   local ctx = support.setup(t, { scenario = { rules = { { last_role = "user", text = "ok" } } } })
   local c = ctx.client()
   local sid = ctx.call(c, "spawn", { task = "before restart" }).session_id
   ctx.watch_until(c, { sid }, function(_, x) return x.status == "idle" end)
   local daemon = c.info.agentd_pid
-  t.eq(ctx.call(c, "restart", {}).restarting, true)
+  t.eq(ctx.call_err(c, "restart", {}).code, -32005, "refused while the agent is live")
+  t.eq(ctx.call(c, "restart", { force = true }).restarting, true)
   t.wait_for(function() return not support.alive(daemon) end, 5000, "old agentd to exit")
   local row = ctx.call(c, "list", {}).sessions[1]
   t.ne(c.info.agentd_pid, daemon)
-  t.eq(row.status, "orphaned")
+  t.eq(row.status, "exited")
+  t.eq(row.exit_reason, "daemon_restart")
   t.eq(ctx.call(c, "resume", { session_id = sid }).status, "idle")
 end)
 

@@ -1,6 +1,204 @@
--- agentd reload: C-level stderr follows the rotated log.
+-- agentd reload: a replaced binary queues a safe reload (running turns, pending decisions, undelivered
+-- results and keep_alive agents hold it; a binary that does not run is refused), then a fresh daemon
+-- from the new binary takes over and sessions resume; restart refuses live agents unless forced; and
+-- C-level stderr follows the rotated log. agentd runs from a private copy of the binary so the test
+-- can replace it (cp to a temp name + mv, as an install does).
 local uv = require "luv"
 local support = require "agentd_support"
+
+local BIN = os.getenv("RMCP_BIN") or require("rmcp.host").exe
+
+-- Fast reload timings for tests; the log bound back to its default.
+local reload_env = { REASONIX_MCP_RELOAD_GRACE_MS = "100", REASONIX_MCP_RELOAD_SETTLE_MS = "50",
+                     REASONIX_MCP_RELOAD_CHECK_MS = "20", REASONIX_MCP_LOG_MAX_BYTES = "" }
+
+local ask_rules = {
+  { last_role = "user", user_contains = "ASKQ", tool_calls = { { name = "ask", arguments = { questions = { {
+    header = "Library", question = "Which library?", multiSelect = false,
+    options = { { label = "requests" }, { label = "httpx" } } } } } } } },
+  { last_tool_name = "ask", text = "Got: ", echo = "tool_result" },
+}
+
+-- Rules: the question above, a ~2 s SLOW turn, RECALL echoing the history, "ok" for the rest.
+local function scenario()
+  local rules = {
+    { last_role = "user", user_contains = "SLOW", text = string.rep("s", 40), chunk = 2, delay = 0.1 },
+    { last_role = "user", user_contains = "RECALL", text = "recalled: ", echo = "all" },
+  }
+  for _, r in ipairs(ask_rules) do rules[#rules + 1] = r end
+  rules[#rules + 1] = { last_role = "user", text = "ok" }
+  return { rules = rules }
+end
+
+-- Copies the built binary into a private dir; returns its path.
+local function install_copy(t)
+  local exe = t.tmpdir("rmcp-bin") .. "/reasonix-mcp"
+  assert(os.execute(string.format("cp '%s' '%s'", BIN, exe)))
+  return exe
+end
+
+-- Replaces exe the way an install does: the new file under a temp name, renamed over it.
+local function replace(exe, content_from)
+  assert(os.execute(string.format("cp '%s' '%s.new' && chmod 755 '%s.new' && mv '%s.new' '%s'",
+    content_from or BIN, exe, exe, exe, exe)))
+end
+
+-- The binary process pid runs (what /proc says; " (deleted)" once replaced).
+local function exe_of(pid)
+  return uv.fs_readlink(string.format("/proc/%d/exe", pid))
+end
+
+-- list rows by session id, and the list result.
+local function rows(ctx, c)
+  local r = ctx.call(c, "list", {})
+  local by = {}
+  for _, row in ipairs(r.sessions) do by[row.session_id] = row end
+  return by, r
+end
+
+-- What the model received in the last chat request, as one text.
+local function last_history(ctx)
+  local reqs = ctx.prov:requests()
+  local out = {}
+  for _, m in ipairs(reqs[#reqs].body.messages) do
+    if type(m.content) == "string" then out[#out + 1] = m.content end
+  end
+  return table.concat(out, "\n")
+end
+
+-- Waits until the queued reload waits for exactly the entries in want (a set of strings).
+local function wait_blockers(t, ctx, c, want, what)
+  return t.wait_for(function()
+    local r = ctx.call(c, "list", {})
+    if not (r.reload_pending and r.reload) then return false end
+    local got = {}
+    for _, w in ipairs(r.reload.waiting_for) do got[w] = true end
+    for k in pairs(want) do if not got[k] then return false end end
+    for k in pairs(got) do if not want[k] then return false end end
+    return r.reload
+  end, 5000, what)
+end
+
+test("a new binary queues a reload that waits for a running turn, a decision and a keep_alive agent; then a fresh daemon takes over and sessions resume", function(t)
+  local ctx = support.setup(t, { env = reload_env, scenario = scenario() })
+  local exe = install_copy(t)
+  local c = ctx.client("orch-a", nil, { exe = exe })
+  local slow = ctx.call(c, "spawn", { task = "SLOW work" }).session_id
+  local ask = ctx.call(c, "spawn", { task = "ASKQ me" }).session_id
+  local kept = ctx.call(c, "spawn", { task = "keep me", keep_alive = true }).session_id
+  ctx.watch_until(c, { ask }, function(_, x) return x.permission_request ~= nil end)
+  ctx.watch_until(c, { kept }, function(_, x) return x.status == "idle" end)
+  local old = c.info.agentd_pid
+  t.eq(exe_of(old), exe)
+
+  local t0 = uv.now()
+  replace(exe)
+  local rl = wait_blockers(t, ctx, c, { [slow .. ": running"] = true, [ask .. ": awaiting_decision"] = true,
+                                        [kept .. ": keep_alive"] = true }, "the reload to be queued behind three sessions")
+  local t_queued = uv.now() - t0
+  t.match(rl.reason, "changed")
+  t.eq(rl.state, "waiting")
+
+  -- the decision is answered, both turns complete and their results are delivered by watches
+  ctx.call(c, "respond_permission", { session_id = ask, option_id = "q1:2" })
+  t.match(ctx.watch_until(c, { ask }, function(_, x) return x.status == "idle" end).message, "httpx")
+  t.eq(ctx.watch_until(c, { slow }, function(_, x) return x.status == "idle" end).message, string.rep("s", 40))
+  wait_blockers(t, ctx, c, { [kept .. ": keep_alive"] = true }, "only the keep_alive agent to hold the reload")
+  t.eq(c.info.agentd_pid, old, "nothing interrupted: the same daemon")
+  t.ok(support.alive(old))
+
+  -- stopping the keep_alive agent lets it go
+  local t1 = uv.now()
+  ctx.call(c, "stop", { session_id = kept })
+  t.wait_for(function() return not support.alive(old) end, 5000, "the old agentd to hand over and exit")
+  local by, list = rows(ctx, c)
+  local t_handover = uv.now() - t1
+  local fresh = c.info.agentd_pid
+  t.ne(fresh, old, "a fresh daemon")
+  t.eq(exe_of(fresh), exe, "running the new binary")
+  t.eq(list.reload, nil)
+  t.eq(by[slow].status, "exited")
+  t.eq(by[slow].exit_reason, "daemon_reload")
+  t.eq(by[ask].exit_reason, "daemon_reload")
+  t.eq(by[kept].exit_reason, "stopped")
+  t.eq(#support.find_procs("agentd", "REASONIX_MCP_HOME=" .. ctx.mcp_home), 1, "one daemon")
+
+  -- the closed session resumes with its history
+  t.eq(ctx.call(c, "resume", { session_id = ask }).status, "idle")
+  ctx.call(c, "send", { session_id = ask, message = "RECALL what I picked" })
+  t.match(ctx.watch_until(c, { ask }, function(_, x) return x.status == "idle" end).message, "^recalled:")
+  t.match(last_history(ctx), "Library: httpx", "the resumed agent sent the earlier answer to the model")
+  io.write(string.format("# reload queued %d ms after the rename; fresh daemon answering %d ms after the last blocker stopped\n",
+    t_queued, t_handover))
+end)
+
+test("an undelivered result holds the reload until polled; a binary that does not run is refused and the daemon stays", function(t)
+  local ctx = support.setup(t, { env = reload_env, scenario = scenario() })
+  local exe = install_copy(t)
+  local c = ctx.client("orch-a", nil, { exe = exe })
+  local sid = ctx.call(c, "spawn", { task = "hello" }).session_id
+  t.wait_for(function() return rows(ctx, c)[sid].status == "idle" end, 10000, "the turn to end (undelivered)")
+  local old = c.info.agentd_pid
+  local broken = t.tmpdir("rmcp-broken") .. "/reasonix-mcp"
+  local f = assert(io.open(broken, "w"))
+  f:write("#!/bin/sh\necho 'not today' >&2\nexit 3\n")
+  f:close()
+  replace(exe, broken)
+  wait_blockers(t, ctx, c, { [sid .. ": result not delivered"] = true }, "the reload to wait for the undelivered result")
+  t.eq(ctx.call(c, "poll", { session_id = sid }).message, "ok")
+  local rl = t.wait_for(function()
+    local r = ctx.call(c, "list", {})
+    return r.reload and r.reload.error and r.reload
+  end, 5000, "the broken binary to be refused")
+  t.match(rl.error, "not today")
+  t.eq(rl.pending, false)
+  t.ok(support.alive(old))
+  t.eq(c.info.agentd_pid, old)
+  t.eq(rows(ctx, c)[sid].status, "idle", "the agent was left alone")
+  -- a good binary afterwards goes through
+  replace(exe)
+  t.wait_for(function() return not support.alive(old) end, 5000, "the old agentd to hand over")
+  local by = rows(ctx, c)
+  t.ne(c.info.agentd_pid, old)
+  t.eq(by[sid].exit_reason, "daemon_reload")
+end)
+
+test("restart: refused while agents are live unless force; force stops them and the next call reaches a fresh daemon where they resume", function(t)
+  local ctx = support.setup(t, { env = reload_env, scenario = scenario() })
+  local a, b = ctx.client("orch-a"), ctx.client("orch-b")
+  local mine = ctx.call(a, "spawn", { task = "REMEMBER codeword PELICAN" }).session_id
+  ctx.watch_until(a, { mine }, function(_, x) return x.status == "idle" end)
+  local err = ctx.call_err(a, "restart", {})
+  t.eq(err.code, -32005)
+  t.ok(err.message:find(mine .. " (idle)", 1, true), "names my live agent: " .. err.message)
+  t.match(err.message, "force=true")
+  local theirs = ctx.call(b, "spawn", { task = "SLOW other" }).session_id
+  err = ctx.call_err(a, "restart", {})
+  t.ok(err.message:find(theirs, 1, true), "names the other orchestrator's agent")
+  local old = a.info.agentd_pid
+  t.eq(ctx.call(a, "restart", { force = true }).restarting, true)
+  t.wait_for(function() return not support.alive(old) end, 5000, "the old agentd to exit")
+  -- the next call of each client reaches the fresh daemon by itself
+  local mine_row = rows(ctx, a)[mine]
+  local theirs_row = rows(ctx, b)[theirs]
+  t.ne(a.info.agentd_pid, old)
+  t.eq(a.info.agentd_pid, b.info.agentd_pid)
+  t.eq(mine_row.status, "exited")
+  t.eq(mine_row.exit_reason, "daemon_restart")
+  t.eq(theirs_row.exit_reason, "daemon_restart")
+  t.eq(theirs_row.stop_reason, "cancelled")
+  t.eq(ctx.call(a, "resume", { session_id = mine }).status, "idle")
+  ctx.call(a, "send", { session_id = mine, message = "RECALL the codeword" })
+  t.match(ctx.watch_until(a, { mine }, function(_, x) return x.status == "idle" end).message, "^recalled:")
+  t.match(last_history(ctx), "codeword PELICAN", "the resumed agent sent the earlier history to the model")
+  -- with nothing live, a plain restart goes through
+  ctx.call(a, "stop", { session_id = mine })
+  local second = a.info.agentd_pid
+  t.eq(ctx.call(a, "restart", {}).restarting, true)
+  t.wait_for(function() return not support.alive(second) end, 5000, "the second agentd to exit")
+  t.eq(#ctx.call(a, "list", {}).sessions, 1)
+  t.ne(a.info.agentd_pid, second)
+end)
 
 test("after a log rotation the daemon's stdout and stderr point at the fresh agentd.log", function(t)
   local ctx = support.setup(t, { env = { REASONIX_MCP_LOG_MAX_BYTES = "600" } })

@@ -12,6 +12,7 @@ local watch = require "rmcp.agentd.watch"
 local ownership = require "rmcp.agentd.ownership"
 local transcript = require "rmcp.agentd.transcript"
 local models = require "rmcp.agentd.models"
+local upgrade = require "rmcp.agentd.upgrade"
 local policy_spawn = require "rmcp.policy.spawn"
 local policy_poll = require "rmcp.policy.poll"
 local policy_list = require "rmcp.policy.list"
@@ -77,7 +78,8 @@ function methods.hello(d, conn, p, reply)
   conn.orch, conn.project_dir, conn.hello = p.orchestrator_id, p.project_dir, true
   conn.client = type(p.client) == "table" and p.client or {}
   log.info("conn %d: hello from %s (%s) for %s", conn.id, tostring(conn.client.name), conn.orch, tostring(conn.project_dir))
-  reply({ protocol = M.PROTOCOL, version = d.version, agentd_pid = d.pid, home = d.paths.home })
+  reply({ protocol = M.PROTOCOL, version = d.version, agentd_pid = d.pid, home = d.paths.home,
+          reload = upgrade.status(d, conn.orch) })
 end
 
 -- spawn: a new session; returns once the agent is configured and the first prompt sent.
@@ -205,8 +207,11 @@ function methods.list(d, conn, p, reply)
   for _, s in pairs(d.sessions) do
     if s.owner == conn.orch then mine[#mine + 1] = s end
   end
-  reply(policy_list.shape(mine, { include_task = p.include_task == true, pending_only = p.pending_only == true,
-                                  detail = p.detail == true }))
+  local r = policy_list.shape(mine, { include_task = p.include_task == true, pending_only = p.pending_only == true,
+                                       detail = p.detail == true })
+  r.reload = upgrade.status(d, conn.orch)
+  if r.reload and r.reload.pending then r.reload_pending = true end
+  reply(r)
 end
 
 -- respond_permission: answers a pending permission request or question.
@@ -232,16 +237,31 @@ function methods.models(d, conn, _, reply)
   end, function(e) reply(nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, "models failed: " .. tostring(e))) end)
 end
 
--- restart: shuts the daemon down so the next client starts a fresh one; refuses while other
--- orchestrators have live agents unless force.
+-- restart: hands over to a fresh daemon from the current binary (global: every orchestrator
+-- reconnects on its next call). Refused while any agent is live unless force, which stops them all
+-- (exited, exit_reason "daemon_restart", resumable); refused too when the binary does not run.
 function methods.restart(d, conn, p, reply)
+  if d.upgrade.handing_over then return reply({ restarting = true }) end
+  local mine = live_sessions(d, function(s) return s.owner == conn.orch end)
   local others = live_sessions(d, function(s) return s.owner ~= conn.orch end)
-  if #others > 0 and p.force ~= true then
-    return reply(nil, jsonrpc.error(M.RESTART_REFUSED, "other orchestrators have live agents (" .. table.concat(others, ", ") ..
-      "); pass force=true to restart anyway (they can be resumed afterwards)"))
+  if (#mine > 0 or #others > 0) and p.force ~= true then
+    local parts = {}
+    if #mine > 0 then
+      local shown = {}
+      for _, id in ipairs(mine) do shown[#shown + 1] = id .. " (" .. d.sessions[id].status .. ")" end
+      parts[#parts + 1] = "your live agents: " .. table.concat(shown, ", ")
+    end
+    if #others > 0 then parts[#parts + 1] = "other orchestrators have live agents (" .. table.concat(others, ", ") .. ")" end
+    return reply(nil, jsonrpc.error(M.RESTART_REFUSED, "restart refused: " .. table.concat(parts, "; ") ..
+      ". Stop them, or pass force=true to restart anyway (they are stopped; their transcripts stay resumable with resume)"))
   end
-  reply({ restarting = true })
-  d.shutdown("restart requested by " .. conn.orch)
+  log.info("restart requested by %s%s; live agents: %d", conn.orch, p.force == true and " (force)" or "", #mine + #others)
+  upgrade.handover(d, {
+    reason = "restart requested by " .. conn.orch .. (p.force == true and " (force)" or ""),
+    exit_reason = "daemon_restart",
+    on_verified = function() reply({ restarting = true }) end,
+    on_refused = function(why) reply(nil, jsonrpc.error(M.RESTART_REFUSED, "restart refused: " .. why)) end,
+  })
 end
 
 -- shutdown: stops the daemon (tests, ctl).
@@ -321,13 +341,16 @@ function M.accept(d, fd, peer_uid, peer_pid)
   log.debug("conn %d: accepted (uid %s pid %s)", conn.id, tostring(peer_uid), tostring(peer_pid))
 end
 
--- Closes a connection and cancels its long requests.
-function M.close(d, conn)
+-- Closes a connection and cancels its long requests; flush: let queued replies go out first (the
+-- peer then sees EOF), for a daemon that is handing over.
+function M.close(d, conn, flush)
   if not d.conns[conn] then return end
   d.conns[conn] = nil
   conn.peer:close("connection closed")
   watch.drop_conn(d, conn)
-  if conn.ch and not conn.ch:is_closed() then conn.ch:close() end
+  if conn.ch and not conn.ch:is_closed() then
+    if flush then conn.ch:pause(); conn.ch:shutdown() else conn.ch:close() end
+  end
   log.debug("conn %d: closed", conn.id)
 end
 

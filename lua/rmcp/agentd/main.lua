@@ -10,6 +10,7 @@ local store = require "rmcp.agentd.store"
 local session = require "rmcp.agentd.session"
 local watch = require "rmcp.agentd.watch"
 local api = require "rmcp.agentd.api"
+local upgrade = require "rmcp.agentd.upgrade"
 
 local M = {}
 
@@ -62,6 +63,7 @@ local function shutdown(d, reason)
   if d.shutting_down then return end
   d.shutting_down = true
   log.info("shutting down: %s", reason)
+  upgrade.close(d)
   if d.server then d.server:close(); d.server = nil end
   for _, s in pairs(d.sessions) do
     if s.rt.agent then s.rt.agent:stop(nil, 100) end
@@ -129,6 +131,7 @@ function M.main(_)
     return sys.stop(1)
   end
   d.server = srv
+  upgrade.init(d)
   for _, name in ipairs({ "sigterm", "sigint" }) do
     local sig = uv.new_signal()
     sig:start(name, function() shutdown(d, name) end)

@@ -759,6 +759,7 @@ function M.drain(s)
   rt.noncritical, rt.events_overflow = 0, 0
   rt.plan_seen, rt.error_seen = rt.plan_rev, rt.error_rev
   rt.wait_dirty = false
+  rt.drained_turns = s.turns_total -- a queued daemon reload counts the turn's result as delivered
   return snap
 end
 

@@ -27,6 +27,8 @@ return {
       },
     },
     counts = { type = "object", additionalProperties = { type = "integer" } },
+    reload_pending = { type = "boolean", description = "A daemon reload is queued (see reload.waiting_for)." },
+    reload = { type = "object", description = "Queued daemon reload: reason, state, waiting_for[] (what holds it)." },
   }, { "sessions" }),
   annotations = { readOnlyHint = true, openWorldHint = false },
   handler = common.forward("list"),
