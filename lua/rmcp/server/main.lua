@@ -37,6 +37,7 @@ end
 -- Runs the server on this process's stdio; returns at once (the loop does the work).
 function M.main(_args)
   log.set_role("server")
+  require("rmcp.lib.reload").init{ role = "server" }
   local channel = require "rmcp.channel"
   local mcp = require "rmcp.server.mcp"
   local link = require "rmcp.server.link"
@@ -68,7 +69,6 @@ function M.main(_args)
     version = host_version(),
     supervised = supervised(),
     link = function(s) return link.new(s) end,
-    exit = function(code) stop(code, "restart requested") end,
   }
   input, err = channel.open(0, {
     mode = "ndjson", read = true, write = false, max_line = max_line,

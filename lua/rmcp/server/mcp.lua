@@ -9,6 +9,7 @@ local tools = require "rmcp.server.tools"
 local relay = require "rmcp.server.relay"
 local elicitation = require "rmcp.server.elicitation"
 local orchestrator = require "rmcp.server.orchestrator"
+local reload = require "rmcp.lib.reload"
 
 local M = {}
 
@@ -38,13 +39,12 @@ local function id_key(id)
 end
 
 -- Creates the MCP session. opts: send(line), project_dir, link(server) -> agentd link,
--- version (server version), supervised (a launcher can restart us), exit(code).
+-- version (server version), supervised (a launcher can restart us).
 function M.new(opts)
   local self = setmetatable({
     project_dir = opts.project_dir,
     version = opts.version or "0",
     supervised = opts.supervised or false,
-    exit = opts.exit or function() end,
     make_link = opts.link,
     initialized = false,          -- initialize answered
     client_ready = false,         -- notifications/initialized received
@@ -72,7 +72,56 @@ function M.new(opts)
     end,
   }
   self.tool_list, self.tools_by_name = tools.load()
+  self.tools_generation = reload.generation()
+  self.warned = {}                -- warnings already reported to this client (until the next swap)
   return self
+end
+
+-- Hot reload at the start of a call: picks up changed modules and policy files, rebuilds the tool
+-- list when anything was swapped in, and tells the client when that changed what tools/list shows.
+function Server:refresh()
+  reload.check()
+  if self.tools_generation == reload.generation() then return end
+  self.tools_generation = reload.generation()
+  self.warned = {}
+  local ok, list, by_name = xpcall(tools.load, debug.traceback)
+  if not ok then
+    log.error("tool list rebuild failed, keeping the previous tools: %s", tostring(list))
+    return reload.warn("the tool list could not be rebuilt, the previous tools stay: " .. tostring(list):match("^[^\n]*"), true)
+  end
+  local function shown(l)
+    local out = {}
+    for _, t in ipairs(l) do out[#out + 1] = json.encode(self:describe_tool(t)) or t.name end
+    return table.concat(out, "\n")
+  end
+  local before = shown(self.tool_list)
+  self.tool_list, self.tools_by_name = list, by_name
+  if shown(list) ~= before and self:ready_for_requests() then
+    log.info("tool list changed by a reload (%d tools)", #list)
+    self:notify("notifications/tools/list_changed")
+  end
+end
+
+-- Adds the pending reload warnings (each reported to one caller once) to result: in _meta, as a
+-- text block when it has content, and as a notifications/message warning. Returns result.
+function Server:with_warnings(result)
+  local list = json.array()
+  for _, w in ipairs(reload.take_warnings()) do
+    if not self.warned[w] then
+      self.warned[w] = true
+      list[#list + 1] = w
+    end
+  end
+  if #list == 0 or type(result) ~= "table" then return result end
+  result._meta = type(result._meta) == "table" and result._meta or {}
+  result._meta["reasonix/warnings"] = list
+  for _, w in ipairs(list) do
+    self:log_message("warning", { text = "reasonix-mcp: " .. w, warning = w })
+    if type(result.content) == "table" then
+      result.content[#result.content + 1] = { type = "text", text = "warning (reasonix-mcp): " .. w }
+    end
+  end
+  return result
 end
 
 -- Feeds one line from the host. The decoded message is kept so handlers can see the request id.
@@ -197,11 +246,6 @@ function Ctx:agentd(method, params, cb)
   end
 end
 
--- Asks the process to exit once the reply to this call is written (restart under a launcher).
-function Ctx:exit_after_reply(code)
-  self.call.exit_code = code
-end
-
 -- The REASONIX_MCP_PROGRESS_INTERVAL_MS override, or nil for agentd's default (10 s).
 local function progress_interval()
   return tonumber(os.getenv("REASONIX_MCP_PROGRESS_INTERVAL_MS") or "")
@@ -211,7 +255,7 @@ M.methods = {}
 
 -- What we offer, for initialize and server/discover (elicitation is a client capability we use).
 function Server:capabilities()
-  return { tools = { listChanged = false }, logging = {} }
+  return { tools = { listChanged = true }, logging = {} }
 end
 
 -- Who we are, for initialize and server/discover.
@@ -295,9 +339,10 @@ M.methods["tools/list"] = function(self, params, reply)
   if params.cursor ~= nil and type(params.cursor) ~= "string" then
     return reply(nil, jsonrpc.error(jsonrpc.INVALID_PARAMS, "tools/list: params.cursor must be a string"))
   end
+  self:refresh()
   local list = json.array()
   for _, tool in ipairs(self.tool_list) do list[#list + 1] = self:describe_tool(tool) end
-  reply({ tools = list })
+  reply(self:with_warnings({ tools = list }))
 end
 
 -- Validates and runs one tool; tool failures are isError results, protocol errors JSON-RPC errors.
@@ -312,6 +357,7 @@ M.methods["tools/call"] = function(self, params, reply)
   if type(args) ~= "table" or schema.json_type(args) == "array" then
     return reply(nil, jsonrpc.error(jsonrpc.INVALID_PARAMS, "tools/call: params.arguments must be an object"))
   end
+  self:refresh()
   local tool = self.tools_by_name[name]
   if not tool then
     return reply(nil, jsonrpc.error(jsonrpc.INVALID_PARAMS, "Unknown tool: " .. name .. " (tools/list shows the reasonix_* tools)"))
@@ -337,8 +383,8 @@ M.methods["tools/call"] = function(self, params, reply)
       log.info("tool %s: result dropped, the client cancelled request %s", name, tostring(msg.id))
       return
     end
-    if derr ~= nil then reply(self:tool_error(name, derr)) else reply(self:tool_result(tool, result)) end
-    if call.exit_code then self.exit(call.exit_code) end
+    if derr ~= nil then reply(self:with_warnings(self:tool_error(name, derr)))
+    else reply(self:with_warnings(self:tool_result(tool, result))) end
   end
   local ctx = setmetatable({
     server = self, call = call, project_dir = self.project_dir, progress_token = token,
@@ -386,6 +432,9 @@ function Server:on_agentd_notification(method, params)
   if method == "agent_event" then
     relay.agent_event(self, params)
     elicitation.agent_event(self, params)
+  elseif method == "reload_warning" then
+    -- agentd's copy of a broken policy fails like ours: the same text is reported once
+    if type(params.message) == "string" then reload.warn(params.message, true) end
   elseif method == "watch_progress" then
     local call = params.request_id ~= nil and self.progress_calls[params.request_id] or nil
     if call and not call.cancelled and call.progress_token ~= nil then
