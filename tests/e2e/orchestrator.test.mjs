@@ -61,9 +61,7 @@ test('spawn reports posture; list shows previews, counts, pending_only; wait wak
   await tool(c.client, 'reasonix_stop', { session_id: hold.session_id });
 });
 
-test('pending_only also lists active sessions', {
-  skip, todo: 'agentd policy/list.lua keeps only decision-blocked and uncollected sessions; issue #4 says active ones too',
-}, async () => {
+test('pending_only also lists active sessions', { skip }, async () => {
   const c = await fx.connect({ name: 'pending-active' });
   const { session_id: sid } = await tool(c.client, 'reasonix_spawn', { task: 'HOLD-TASK keep running' });
   const pending = await tool(c.client, 'reasonix_list', { pending_only: true });

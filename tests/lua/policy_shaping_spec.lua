@@ -133,6 +133,14 @@ test("list rows: previews, pending decisions, pending_only, counts", function(t)
   t.eq(r.sessions[2].task, string.rep("word ", 60))
   r = list.shape(sessions, { pending_only = true })
   t.eq(#r.sessions, 1)
+  -- pending_only: active (running/starting), decision-blocked, or an uncollected terminal state.
+  sessions[#sessions + 1] = { id = "c", status = "running", task = "busy", created_at = 3, pending = {} }
+  sessions[#sessions + 1] = { id = "d", status = "starting", task = "new", created_at = 4, pending = {} }
+  sessions[#sessions + 1] = { id = "e", status = "idle", task = "done", created_at = 5, pending = {}, terminal_pending = true }
+  sessions[#sessions + 1] = { id = "f", status = "exited", task = "old", created_at = 6, pending = {} }
+  local ids = {}
+  for _, row in ipairs(list.shape(sessions, { pending_only = true }).sessions) do ids[#ids + 1] = row.session_id end
+  t.eq(ids, { "e", "d", "c", "b" })
   t.eq(json.encode(list.shape({}, {}).sessions), "[]")
 end)
 

@@ -16,6 +16,7 @@ local upgrade = require "rmcp.agentd.upgrade"
 local policy_spawn = require "rmcp.policy.spawn"
 local policy_poll = require "rmcp.policy.poll"
 local policy_list = require "rmcp.policy.list"
+local reload = require "rmcp.lib.reload"
 
 local M = {}
 
@@ -88,6 +89,7 @@ function methods.spawn(d, conn, p, reply)
   if not o then return reply(nil, bad(err)) end
   local cwd, cerr = ownership.confine(conn.project_dir, o.cwd)
   if not cwd then return reply(nil, cerr) end
+  policy_spawn.adjust(o, { cwd = cwd, project_dir = conn.project_dir, orchestrator_id = conn.orch })
   local s = session.create(d, conn.orch, conn.project_dir, o, cwd)
   log.info("session %s: spawn for %s in %s", s.id, conn.orch, cwd)
   async.run(function()
@@ -298,6 +300,12 @@ local function dispatch(d, conn, method, params, reply)
     return reply(nil, jsonrpc.error(M.HELLO_REQUIRED, "hello required: send hello {protocol: 1, orchestrator_id, project_dir} first"))
   end
   if type(params) ~= "table" or params[1] ~= nil then return reply(nil, bad("params must be an object")) end
+  -- Hot reload: a changed policy or module applies to this very call; a failed reload is reported
+  -- (once) to the next MCP server that asked for warnings in hello, ahead of its reply.
+  reload.check()
+  if conn.hello and conn.client.warnings == true then
+    for _, w in ipairs(reload.take_warnings()) do conn.peer:notify("reload_warning", { message = w }) end
+  end
   fn(d, conn, params, reply, conn.current_id)
 end
 

@@ -122,6 +122,8 @@ function M.main(_)
   end
   d.on_output = function(s) watch.check(d, s) end
   d.shutdown = function(reason) shutdown(d, reason) end
+  -- Lua hot reload of policies and stateless modules (lib/reload.lua); cleanup timers follow the new rules.
+  require("rmcp.lib.reload").init{ role = "agentd", watch = true, on_swap = function() session.policy_changed(d) end }
   restore(d)
   os.remove(paths.sock) -- we hold the lock, so any socket file left here is stale
   local srv, lerr2 = sock.listen(paths.sock, function(fd, peer_uid, peer_pid) api.accept(d, fd, peer_uid, peer_pid) end)

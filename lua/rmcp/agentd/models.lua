@@ -22,8 +22,10 @@ end
 -- Queries a fresh agent rooted at cwd; returns the models result or nil, error (coroutine).
 local function query(cwd, version)
   local bin, berr = config.agent_bin()
-  if not bin then return nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, berr) end
-  local agent, err = acp.start({ bin = bin, args = { "acp" }, cwd = cwd, env = config.agent_env(),
+  local argv = policy_spawn.agent_argv(bin, { purpose = "models", cwd = cwd })
+  if not argv then return nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, berr) end
+  bin = argv[1]
+  local agent, err = acp.start({ bin = bin, args = { table.unpack(argv, 2) }, cwd = cwd, env = config.agent_env(),
                                  max_line = config.limit("max_line") })
   if not agent then return nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, "cannot start " .. bin .. ": " .. tostring(err)) end
   local watchdog = uv.new_timer()

@@ -35,7 +35,8 @@ function M.from_doctor(doc, cwd)
   return p
 end
 
--- Runs doctor and calls cb(posture) once; a failure yields {error = message, warning = ...}.
+-- Runs doctor and calls cb(posture) once; a failure yields {error = message, warning = ...}. bin is
+-- the agent binary, or the whole doctor argv (a policy's agent command), or nil when there is none.
 function M.probe(bin, cwd, env, cb, timeout_ms)
   local out, done = {}, false
   local timer = uv.new_timer()
@@ -49,8 +50,13 @@ function M.probe(bin, cwd, env, cb, timeout_ms)
     finish({ error = msg, sandbox = "unknown", allow_write = json.array(),
              warning = "sandbox posture unknown: " .. msg })
   end
+  local file, args = bin, { "doctor", "--json" }
+  if type(bin) == "table" then file, args = bin[1], { table.unpack(bin, 2) } end
+  if not file then
+    return failed("the agent command (set by a policy) does not end in `acp`, so `reasonix doctor` was not run")
+  end
   local p, err = proc.spawn({
-    file = bin, args = { "doctor", "--json" }, cwd = cwd, env = env,
+    file = file, args = args, cwd = cwd, env = env,
     stdin = "null", stdout = "pipe", stderr = "null", stdout_mode = "raw",
     on_stdout = function(chunk) out[#out + 1] = chunk end,
     on_exit = function(code)

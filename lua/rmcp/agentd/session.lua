@@ -14,6 +14,7 @@ local posture = require "rmcp.agentd.posture"
 local policy_spawn = require "rmcp.policy.spawn"
 local policy_cleanup = require "rmcp.policy.cleanup"
 local policy_poll = require "rmcp.policy.poll"
+local hooks = require "rmcp.policy.hooks"
 local contract = require "rmcp.policy.contract"
 
 local M = {}
@@ -281,7 +282,28 @@ function M.on_update(d, s, update)
   end
 end
 
--- Handles session/request_permission: records the decision and waits for respond_permission.
+-- Answers a decision a policy took (the permission hook) at once: the agent gets the chosen option,
+-- and the decision is logged, journaled and queued as a permission_auto event (poll and transcript
+-- show it; the orchestrator gets an agent_event note).
+local function auto_answer(d, s, dec, auto)
+  local rt = s.rt
+  dec.reply({ outcome = auto.option_id and { outcome = "selected", optionId = auto.option_id } or { outcome = "cancelled" } })
+  rt.counters.decisions = rt.counters.decisions + 1
+  local rec = { request_id = dec.request_id, kind = dec.kind, title = dec.tool_call.title, decision = auto.verdict,
+                option_id = auto.option_id or "cancel", policy = auto.policy, reason = auto.reason }
+  log.info("session %s: policy %s: %s %s %q with %s%s", s.id, auto.policy, auto.verdict, dec.kind, tostring(rec.title),
+    rec.option_id, auto.reason and (" (" .. auto.reason .. ")") or "")
+  local ev = { type = "permission_auto", tool_call = dec.tool_call }
+  for k, v in pairs(rec) do ev[k] = v end
+  push_event(s, ev)
+  rt.wait_dirty = true
+  rec.type = "permission_auto"
+  M.journal(d, s, rec)
+  changed(d, s, "status", { note = string.format("policy %s: %s %s", auto.policy, auto.verdict, tostring(rec.title)) })
+end
+
+-- Handles session/request_permission: asks the policies' permission hook, else records the decision
+-- and waits for respond_permission.
 function M.on_permission(d, s, params, reply)
   local rt = s.rt
   local tc = type(params.toolCall) == "table" and params.toolCall or {}
@@ -299,6 +321,8 @@ function M.on_permission(d, s, params, reply)
     reply = reply,
     delivered = false,
   }
+  local auto = hooks.permission(s, dec, tc)
+  if auto then return auto_answer(d, s, dec, auto) end
   s.pending[#s.pending + 1] = dec
   rt.counters.decisions = rt.counters.decisions + 1
   push_event(s, { type = "permission_request", permission_request = decision_view(dec) })
@@ -317,21 +341,35 @@ local function cancel_cleanup(s)
   end
 end
 
--- Starts the idle grace of s after a terminal turn, per the cleanup policy.
+-- Starts the idle grace of s after a terminal turn, per the cleanup policy, counted from when the
+-- session went idle (so re-arming it after a policy change keeps the time already spent idle).
+-- A cleanup a policy asked for is reported with its note (agent_event) before the agent stops.
 local function schedule_cleanup(d, s)
   cancel_cleanup(s)
-  if s.rt.stopping then return end
+  local rt = s.rt
+  if rt.stopping then return end
   local grace = policy_cleanup.grace(s)
   if grace == nil then return end
+  rt.idle_since = rt.idle_since or uv.now()
   local timer = uv.new_timer()
-  s.rt.idle_timer = timer
-  timer:start(math.floor(grace * 1000), 0, function()
+  rt.idle_timer = timer
+  timer:start(math.max(0, math.floor(grace * 1000) - (uv.now() - rt.idle_since)), 0, function()
     cancel_cleanup(s)
-    if s.status == "idle" and policy_cleanup.grace(s) ~= nil then
-      log.info("session %s: idle for %ss, cleaning up", s.id, tostring(grace))
-      M.stop(d, s, "cleaned_up")
-    end
+    if s.status ~= "idle" or s.rt ~= rt then return end
+    local now_grace, note = policy_cleanup.grace(s)
+    if now_grace == nil then return end
+    if now_grace > grace then return schedule_cleanup(d, s) end
+    log.info("session %s: idle for %ss, cleaning up%s", s.id, tostring(now_grace), note and (": " .. note) or "")
+    if note then changed(d, s, "status", { note = "cleanup: " .. note }) end
+    M.stop(d, s, "cleaned_up")
   end)
+end
+
+-- Re-arms the idle cleanup of idle sessions after the cleanup rules changed (a policy reload).
+function M.policy_changed(d)
+  for _, s in pairs(d.sessions) do
+    if s.status == "idle" and s.rt.idle_since and not s.rt.stopping then schedule_cleanup(d, s) end
+  end
 end
 
 -- Ends the current turn with stop_reason (and error text for an errored turn).
@@ -359,6 +397,7 @@ local function end_turn(d, s, stop_reason, err_text)
   s.status = "idle"
   M.persist(d, s)
   changed(d, s, "turn_end", { stop_reason = stop_reason, error_text = err_text })
+  rt.idle_since = uv.now()
   schedule_cleanup(d, s)
 end
 
@@ -367,6 +406,7 @@ function M.prompt(d, s, text, via)
   local rt = s.rt
   local agent = rt.agent
   cancel_cleanup(s)
+  rt.idle_since = nil
   rt.prompt_active = true
   rt.turn_started_at = rt.turn_started_at or store.now()
   rt.counters.prompts = rt.counters.prompts + 1
@@ -566,17 +606,20 @@ end
 function M.setup(d, s, o, mode)
   local rt = s.rt
   local bin, berr = config.agent_bin()
-  if not bin then return nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, berr) end
+  local argv = policy_spawn.agent_argv(bin, { purpose = "session", session_id = s.id, cwd = s.cwd,
+                                              model = o.model or s.model, orchestrator_id = s.owner })
+  if not argv then return nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, berr) end
+  bin = argv[1]
   local env = config.agent_env()
   local probe_result, probe_waiter
-  posture.probe(bin, s.cwd, env, function(p)
+  posture.probe(policy_spawn.doctor_argv(argv), s.cwd, env, function(p)
     probe_result = p
     if probe_waiter then probe_waiter() end
   end)
   rt.setting_up = true
   local agent, serr
   agent, serr = acp.start({
-    bin = bin, args = { "acp" }, cwd = s.cwd, env = env,
+    bin = bin, args = { table.unpack(argv, 2) }, cwd = s.cwd, env = env,
     max_line = config.limit("max_line"), stderr_tail = config.limit("stderr_tail"),
     on_update = function(_, update) M.on_update(d, s, update) end,
     on_permission = function(params, reply) M.on_permission(d, s, params, reply) end,
@@ -587,7 +630,7 @@ function M.setup(d, s, o, mode)
     return nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, "cannot start " .. bin .. ": " .. tostring(serr))
   end
   rt.agent = agent
-  log.info("session %s: agent pid %d in %s (%s)", s.id, agent:pid(), s.cwd, mode)
+  log.info("session %s: agent pid %d in %s (%s): %s", s.id, agent:pid(), s.cwd, mode, table.concat(argv, " "))
   local watchdog = uv.new_timer()
   watchdog:start(60000, 0, function() log.warn("session %s: agent setup timed out", s.id); agent:kill() end)
 

@@ -33,6 +33,7 @@ function M.build(s, records, max_tool_calls)
   local written, read, bash = new_set(), new_set(), new_set()
   local roles = { user = 0, steer = 0, assistant = 0, tool = 0, decision = 0 }
   local work, turn_start, last_text = 0, nil, s.last_text
+  local decisions = json.array()
   for _, rec in ipairs(records) do
     local t = rec.type
     if t == "prompt" then
@@ -56,6 +57,11 @@ function M.build(s, records, max_tool_calls)
       end
     elseif t == "permission_request" then
       roles.decision = roles.decision + 1
+    elseif t == "permission_auto" then
+      roles.decision = roles.decision + 1
+      decisions[#decisions + 1] = { request_id = rec.request_id, kind = rec.kind, title = rec.title,
+                                    decision = rec.decision, option_id = rec.option_id, policy = rec.policy,
+                                    reason = rec.reason }
     elseif t == "turn_end" then
       roles.assistant = roles.assistant + 1
       if rec.text and rec.text ~= "" then last_text = rec.text end
@@ -94,6 +100,7 @@ function M.build(s, records, max_tool_calls)
     work_duration_s = math.floor(work * 10 + 0.5) / 10,
     last_text = last_text,
     transcript_path = s.transcript_path,
+    policy_decisions = #decisions > 0 and decisions or nil,
   }
 end
 

@@ -1,5 +1,14 @@
 -- Text caps shared by poll and watch shaping: cuts are reported by the caller, never silent.
+local config = require "rmcp.config"
+local hooks = require "rmcp.policy.hooks"
+
 local M = {}
+
+-- The poll/watch cap name (max_events, max_events_cap, max_delta_text, max_watch_message,
+-- max_full_text): the configured value (REASONIX_MCP_<NAME> or the default), then the policies' caps.
+function M.limit(name)
+  return hooks.limit(name, config.limit(name))
+end
 
 -- Keeps the last max bytes of s (on a UTF-8 boundary); returns text, truncated.
 function M.tail(s, max)

@@ -44,12 +44,21 @@ function M.row(s, opts)
   return r
 end
 
+-- Statuses of an agent at work (pending_only keeps them).
+M.active = { starting = true, running = true, awaiting_decision = true }
+
+-- True when s needs the orchestrator's attention (list pending_only): active, blocked on a
+-- decision, or holding a terminal state no watch has collected yet.
+function M.pending(s)
+  return M.active[s.status] == true or (s.pending ~= nil and #s.pending > 0) or s.terminal_pending == true
+end
+
 -- Builds the list result from sessions (already filtered to the caller's), newest first.
 function M.shape(sessions, opts)
   local rows, counts = json.array(), {}
   table.sort(sessions, function(a, b) return (a.created_at or 0) > (b.created_at or 0) end)
   for _, s in ipairs(sessions) do
-    if not opts.pending_only or (s.pending and #s.pending > 0) or s.terminal_pending then
+    if not opts.pending_only or M.pending(s) then
       rows[#rows + 1] = M.row(s, opts)
       counts[s.status] = (counts[s.status] or 0) + 1
     end

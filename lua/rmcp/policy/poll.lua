@@ -35,9 +35,9 @@ function M.options(p)
       return nil, "max_events must be an integer"
     end
     if p.max_events < 0 then return nil, "max_events must be >= 0" end
-    o.max_events = math.min(math.tointeger(p.max_events), config.limit("max_events_cap"))
+    o.max_events = math.min(math.tointeger(p.max_events), caps.limit("max_events_cap"))
   else
-    o.max_events = config.limit("max_events")
+    o.max_events = math.min(caps.limit("max_events"), caps.limit("max_events_cap"))
   end
   o.detail = p.detail == true
   o.include_thought = p.include_thought == true or (p.include_thought == nil and config.flag("INCLUDE_THOUGHT"))
@@ -76,7 +76,7 @@ local function lean_fields(r, snap)
   r.session_id = snap.session_id
   r.status = snap.status
   if snap.text and snap.text ~= "" then
-    r.message, r.message_truncated = caps.head_tail(snap.text, config.limit("max_watch_message"))
+    r.message, r.message_truncated = caps.head_tail(snap.text, caps.limit("max_watch_message"))
     if not r.message_truncated then r.message_truncated = nil end
   end
   if snap.stop_reason and snap.status ~= "running" and snap.status ~= "starting" then r.stop_reason = snap.stop_reason end
@@ -92,7 +92,7 @@ end
 function M.shape(snap, o)
   local r = lean_fields({}, snap)
   if o.detail then
-    r.text, r.text_truncated = caps.tail(snap.text or "", config.limit("max_delta_text"))
+    r.text, r.text_truncated = caps.tail(snap.text or "", caps.limit("max_delta_text"))
     local turns = json.array()
     for _, turn in ipairs(snap.turns or {}) do
       turns[#turns + 1] = { text = turn.text, stop_reason = turn.stop_reason }
@@ -109,11 +109,11 @@ function M.shape(snap, o)
     r.stop_reason = snap.stop_reason
   end
   if o.include_thought then
-    r.thought, r.thought_truncated = caps.tail(snap.thought or "", config.limit("max_full_text"))
-    r.full_thought, r.full_thought_truncated = caps.tail(snap.full_thought or "", config.limit("max_full_text"))
+    r.thought, r.thought_truncated = caps.tail(snap.thought or "", caps.limit("max_full_text"))
+    r.full_thought, r.full_thought_truncated = caps.tail(snap.full_thought or "", caps.limit("max_full_text"))
   end
   if o.include_full then
-    r.full_text, r.full_text_truncated = caps.tail(snap.full_text or "", config.limit("max_full_text"))
+    r.full_text, r.full_text_truncated = caps.tail(snap.full_text or "", caps.limit("max_full_text"))
   end
   return r
 end

@@ -1,5 +1,6 @@
 -- Spawn defaults and the mapping of spawn options onto the config options the agent advertises.
 local config = require "rmcp.config"
+local hooks = require "rmcp.policy.hooks"
 
 local M = {}
 
@@ -43,7 +44,31 @@ function M.options(p, is_resume)
   o.task, o.cwd = p.task, p.cwd
   o.keep_alive = p.keep_alive == true
   o.idle_timeout = p.idle_timeout
+  o.explicit.keep_alive, o.explicit.idle_timeout = p.keep_alive ~= nil, p.idle_timeout ~= nil
   return o
+end
+
+-- Lets the policies' spawn_defaults adjust the options o of a new session (info: cwd, project_dir,
+-- orchestrator_id); what the caller chose explicitly stays. Returns o.
+function M.adjust(o, info)
+  return hooks.spawn_defaults(o, info)
+end
+
+-- The argv that runs an agent: {bin, "acp"}, or what a policy's agent_command makes of it (a wrapper,
+-- another ACP agent, ssh to another host). info: purpose ("session", "models"), session_id, cwd,
+-- model, orchestrator_id. nil when there is no agent binary and no policy supplied a command.
+function M.agent_argv(bin, info)
+  return hooks.agent_command(bin and { bin, "acp" } or nil, info)
+end
+
+-- The `doctor --json` argv that matches an agent argv ending in `acp` (through the same wrapper or
+-- host), or nil for an agent command of another shape.
+function M.doctor_argv(argv)
+  if argv[#argv] ~= "acp" then return nil end
+  local out = { table.unpack(argv, 1, #argv - 1) }
+  out[#out + 1] = "doctor"
+  out[#out + 1] = "--json"
+  return out
 end
 
 -- Finds the config option with id (or category) in the agent's configOptions.

@@ -1,6 +1,5 @@
 -- Watch shaping: when a watched session is ready, and the compact result a watch returns for it.
 local json = require "rmcp.lib.json"
-local config = require "rmcp.config"
 local caps = require "rmcp.policy.caps"
 
 local M = {}
@@ -30,7 +29,7 @@ function M.compact(snap)
   local message = snap.last_turn_text
   if message == nil or message == "" then message = snap.text end
   if message and message ~= "" then
-    r.message, r.message_truncated = caps.head_tail(message, config.limit("max_watch_message"))
+    r.message, r.message_truncated = caps.head_tail(message, caps.limit("max_watch_message"))
     if not r.message_truncated then r.message_truncated = nil end
   end
   if snap.plan and #snap.plan > 0 then r.plan = json.array(snap.plan) end

@@ -33,7 +33,7 @@ function M.new(server)
     home = config.home(),
     orchestrator_id = server.orchestrator_id,
     project_dir = server.project_dir,
-    client_info = { name = "reasonix-mcp server", version = server.version,
+    client_info = { name = "reasonix-mcp server", version = server.version, warnings = true,
                     mcp_client = { name = info.name, version = info.version } },
     on_notification = function(method, params) server:on_agentd_notification(method, params) end,
     on_connect = function(hello)

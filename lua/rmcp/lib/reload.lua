@@ -1,0 +1,442 @@
+-- Hot reload without restart (DESIGN.md "Reload without restart"). Stateless built-in modules under
+-- the lua/ tree in use and the user policy files ($REASONIX_MCP_HOME/policy/*.lua, or the dirs in
+-- REASONIX_MCP_POLICY_PATH) are rebuilt when their file changes: build-and-swap, like Redis functions.
+-- New code loads into fresh tables with a private require that resolves other changed modules to their
+-- new versions, passes a self-check, and only then is copied into the live module tables; any syntax,
+-- runtime or self-check error restores the previous versions, is logged with file:line and is reported
+-- once to the next caller (take_warnings). Changes are noticed by check() at the start of every call,
+-- so the next call always sees them; agentd also runs check() on fs_event for changes between calls.
+-- This module holds the process's reload state, so it is never reloaded itself.
+local uv = require "luv"
+local log = require "rmcp.lib.log"
+
+local M = {}
+
+-- Built-in modules that hold no state (verified: their state, if any, lives in tables the daemon or
+-- server owns). Sessions, connections, the watch registry, the agentd client and the MCP session are
+-- not here: their modules keep live state or class tables that instances point at.
+M.prefixes = { "rmcp.policy.", "rmcp.server.tools." }
+M.modules = {
+  ["rmcp.config"] = true, ["rmcp.server.tools"] = true, ["rmcp.server.schema"] = true,
+  ["rmcp.server.relay"] = true, ["rmcp.server.elicitation"] = true, ["rmcp.server.orchestrator"] = true,
+  ["rmcp.agentd.transcript"] = true, ["rmcp.agentd.posture"] = true, ["rmcp.agentd.ownership"] = true,
+  ["rmcp.agentd.models"] = true,
+}
+
+-- A fresh, empty reload state.
+local function new_state()
+  return {
+    started = false, checking = false, role = "?",
+    tracked = {},       -- module name -> {path, stamp}: the file each reloadable module came from
+    failed_sig = nil,   -- stamps of the built-in change set whose build last failed (reported once)
+    policy_dirs = {},   -- dirs scanned for *.lua, in order
+    dir_stamps = {},    -- dir -> stamp of the listing last read
+    policy_files = {},  -- ordered policy paths from the last listing
+    by_path = {},       -- policy path -> {stamp = loaded version, failed = stamp of a broken version, policy}
+    policies = {},      -- loaded policies in load order
+    generation = 0,     -- bumped by every successful swap (the server rebuilds its tool list on a change)
+    warnings = {},      -- pending warnings for the next caller
+    watchers = {},      -- dir -> fs_event handle (agentd)
+  }
+end
+
+local S = new_state()
+
+-- True when module name may be reloaded in place.
+function M.reloadable(name)
+  if M.modules[name] then return true end
+  for _, p in ipairs(M.prefixes) do
+    if name:sub(1, #p) == p then return true end
+  end
+  return S.extra ~= nil and S.extra(name) == true
+end
+
+-- A file's identity for change detection (mtime with ns, size, inode), or nil when it is missing.
+local function stamp(path)
+  local st = uv.fs_stat(path)
+  if not st then return nil end
+  return string.format("%d.%09d:%d:%d", st.mtime.sec, st.mtime.nsec, st.size, st.ino)
+end
+M.stamp = stamp
+
+-- The first line of an error (tracebacks go to the log, the first line to the caller).
+local function first_line(err)
+  return (tostring(err):match("^[^\n]*"))
+end
+
+-- Queues text for the next caller (once: an identical pending warning is not repeated) and logs it
+-- unless the caller already logged the details.
+function M.warn(text, logged)
+  if not logged then log.warn("%s", text) end
+  for _, w in ipairs(S.warnings) do
+    if w == text then return end
+  end
+  S.warnings[#S.warnings + 1] = text
+end
+
+-- Returns the pending warnings and forgets them (each is reported to one caller).
+function M.take_warnings()
+  local w = S.warnings
+  S.warnings = {}
+  return w
+end
+
+-- The loaded user policies, in load order: {name, file, path, dir, hooks}.
+function M.policies()
+  return S.policies
+end
+
+-- Counts successful swaps; a caller that caches something built from reloadable modules compares it.
+function M.generation()
+  return S.generation
+end
+
+-- The policy dirs: REASONIX_MCP_POLICY_PATH (colon-separated) or $REASONIX_MCP_HOME/policy.
+function M.policy_dirs()
+  local path = os.getenv("REASONIX_MCP_POLICY_PATH")
+  local dirs = {}
+  if path and path ~= "" then
+    for dir in path:gmatch("[^:]+") do dirs[#dirs + 1] = (dir:gsub("/+$", "")) end
+    return dirs
+  end
+  return { require("rmcp.config").home() .. "/policy" }
+end
+
+-- Checks a tool definition (built-in module or policy tool); raises with what is wrong.
+function M.check_tool(tool, where)
+  local function bad(msg) error(where .. ": " .. msg, 0) end
+  if type(tool) ~= "table" then bad("a tool must be a table") end
+  if type(tool.name) ~= "string" or not tool.name:match("^[%w_%-%.]+$") or #tool.name > 64 then
+    bad("tool name must be 1-64 characters of letters, digits, _ - . (got " .. tostring(tool.name) .. ")")
+  end
+  if type(tool.description) ~= "string" or tool.description == "" then bad("tool " .. tool.name .. ": description must be a non-empty string") end
+  if type(tool.inputSchema) ~= "table" or tool.inputSchema.type ~= "object" then
+    bad("tool " .. tool.name .. ": inputSchema must be a table with type = \"object\"")
+  end
+  if type(tool.handler) ~= "function" then bad("tool " .. tool.name .. ": handler must be a function") end
+end
+
+-- Self-check of one freshly built module: it returns a table, a tool module is a valid tool, and its
+-- optional selfcheck() passes. Raises with the reason.
+local function check_module(name, value, path)
+  if type(value) ~= "table" then error(path .. ": module " .. name .. " must return a table, got " .. type(value), 0) end
+  local tool_prefix = "rmcp.server.tools."
+  if name:sub(1, #tool_prefix) == tool_prefix and name ~= "rmcp.server.tools.common" then
+    M.check_tool(value, path)
+  end
+  if type(value.selfcheck) == "function" then
+    local ok, why = value.selfcheck()
+    if ok == false then error(path .. ": selfcheck failed: " .. tostring(why or "returned false"), 0) end
+  end
+end
+
+-- Builds the changed modules (names, with their stamps) and swaps them in, or restores everything.
+-- Returns true, or nil and the error (first line) after logging it in full.
+local function build(names, stamps)
+  local changed = {}
+  for _, n in ipairs(names) do changed[n] = true end
+  local built = {}     -- name -> live table holding the new version
+  local building = {}
+  local linked = {}    -- undo log: {name, live, snapshot, mt} or {name, absent = true}
+  local tracked = {}   -- modules first loaded by this build: name -> {path, stamp}
+  local real_require = require
+
+  -- Copies the new version into the live module table (keeping its identity, which other modules
+  -- hold in locals), remembering the old contents so a later failure can put them back.
+  local function link(name, new)
+    local live = package.loaded[name]
+    if type(live) ~= "table" then
+      linked[#linked + 1] = { name = name, absent = true, prev = live }
+      package.loaded[name] = new
+      return new
+    end
+    local snap = {}
+    for k, v in pairs(live) do snap[k] = v end
+    linked[#linked + 1] = { name = name, live = live, snap = snap, mt = getmetatable(live) }
+    for k in pairs(snap) do live[k] = nil end
+    for k, v in pairs(new) do live[k] = v end
+    setmetatable(live, getmetatable(new))
+    return live
+  end
+
+  local load_one
+  -- require for code being built: changed (or not yet loaded) reloadable modules get their new version.
+  local function private_require(name)
+    if built[name] then return built[name] end
+    if M.reloadable(name) and (changed[name] or package.loaded[name] == nil) then return load_one(name) end
+    return real_require(name)
+  end
+
+  load_one = function(name)
+    if built[name] then return built[name] end
+    if building[name] then error("circular require of " .. name .. " while reloading", 0) end
+    building[name] = true
+    local e = S.tracked[name]
+    local path = changed[name] and e and e.path or package.searchpath(name, package.path)
+    if not path then error("module " .. name .. " not found on package.path", 0) end
+    local st = stamps[name] or stamp(path)
+    local chunk, err = loadfile(path)
+    if not chunk then error(err, 0) end
+    local value = chunk(name, path)
+    check_module(name, value, path)
+    if not changed[name] then tracked[name] = { path = path, stamp = st } end
+    built[name] = link(name, value)
+    return built[name]
+  end
+
+  _G.require = private_require
+  local ok, err = xpcall(function()
+    for _, name in ipairs(names) do load_one(name) end
+  end, debug.traceback)
+  _G.require = real_require
+  if ok then
+    for name, t in pairs(tracked) do S.tracked[name] = t end
+    return true
+  end
+  for i = #linked, 1, -1 do
+    local l = linked[i]
+    if l.absent then
+      package.loaded[l.name] = l.prev
+    else
+      for k in pairs(l.live) do l.live[k] = nil end
+      for k, v in pairs(l.snap) do l.live[k] = v end
+      setmetatable(l.live, l.mt)
+    end
+  end
+  log.error("reload failed, previous version kept: %s", tostring(err))
+  return nil, first_line(err)
+end
+
+-- Finds changed built-in modules and rebuilds them as one unit; returns true when something swapped.
+local function check_builtins()
+  local names, stamps = {}, {}
+  for name, e in pairs(S.tracked) do
+    local st = stamp(e.path)
+    if st and st ~= e.stamp then
+      names[#names + 1] = name
+      stamps[name] = st
+    end
+  end
+  if #names == 0 then
+    S.failed_sig = nil
+    return false
+  end
+  table.sort(names)
+  local sig = {}
+  for _, n in ipairs(names) do sig[#sig + 1] = n .. "=" .. stamps[n] end
+  sig = table.concat(sig, ";")
+  if sig == S.failed_sig then return false end -- this broken version was reported already
+  local t0 = uv.hrtime()
+  local ok, err = build(names, stamps)
+  if not ok then
+    S.failed_sig = sig
+    local files = {}
+    for _, n in ipairs(names) do files[#files + 1] = S.tracked[n].path end
+    M.warn(string.format("reload of %s failed, the previous version keeps running: %s",
+      table.concat(files, ", "), err))
+    return false
+  end
+  for _, n in ipairs(names) do S.tracked[n].stamp = stamps[n] end
+  S.failed_sig = nil
+  log.info("reloaded %s in %.1f ms", table.concat(names, ", "), (uv.hrtime() - t0) / 1e6)
+  return true
+end
+
+-- Loads one policy file into its own environment and checks it; returns the policy or nil, error.
+local function load_policy(path)
+  local dir, file = path:match("^(.*)/([^/]*)$")
+  local env = require("rmcp.policy.api").env(path, S.role)
+  local chunk, err = loadfile(path, "t", env)
+  if not chunk then return nil, err end
+  local ok, value = xpcall(chunk, debug.traceback)
+  if not ok then
+    log.error("policy %s raised while loading: %s", path, tostring(value))
+    return nil, first_line(value)
+  end
+  local policy = { file = file, dir = dir, path = path, hooks = value, env = env, reported = {} }
+  local cok, cerr = pcall(require("rmcp.policy.hooks").check, value, path)
+  if not cok then return nil, first_line(cerr) end
+  policy.name = type(value) == "table" and type(value.name) == "string" and value.name or file
+  return policy
+end
+
+-- Lists the policy files (dirs in order, *.lua by name within each), re-reading a dir only when it changed.
+local function policy_files()
+  local dirty = false
+  for _, dir in ipairs(S.policy_dirs) do
+    local st = stamp(dir) or "missing"
+    if S.dir_stamps[dir] ~= st then
+      S.dir_stamps[dir] = st
+      dirty = true
+    end
+  end
+  if not dirty then return S.policy_files end
+  local files = {}
+  for _, dir in ipairs(S.policy_dirs) do
+    local names = {}
+    local h = uv.fs_scandir(dir)
+    while h do
+      local name, kind = uv.fs_scandir_next(h)
+      if not name then break end
+      if name:match("%.lua$") and not name:match("^%.") and kind ~= "directory" then names[#names + 1] = name end
+    end
+    table.sort(names)
+    for _, n in ipairs(names) do files[#files + 1] = dir .. "/" .. n end
+  end
+  S.policy_files = files
+  return files
+end
+
+-- Loads new and changed policy files, drops removed ones; returns true when the set changed.
+local function check_policies()
+  local files = policy_files()
+  local changed, seen, list = false, {}, {}
+  for _, path in ipairs(files) do
+    seen[path] = true
+    local e = S.by_path[path]
+    if not e then
+      e = {}
+      S.by_path[path] = e
+    end
+    local st = stamp(path)
+    if st and st ~= e.stamp and st ~= e.failed then
+      local p, err = load_policy(path)
+      if p then
+        e.policy, e.stamp, e.failed = p, st, nil
+        changed = true
+        log.info("policy %s loaded (%s)", path, S.role)
+      else
+        e.failed = st
+        M.warn(string.format("policy %s not %s: %s", path,
+          e.policy and "reloaded, the previous version keeps running" or "loaded", err))
+      end
+    end
+    if e.policy then list[#list + 1] = e.policy end
+  end
+  for path, e in pairs(S.by_path) do
+    if not seen[path] then
+      S.by_path[path] = nil
+      if e.policy then
+        changed = true
+        log.info("policy %s removed", path)
+      end
+    end
+  end
+  if changed or #list ~= #S.policies then S.policies = list end
+  return changed
+end
+
+local watch_dirs
+
+-- Runs one check: built-ins first (policies may use them), then the policy files.
+local function check_all()
+  local swapped = check_builtins()
+  if check_policies() then swapped = true end
+  if swapped then
+    S.generation = S.generation + 1
+    if S.on_swap then
+      local ok, err = xpcall(S.on_swap, debug.traceback)
+      if not ok then log.error("reload: on_swap failed: %s", tostring(err)) end
+    end
+  end
+  watch_dirs()
+  return swapped
+end
+
+-- Notices changed files and swaps in their new versions; call it at the start of every call.
+-- Returns true when something was swapped in. Cheap: one stat per tracked file and policy dir.
+function M.check()
+  if not S.started or S.checking then return false end
+  S.checking = true
+  local ok, res = xpcall(check_all, debug.traceback)
+  S.checking = false
+  if not ok then
+    log.error("reload check failed: %s", tostring(res))
+    return false
+  end
+  return res
+end
+
+-- Runs a check shortly after a burst of file events (editors write in several steps).
+local function schedule()
+  if not S.debounce then
+    S.debounce = uv.new_timer()
+    S.debounce:unref()
+  end
+  S.debounce:stop()
+  S.debounce:start(S.debounce_ms or 50, 0, function() M.check() end)
+end
+
+-- Watches (fs_event, agentd only) every dir holding a tracked module or a policy file.
+watch_dirs = function()
+  if not S.watch then return end
+  local dirs = {}
+  for _, e in pairs(S.tracked) do dirs[e.path:match("^(.*)/[^/]*$") or "."] = true end
+  for _, d in ipairs(S.policy_dirs) do
+    if S.dir_stamps[d] ~= "missing" then dirs[d] = true end
+  end
+  for dir in pairs(dirs) do
+    if not S.watchers[dir] then
+      local h = uv.new_fs_event()
+      local ok = h and h:start(dir, {}, function() schedule() end)
+      if ok then
+        h:unref()
+        S.watchers[dir] = h
+      elseif h then
+        h:close()
+      end
+    end
+  end
+end
+
+-- Records the file of a reloadable module when require loads it, so later edits are noticed.
+local function searcher(name)
+  if not S.started or not M.reloadable(name) then return nil end
+  local path = package.searchpath(name, package.path)
+  if not path then return nil end
+  local st = stamp(path)
+  local chunk, err = loadfile(path)
+  if not chunk then
+    error(string.format("error loading module '%s' from file '%s':\n\t%s", name, path, err), 2)
+  end
+  S.tracked[name] = { path = path, stamp = st }
+  return chunk, path
+end
+
+-- Starts hot reload for this process. opts: role ("server", "agentd"), watch (fs_event), on_swap()
+-- (after every successful swap), policy_dirs (default M.policy_dirs()), reloadable(name) (extra
+-- modules, for tests), debounce_ms. Loads the user policies at once; their errors become warnings.
+function M.init(opts)
+  opts = opts or {}
+  M.stop()
+  S = new_state()
+  S.role, S.watch, S.on_swap, S.extra = opts.role or "?", opts.watch, opts.on_swap, opts.reloadable
+  S.debounce_ms = opts.debounce_ms
+  S.policy_dirs = opts.policy_dirs or M.policy_dirs()
+  if not M.searcher_installed then
+    table.insert(package.searchers, 2, searcher)
+    M.searcher_installed = true
+  end
+  for name in pairs(package.loaded) do
+    if type(name) == "string" and M.reloadable(name) then
+      local path = package.searchpath(name, package.path)
+      if path then S.tracked[name] = { path = path, stamp = stamp(path) } end
+    end
+  end
+  S.started = true
+  check_policies()
+  watch_dirs()
+  local names = {}
+  for _, p in ipairs(S.policies) do names[#names + 1] = p.file end
+  log.info("hot reload on (%s): %d policy file(s)%s from %s", S.role, #names,
+    #names > 0 and (" [" .. table.concat(names, ", ") .. "]") or "", table.concat(S.policy_dirs, ":"))
+end
+
+-- Stops watching and forgets the state (tests; a process just exits).
+function M.stop()
+  for _, h in pairs(S.watchers) do if not h:is_closing() then h:close() end end
+  if S.debounce and not S.debounce:is_closing() then S.debounce:close() end
+  S = new_state()
+end
+
+return M

@@ -1,0 +1,278 @@
+-- User-policy hooks (lua/POLICY.md): the places where the server and agentd make a decision ask the
+-- loaded policy files here, in load order, passing the built-in default. Each hook call is protected:
+-- an error is logged, reported once to the next caller, and counts as "no answer" (the default stands).
+-- Stateless: the loaded policies live in rmcp.lib.reload.
+local log = require "rmcp.lib.log"
+local reload = require "rmcp.lib.reload"
+
+local M = {}
+
+-- The hooks a policy may define, and the other fields a policy table may carry.
+M.hooks = { tools = true, permission = true, spawn_defaults = true, cleanup = true, caps = true, agent_command = true }
+M.fields = { name = "string", description = "string", selfcheck = "function" }
+
+-- The limits the caps hook may change (poll/watch shaping; agentd's buffers stay as configured).
+M.caps = { max_events = true, max_events_cap = true, max_delta_text = true, max_watch_message = true, max_full_text = true }
+
+-- The spawn options spawn_defaults may set, with their types.
+M.spawn_fields = { model = "string", effort = "string", work_mode = "string", tool_approval = "string",
+                   keep_alive = "boolean", idle_timeout = "number" }
+
+-- Sorted names of a set, for messages.
+local function names_of(set)
+  local out = {}
+  for k in pairs(set) do out[#out + 1] = k end
+  table.sort(out)
+  return table.concat(out, ", ")
+end
+
+-- Checks a policy table loaded from path and runs its selfcheck(); raises with what is wrong.
+function M.check(policy, path)
+  local function bad(msg) error(path .. ": " .. msg, 0) end
+  if type(policy) ~= "table" then bad("a policy file must return a table of hooks, got " .. type(policy)) end
+  for k, v in pairs(policy) do
+    if type(k) ~= "string" then
+      bad("policy keys must be hook names, got " .. tostring(k))
+    elseif k:sub(1, 1) == "_" then
+      -- private helpers of the policy
+    elseif M.fields[k] then
+      if type(v) ~= M.fields[k] then bad(k .. " must be a " .. M.fields[k]) end
+    elseif k == "tools" then
+      if type(v) ~= "table" then bad("tools must be a list of tool tables") end
+      local seen = {}
+      for i, t in ipairs(v) do
+        reload.check_tool(t, path .. ": tools[" .. i .. "]")
+        if seen[t.name] then bad("tool " .. t.name .. " is defined twice") end
+        seen[t.name] = true
+      end
+    elseif k == "caps" then
+      if type(v) == "table" then
+        for name, n in pairs(v) do
+          if not M.caps[name] then bad("caps." .. tostring(name) .. " is not a cap (caps: " .. names_of(M.caps) .. ")") end
+          if type(n) ~= "number" or n < 0 then bad("caps." .. name .. " must be a number >= 0") end
+        end
+      elseif type(v) ~= "function" then
+        bad("caps must be a table {name = value} or a function(name, value)")
+      end
+    elseif M.hooks[k] then
+      if type(v) ~= "function" then bad(k .. " must be a function") end
+    else
+      bad("unknown hook '" .. k .. "' (hooks: " .. names_of(M.hooks) .. ")")
+    end
+  end
+  if policy.selfcheck then
+    local ok, why = policy.selfcheck()
+    if ok == false then bad("selfcheck failed: " .. tostring(why or "returned false")) end
+  end
+end
+
+-- Reports a policy mistake once per loaded version of that policy.
+local function complain(p, msg, logged)
+  if p.reported[msg] then return end
+  p.reported[msg] = true
+  reload.warn(msg, logged)
+end
+
+-- Calls hook fn of policy p, protected; returns its results, or nothing after an error.
+local function call(p, hook, fn, ...)
+  local res = table.pack(xpcall(fn, debug.traceback, ...))
+  if res[1] then return table.unpack(res, 2, res.n) end
+  local err = tostring(res[2])
+  log.error("policy %s: hook %s failed: %s", p.path, hook, err)
+  complain(p, string.format("policy %s: hook %s failed, the built-in default was used: %s", p.path, hook,
+    err:match("^[^\n]*")), true)
+end
+
+-- Iterates the loaded policies that define hook.
+local function with(hook)
+  local list, i = reload.policies(), 0
+  return function()
+    while true do
+      i = i + 1
+      local p = list[i]
+      if not p then return nil end
+      if p.hooks[hook] ~= nil then return p, p.hooks[hook] end
+    end
+  end
+end
+
+-- True when some loaded policy defines hook (callers skip building arguments otherwise).
+function M.defined(hook)
+  return with(hook)() ~= nil
+end
+
+-- A copy of v (tables deep, up to a depth) so a policy cannot change daemon state through arguments.
+local function copy(v, depth)
+  if type(v) ~= "table" or (depth or 0) > 6 then return v end
+  local out = {}
+  for k, x in pairs(v) do out[k] = copy(x, (depth or 0) + 1) end
+  return setmetatable(out, getmetatable(v))
+end
+
+-- What a policy sees of a session.
+function M.session_view(s)
+  return {
+    id = s.id, owner = s.owner, cwd = s.cwd, project_dir = s.project_dir, task = s.task, status = s.status,
+    model = s.model, effort = s.effort, tool_approval = s.tool_approval, work_mode = s.work_mode,
+    keep_alive = s.keep_alive == true, idle_timeout = s.idle_timeout, stop_reason = s.stop_reason,
+    turns_total = s.turns_total, created_at = s.created_at, updated_at = s.updated_at,
+  }
+end
+
+-- The absolute paths a tool call touches: its reported locations, else path-like arguments.
+local function paths_of(tc, cwd)
+  local resolve = require("rmcp.policy.api").resolve
+  local out = {}
+  for _, loc in ipairs(type(tc.locations) == "table" and tc.locations or {}) do
+    if type(loc) == "table" and type(loc.path) == "string" then out[#out + 1] = resolve(loc.path, cwd) end
+  end
+  if #out == 0 and type(tc.rawInput) == "table" then
+    for _, k in ipairs({ "path", "file_path", "filePath" }) do
+      local v = tc.rawInput[k]
+      if type(v) == "string" and v ~= "" then out[#out + 1] = resolve(v, cwd) end
+    end
+  end
+  return out
+end
+
+-- The first option of a kind in preference order; returns its optionId.
+local function option_of(options, kinds)
+  for _, kind in ipairs(kinds) do
+    for _, o in ipairs(options) do
+      if o.kind == kind then return o.optionId end
+    end
+  end
+end
+
+-- Asks the policies about a permission request or question of session s (agentd). dec is the
+-- recorded decision, tc the ACP toolCall. Returns nil (pass it on to the orchestrator) or
+-- {verdict = "approve"|"deny"|"select", option_id (nil: cancel the request), reason, policy}.
+function M.permission(s, dec, tc)
+  reload.check()
+  if not M.defined("permission") then return nil end
+  local meta = type(tc._meta) == "table" and type(tc._meta["reasonix.io"]) == "table" and tc._meta["reasonix.io"] or {}
+  local req = {
+    request_id = dec.request_id, kind = dec.kind, title = tc.title, tool_kind = tc.kind,
+    tool = type(meta.tool) == "string" and meta.tool or (type(tc.title) == "string" and tc.title:match("^(%S+)")) or tc.kind,
+    input = copy(tc.rawInput), paths = paths_of(tc, s.cwd), options = copy(dec.options),
+  }
+  local view = M.session_view(s)
+  for p, fn in with("permission") do
+    local verdict, reason = call(p, "permission", fn, req, view)
+    if verdict ~= nil then
+      local d = { verdict = verdict, reason = type(reason) == "string" and reason or nil, policy = p.name }
+      if verdict == "approve" then
+        d.option_id = option_of(dec.options, { "allow_once", "allow_always" })
+        if not d.option_id then
+          complain(p, "policy " .. p.path .. ": permission returned approve for a request with no allow option; passed on")
+          d = nil
+        end
+      elseif verdict == "deny" then
+        d.option_id = option_of(dec.options, { "reject_once", "reject_always" })
+      elseif type(verdict) == "table" and type(verdict.option_id) == "string" then
+        d.verdict, d.option_id = "select", verdict.option_id
+        local known = false
+        for _, o in ipairs(dec.options) do known = known or o.optionId == verdict.option_id end
+        if not known then
+          complain(p, "policy " .. p.path .. ": permission chose option " .. verdict.option_id .. ", which the request does not offer; passed on")
+          d = nil
+        end
+      else
+        complain(p, "policy " .. p.path .. ": permission must return \"approve\", \"deny\", {option_id = ...} or nil; got " .. tostring(verdict))
+        d = nil
+      end
+      if d then return d end
+    end
+  end
+  return nil
+end
+
+-- Lets the policies adjust spawn options o (from policy/spawn.options) for info {cwd, project_dir,
+-- orchestrator_id}; values the caller gave explicitly are never changed. Returns o.
+function M.spawn_defaults(o, info)
+  for p, fn in with("spawn_defaults") do
+    local view = { task = o.task }
+    for k in pairs(M.spawn_fields) do view[k] = o[k] end
+    info.explicit = copy(o.explicit)
+    local changes = call(p, "spawn_defaults", fn, view, info)
+    if type(changes) == "table" then
+      for k, v in pairs(changes) do
+        local want = M.spawn_fields[k]
+        if not want then
+          complain(p, "policy " .. p.path .. ": spawn_defaults cannot set " .. tostring(k) .. " (fields: " .. names_of(M.spawn_fields) .. ")")
+        elseif type(v) ~= want then
+          complain(p, "policy " .. p.path .. ": spawn_defaults: " .. k .. " must be a " .. want)
+        elseif not o.explicit[k] then
+          o[k] = v
+        end
+      end
+    elseif changes ~= nil then
+      complain(p, "policy " .. p.path .. ": spawn_defaults must return a table of options or nil")
+    end
+  end
+  return o
+end
+
+-- The idle grace of session s (seconds, or nil: never cleaned up) after the policies saw the
+-- built-in grace; also returns the note of the policy that set it (reported when it fires).
+function M.cleanup(s, grace)
+  reload.check()
+  local note, view
+  for p, fn in with("cleanup") do
+    view = view or M.session_view(s)
+    local g, n = call(p, "cleanup", fn, view, grace)
+    if g == false then
+      grace, note = nil, nil
+    elseif type(g) == "number" and g >= 0 then
+      grace, note = g, type(n) == "string" and n or ("idle grace set by policy " .. p.name)
+    elseif g ~= nil then
+      complain(p, "policy " .. p.path .. ": cleanup must return seconds, false (never) or nil; got " .. tostring(g))
+    end
+  end
+  return grace, note
+end
+
+-- The value of poll/watch cap name after the policies' caps (value is the configured one).
+function M.limit(name, value)
+  if not M.caps[name] then return value end
+  for p, c in with("caps") do
+    local v
+    if type(c) == "table" then v = c[name] else v = call(p, "caps", c, name, value) end
+    if type(v) == "number" and v >= 0 then
+      value = math.floor(v)
+    elseif v ~= nil then
+      complain(p, "policy " .. p.path .. ": caps(" .. name .. ") must return a number >= 0 or nil")
+    end
+  end
+  return value
+end
+
+-- The argv that runs an agent (default {bin, "acp"}; bin may be nil when no reasonix is installed)
+-- after the policies' agent_command. info: {purpose = "session"|"models", session_id?, cwd, model?,
+-- orchestrator_id?}. Returns argv or nil when there is none.
+function M.agent_command(argv, info)
+  for p, fn in with("agent_command") do
+    local r = call(p, "agent_command", fn, copy(argv), info)
+    if r ~= nil then
+      local ok = type(r) == "table" and #r >= 1
+      for i = 1, ok and #r or 0 do ok = ok and type(r[i]) == "string" and r[i] ~= "" end
+      if ok then
+        argv = r
+      else
+        complain(p, "policy " .. p.path .. ": agent_command must return a list of strings (argv) or nil")
+      end
+    end
+  end
+  return argv
+end
+
+-- The tools the policies add: {tool, policy} in load order.
+function M.tools()
+  local out = {}
+  for p, list in with("tools") do
+    for _, t in ipairs(list) do out[#out + 1] = { tool = t, policy = p } end
+  end
+  return out
+end
+
+return M

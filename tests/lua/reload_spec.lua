@@ -1,0 +1,271 @@
+-- Hot reload (lib/reload.lua) and user policies (policy/hooks.lua, policy/api.lua) in process, without
+-- agents: build-and-swap keeps module identity, a broken change keeps the old version and is reported
+-- once with file:line, a change set swaps as one unit, policies load in order into a narrow
+-- environment, hooks chain and fall back, and the examples' hooks decide as their comments say.
+local uv = require "luv"
+local reload = require "rmcp.lib.reload"
+local hooks = require "rmcp.policy.hooks"
+
+local here = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
+local EXAMPLES = here .. "../../examples/"
+
+-- Writes text to path through a rename (a new inode: a change is seen even within one clock tick).
+local function write(path, text)
+  local tmp = path .. ".tmp"
+  local f = assert(io.open(tmp, "w"))
+  f:write(text)
+  f:close()
+  assert(os.rename(tmp, path))
+end
+
+-- Copies an example file into dir.
+local function copy_example(name, dir)
+  local f = assert(io.open(EXAMPLES .. name))
+  write(dir .. "/" .. name, f:read("a"))
+  f:close()
+end
+
+-- A private module tree (rtest.*) and policy dir, with reload started on them; undone after the case.
+local function setup(t)
+  local root = t.tmpdir("rmcp-reload")
+  assert(uv.fs_mkdir(root .. "/rtest", 448))
+  assert(uv.fs_mkdir(root .. "/policy", 448))
+  local saved_path = package.path
+  package.path = root .. "/?.lua;" .. package.path
+  t.defer(function()
+    reload.stop()
+    package.path = saved_path
+    for name in pairs(package.loaded) do
+      if type(name) == "string" and name:match("^rtest%.") then package.loaded[name] = nil end
+    end
+  end)
+  local ctx = { root = root, policy = root .. "/policy" }
+  function ctx.start(opts)
+    opts = opts or {}
+    reload.init{ role = "test", policy_dirs = { ctx.policy },
+                 reloadable = function(name) return name:match("^rtest%.") ~= nil end,
+                 on_swap = opts.on_swap }
+  end
+  function ctx.module(name, text) write(root .. "/rtest/" .. name .. ".lua", text) end
+  function ctx.policy_file(name, text) write(ctx.policy .. "/" .. name, text) end
+  -- The pending warnings, joined.
+  function ctx.warnings() return table.concat(reload.take_warnings(), "\n") end
+  return ctx
+end
+
+local MOD_B = [[
+local M = {}
+function M.value() return %d end
+return M
+]]
+local MOD_A = [[
+local b = require "rtest.b"
+local M = {}
+M.version = %d
+function M.value() return b.value() * 10 + M.version end
+return M
+]]
+
+test("a changed module swaps in place; modules that hold it see the new code", function(t)
+  local ctx = setup(t)
+  ctx.module("b", MOD_B:format(1))
+  ctx.module("a", MOD_A:format(1))
+  ctx.start()
+  local a = require "rtest.a"
+  local b = require "rtest.b"
+  t.eq(a.value(), 11)
+  t.eq(reload.check(), false, "nothing changed")
+  local gen = reload.generation()
+  ctx.module("b", MOD_B:format(2))
+  t.eq(reload.check(), true)
+  t.eq(reload.generation(), gen + 1)
+  t.ok(require("rtest.b") == b, "the module table keeps its identity")
+  t.eq(b.value(), 2)
+  t.eq(a.value(), 21, "a (not reloaded) calls the new b through the live table")
+  ctx.module("a", MOD_A:format(5))
+  t.eq(reload.check(), true)
+  t.eq(a.value(), 25)
+  ctx.module("b", MOD_B:format(3))
+  reload.check()
+  t.eq(a.value(), 35, "a reloaded earlier still follows later reloads of b")
+  t.eq(ctx.warnings(), "")
+end)
+
+test("a syntax or load error keeps the old version and is reported once with file:line", function(t)
+  local ctx = setup(t)
+  ctx.module("b", MOD_B:format(1))
+  ctx.start()
+  local b = require "rtest.b"
+  ctx.module("b", "local M = {}\nfunction M.value( return 2 end\nreturn M\n")
+  t.eq(reload.check(), false)
+  t.eq(b.value(), 1, "old version keeps running")
+  local w = ctx.warnings()
+  t.match(w, "rtest/b%.lua:2:", "the warning names file:line")
+  t.match(w, "previous version keeps running")
+  reload.check()
+  t.eq(ctx.warnings(), "", "reported once")
+  ctx.module("b", "local M = {}\nM.x = nil .. 1\nreturn M\n")
+  t.eq(reload.check(), false)
+  t.match(ctx.warnings(), "rtest/b%.lua:2: attempt to concatenate")
+  t.eq(b.value(), 1)
+  ctx.module("b", "return 42\n")
+  reload.check()
+  t.match(ctx.warnings(), "must return a table")
+  ctx.module("b", "local M = {}\nfunction M.value() return 7 end\nfunction M.selfcheck() return M.value() == 8, 'value is not 8' end\nreturn M\n")
+  reload.check()
+  t.match(ctx.warnings(), "selfcheck failed: value is not 8")
+  t.eq(b.value(), 1)
+  ctx.module("b", MOD_B:format(9))
+  t.eq(reload.check(), true)
+  t.eq(b.value(), 9, "a fixed file is picked up")
+end)
+
+test("changes swap as one unit: a broken module rolls back a good one changed with it", function(t)
+  local ctx = setup(t)
+  ctx.module("b", MOD_B:format(1))
+  ctx.module("a", MOD_A:format(1))
+  ctx.start()
+  local a, b = require "rtest.a", require "rtest.b"
+  ctx.module("b", MOD_B:format(2))
+  ctx.module("a", "local b = require 'rtest.b'\nerror('a is broken')\n")
+  t.eq(reload.check(), false)
+  t.eq(b.value(), 1, "b's new version was rolled back")
+  t.eq(a.value(), 11)
+  t.match(ctx.warnings(), "rtest/a%.lua:2: a is broken")
+  ctx.module("a", MOD_A:format(3))
+  t.eq(reload.check(), true)
+  t.eq(a.value(), 23, "fixing a brings in both")
+end)
+
+test("policies load in name order into a narrow environment; hooks chain and fall back", function(t)
+  local ctx = setup(t)
+  ctx.policy_file("20-second.lua", [[
+return { caps = function(name, value) if name == "max_watch_message" then return value // 2 end end }
+]])
+  ctx.policy_file("10-first.lua", [[
+local seen = { io = io ~= nil, require = require ~= nil, exec = os.execute ~= nil, debug = debug ~= nil,
+               load = load ~= nil, string = string.format ~= nil, rmcp = rmcp.policy.file }
+return {
+  _seen = seen,
+  caps = { max_watch_message = 100, max_events = 3 },
+  permission = function(req) if req.tool_kind == "read" then return "approve", "reads are fine" end end,
+}
+]])
+  write(ctx.policy .. "/notes.txt", "not a policy")
+  ctx.start()
+  local list = reload.policies()
+  t.eq(#list, 2)
+  t.eq(list[1].file, "10-first.lua")
+  t.eq(list[2].file, "20-second.lua")
+  t.eq(list[1].hooks._seen, { io = false, require = false, exec = false, debug = false, load = false,
+                              string = true, rmcp = "10-first.lua" })
+  t.eq(hooks.limit("max_watch_message", 4000), 50, "first sets 100, second halves it")
+  t.eq(hooks.limit("max_events", 50), 3)
+  t.eq(hooks.limit("max_line", 7), 7, "only poll/watch caps are policy-controlled")
+  local s = { id = "rx-1", cwd = "/w", status = "running" }
+  local options = { { optionId = "allow_once", kind = "allow_once" }, { optionId = "reject_once", kind = "reject_once" } }
+  local d = hooks.permission(s, { request_id = 1, kind = "permission", options = options },
+    { title = "read_file a", kind = "read", rawInput = { path = "a" } })
+  t.eq(d, { verdict = "approve", option_id = "allow_once", reason = "reads are fine", policy = "10-first.lua" })
+  t.eq(hooks.permission(s, { request_id = 2, kind = "permission", options = options }, { title = "bash x", kind = "execute" }), nil)
+  t.eq(ctx.warnings(), "")
+end)
+
+test("a broken policy keeps its previous version; a hook error falls back to the default", function(t)
+  local ctx = setup(t)
+  ctx.policy_file("caps.lua", "return { caps = { max_watch_message = 100 } }\n")
+  ctx.start()
+  t.eq(hooks.limit("max_watch_message", 4000), 100)
+  ctx.policy_file("caps.lua", "return { caps = { max_watch_message = 200 }\n")
+  t.eq(reload.check(), false)
+  t.eq(hooks.limit("max_watch_message", 4000), 100, "old version kept")
+  t.match(ctx.warnings(), "previous version keeps running: .*policy/caps%.lua:2:")
+  ctx.policy_file("caps.lua", "return {\n  caps = { max_watch_message = 300 },\n  selfcheck = function() return nil + 1 end,\n}\n")
+  t.eq(reload.check(), false)
+  t.match(ctx.warnings(), "policy/caps%.lua:3: attempt to perform arithmetic")
+  t.eq(hooks.limit("max_watch_message", 4000), 100)
+  ctx.policy_file("caps.lua", "return { cpas = {} }\n")
+  reload.check()
+  t.match(ctx.warnings(), "unknown hook 'cpas'")
+  ctx.policy_file("caps.lua", "return { caps = function(name) if name == 'max_events' then error('oops') end end }\n")
+  t.eq(reload.check(), true)
+  t.eq(hooks.limit("max_watch_message", 4000), 4000)
+  t.eq(hooks.limit("max_events", 50), 50, "an error in a hook keeps the default")
+  t.eq(hooks.limit("max_events", 50), 50)
+  local w = reload.take_warnings()
+  t.eq(#w, 1, "a failing hook is reported once")
+  t.match(w[1], "policy/caps%.lua:1: oops")
+  os.remove(ctx.policy .. "/caps.lua")
+  t.eq(reload.check(), true)
+  t.eq(#reload.policies(), 0, "a removed policy is gone")
+end)
+
+test("a new policy file is found on the next check; a broken new file is reported and skipped", function(t)
+  local ctx = setup(t)
+  local swaps = 0
+  ctx.start({ on_swap = function() swaps = swaps + 1 end })
+  t.eq(#reload.policies(), 0)
+  ctx.policy_file("bad.lua", "return { tools = { { name = 'x' } } }\n")
+  ctx.policy_file("ok.lua", "return { agent_command = function(argv) return { 'wrap', table.unpack(argv) } end }\n")
+  t.eq(reload.check(), true)
+  t.eq(swaps, 1)
+  t.eq(#reload.policies(), 1)
+  t.match(ctx.warnings(), "bad%.lua not loaded: .*tools%[1%]: tool x: description")
+  t.eq(hooks.agent_command({ "/bin/reasonix", "acp" }, {}), { "wrap", "/bin/reasonix", "acp" })
+end)
+
+test("tool modules and the tool registry are checked before they swap in", function(t)
+  local tools = require "rmcp.server.tools"
+  t.ok(tools.selfcheck())
+  t.ok(not pcall(reload.check_tool, { name = "x", description = "d", inputSchema = { type = "object" } }, "here"))
+  t.ok(pcall(reload.check_tool, { name = "x", description = "d", inputSchema = { type = "object" }, handler = print }, "here"))
+end)
+
+test("example permissions.lua: approves file access inside cwd, denies destructive commands, passes the rest", function(t)
+  local ctx = setup(t)
+  copy_example("permissions.lua", ctx.policy)
+  ctx.start()
+  t.eq(ctx.warnings(), "")
+  local ws = ctx.root
+  local s = { id = "rx-1", cwd = ws, status = "running" }
+  local opts = { { optionId = "allow_once", kind = "allow_once" }, { optionId = "allow_always", kind = "allow_always" },
+                 { optionId = "reject_once", kind = "reject_once" } }
+  local function ask(tc, kind)
+    local d = hooks.permission(s, { request_id = 1, kind = kind or "permission", options = opts }, tc)
+    return d and d.verdict, d and d.option_id
+  end
+  t.eq({ ask({ title = "write_file a.txt", kind = "edit", rawInput = { path = "a.txt" }, locations = { { path = ws .. "/a.txt" } } }) },
+       { "approve", "allow_once" })
+  t.eq({ ask({ title = "read_file x", kind = "read", rawInput = { path = "sub/../x" } }) }, { "approve", "allow_once" })
+  t.eq({ ask({ title = "write_file ../out.txt", kind = "edit", rawInput = { path = "../out.txt" } }) }, {}, "outside cwd: passed on")
+  t.eq({ ask({ title = "write_file /etc/x", kind = "edit", locations = { { path = "/etc/x" } } }) }, {})
+  for _, cmd in ipairs({ "rm -rf build", "cd x && rm -fr /", "git push --force origin main", "git push -f", "git reset --hard HEAD~3" }) do
+    t.eq({ ask({ title = "bash " .. cmd, kind = "execute", rawInput = { command = cmd } }) }, { "deny", "reject_once" }, cmd)
+  end
+  for _, cmd in ipairs({ "echo hi", "ls -la", "git push origin main", "grep -rf patterns ." }) do
+    t.eq({ ask({ title = "bash " .. cmd, kind = "execute", rawInput = { command = cmd } }) }, {}, cmd)
+  end
+  t.eq({ ask({ title = "Which?", kind = "other", rawInput = {} }, "question") }, {}, "questions go to the orchestrator")
+end)
+
+test("examples idle_cleanup, small_caps, agent_wrapper and fanout_tool load and decide as documented", function(t)
+  local ctx = setup(t)
+  for _, name in ipairs({ "idle_cleanup.lua", "small_caps.lua", "agent_wrapper.lua", "fanout_tool.lua" }) do
+    copy_example(name, ctx.policy)
+  end
+  ctx.start()
+  t.eq(ctx.warnings(), "")
+  t.eq(#reload.policies(), 4)
+  local grace, note = hooks.cleanup({ status = "idle" }, nil)
+  t.eq(grace, 600)
+  t.match(note, "idle for 10 min")
+  t.eq(hooks.cleanup({ status = "idle", keep_alive = true }, nil), nil, "keep_alive: never")
+  t.eq(hooks.cleanup({ status = "idle", idle_timeout = 5 }, 5), 5, "an explicit idle_timeout wins")
+  t.eq(hooks.limit("max_watch_message", 4000), 600)
+  t.eq(hooks.limit("max_events", 50), 8)
+  t.eq(hooks.agent_command({ "/x/reasonix", "acp" }, { purpose = "session" }),
+       { ctx.policy .. "/agent-wrapper.sh", "/x/reasonix", "acp" })
+  local list = hooks.tools()
+  t.eq(#list, 1)
+  t.eq(list[1].tool.name, "reasonix_fanout")
+end)
