@@ -450,6 +450,19 @@ int channel_is_raw(const channel_t *ch)
   return ch->raw;
 }
 
+/* The fd under the channel (-1 once its stream is closed), to hand it to a successor image. */
+int channel_fileno(const channel_t *ch)
+{
+  return ch->io_closed ? -1 : ch->fd;
+}
+
+/* Bytes read but not delivered yet (a partial line, or one being dropped as oversize): a channel
+ * handed to a successor must have none, or they are lost. */
+size_t channel_buffered(const channel_t *ch)
+{
+  return (ch->nd.len - ch->nd.head) + (ch->nd.discarding || ch->nd.has_partial ? 1 : 0);
+}
+
 /* The owner pointer given at open. */
 void *channel_data(const channel_t *ch)
 {

@@ -36,6 +36,8 @@ int channel_shutdown(channel_t *ch);
 void channel_close(channel_t *ch);
 int channel_teardown(channel_t *ch);
 int channel_is_raw(const channel_t *ch);
+int channel_fileno(const channel_t *ch);
+size_t channel_buffered(const channel_t *ch);
 void *channel_data(const channel_t *ch);
 int channel_handle_is_flushing(const uv_handle_t *handle);
 

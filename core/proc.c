@@ -1,4 +1,4 @@
-/* proc.c: rmcp.proc. We fork and exec ourselves because uv_spawn has no pre-exec hook for
+/* proc.c: the process machinery behind rmcp.proc (the binding is proc_lua.c). We fork and exec ourselves because uv_spawn has no pre-exec hook for
  * PR_SET_PDEATHSIG; we reap with waitpid(pid, WNOHANG) for our own pids only, never
  * waitpid(-1), so children that libuv/luv spawned on the same loop keep their exit callbacks. */
 #define _GNU_SOURCE
@@ -363,6 +363,8 @@ static int proc_fork(const proc_opts *o, int child[3], pid_t *pidp, const char *
   return 0;
 }
 
+static int proc_track(uv_loop_t *loop, pid_t pid, int parent[3], const proc_opts *o, proc_t **out);
+
 /* Spawn a child; exec failures come back synchronously (negative errno, *failed_step set). */
 int proc_spawn(uv_loop_t *loop, const proc_opts *o, proc_t **out, const char **failed_step)
 {
@@ -385,13 +387,27 @@ int proc_spawn(uv_loop_t *loop, const proc_opts *o, proc_t **out, const char **f
   proc_close_fds(child, 3);
   if (r < 0) goto fail;
 
-  proc_t *p = calloc(1, sizeof(*p));
-  if (p == NULL) {
+  r = proc_track(loop, pid, parent, o, out);
+  if (r < 0) {
     kill(pid, SIGKILL);  /* cannot track it: do not leave it behind */
     while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {}
-    r = UV_ENOMEM;
     goto fail;
   }
+  return 0;
+
+fail:
+  proc_close_fds(child, 3);
+  proc_close_fds(parent, 3);
+  reaper_update();
+  return r;
+}
+
+/* Track child pid and wrap our ends of its stdio (parent[i] < 0: none) in channels; the fds are
+ * taken (set to -1) once tracked. */
+static int proc_track(uv_loop_t *loop, pid_t pid, int parent[3], const proc_opts *o, proc_t **out)
+{
+  proc_t *p = calloc(1, sizeof(*p));
+  if (p == NULL) return UV_ENOMEM;
   p->pid = pid;
   p->cbs = o->cbs;
   p->data = o->data;
@@ -421,12 +437,50 @@ int proc_spawn(uv_loop_t *loop, const proc_opts *o, proc_t **out, const char **f
   reaper_update();
   *out = p;
   return 0;
+}
 
-fail:
-  proc_close_fds(child, 3);
-  proc_close_fds(parent, 3);
+/* Take over child pid that this image did not fork (exec keeps children and their pipes, e.g. a
+ * daemon that re-executed itself): wrap the fds (ours from now on; < 0: none) and reap it.
+ * -ECHILD when pid is not our child. */
+int proc_adopt(uv_loop_t *loop, pid_t pid, const int fds[3], const proc_opts *o, proc_t **out)
+{
+  siginfo_t si;
+  memset(&si, 0, sizeof(si));
+  if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) < 0) return -errno;
+  int r = reaper_get(loop);
+  if (r < 0) return r;
+  int parent[3] = {fds[0], fds[1], fds[2]};
+  for (int i = 0; i < 3; i++)
+    if (parent[i] >= 0) fcntl(parent[i], F_SETFD, FD_CLOEXEC);
+  r = proc_track(loop, pid, parent, o, out);
   reaper_update();
   return r;
+}
+
+/* Our end of stdio slot i (0 stdin, 1 stdout, 2 stderr), -1 when there is none. */
+int proc_fileno(const proc_t *p, int i)
+{
+  channel_t *ch = i == 0 ? p->in : i == 1 ? p->out : p->err;
+  return ch && !p->closed ? channel_fileno(ch) : -1;
+}
+
+/* Stop (paused = 1) or restart reading the child's stdout and stderr. */
+void proc_pause(proc_t *p, int paused)
+{
+  channel_t *chans[2] = {p->out, p->err};
+  for (int i = 0; i < 2; i++) {
+    if (chans[i] == NULL) continue;
+    if (paused)
+      channel_pause(chans[i]);
+    else
+      channel_resume(chans[i]);
+  }
+}
+
+/* Bytes read from the child's stdout but not delivered yet (a partial line). */
+size_t proc_buffered(const proc_t *p)
+{
+  return p->out && !p->closed ? channel_buffered(p->out) : 0;
 }
 
 /* The child's pid (also its process group id). */
@@ -506,327 +560,4 @@ void proc_teardown(void)
     proc_maybe_free(p);
   }
   reaper_update();
-}
-
-/* ---- Lua binding: rmcp.proc ---- */
-
-#define LPROC_MT "rmcp.proc"
-
-typedef struct {
-  proc_t *p;         /* NULL once exited or closed */
-  lua_State *L;
-  pid_t pid;
-  int raw;           /* stdin takes raw bytes, not lines */
-  int self, on_line, on_oversize, on_stdout, on_stderr, on_exit;
-} lproc_t;
-
-/* Drop callback refs and the keep-alive. */
-static void lproc_drop(lua_State *L, lproc_t *u)
-{
-  lua_host_unref(L, &u->on_line);
-  lua_host_unref(L, &u->on_oversize);
-  lua_host_unref(L, &u->on_stdout);
-  lua_host_unref(L, &u->on_stderr);
-  lua_host_unref(L, &u->on_exit);
-  lua_host_release(L, &u->self);
-}
-
-/* Close the C side and drop the Lua side; idempotent. */
-static void lproc_close_ud(lua_State *L, lproc_t *u)
-{
-  if (u->p == NULL) return;
-  proc_t *p = u->p;
-  u->p = NULL;
-  proc_close(p);
-  lproc_drop(L, u);
-}
-
-/* Push a string argument and call the callback ref. */
-static void lproc_call_str(proc_t *p, int ref, const char *s, size_t n)
-{
-  lproc_t *u = proc_data(p);
-  lua_pushlstring(u->L, s, n);
-  lua_host_call_ref(u->L, ref, 1);
-}
-
-/* stdout line. */
-static void lproc_on_line(proc_t *p, const char *s, size_t n)
-{
-  lproc_call_str(p, ((lproc_t *)proc_data(p))->on_line, s, n);
-}
-
-/* stdout raw chunk. */
-static void lproc_on_stdout(proc_t *p, const char *s, size_t n)
-{
-  lproc_call_str(p, ((lproc_t *)proc_data(p))->on_stdout, s, n);
-}
-
-/* stderr chunk. */
-static void lproc_on_stderr(proc_t *p, const char *s, size_t n)
-{
-  lproc_call_str(p, ((lproc_t *)proc_data(p))->on_stderr, s, n);
-}
-
-/* stdout line over max_line. */
-static void lproc_on_oversize(proc_t *p, size_t n)
-{
-  lproc_t *u = proc_data(p);
-  lua_pushinteger(u->L, (lua_Integer)n);
-  lua_host_call_ref(u->L, u->on_oversize, 1);
-}
-
-/* Exit after EOF: call on_exit(code, signal), then release everything. */
-static void lproc_on_exit(proc_t *p, int code, int sig)
-{
-  lproc_t *u = proc_data(p);
-  lua_State *L = u->L;
-  lua_pushinteger(L, code);
-  lua_pushinteger(L, sig);
-  lua_host_call_ref(L, u->on_exit, 2);
-  if (u->p == p) lproc_close_ud(L, u);
-}
-
-static const proc_cbs lproc_cbs = {
-  lproc_on_line, lproc_on_oversize, lproc_on_stdout, lproc_on_stderr, lproc_on_exit,
-};
-
-/* Parse a stdio option: "pipe" | "null" | "inherit" | "stdout" | {file=, append=}. */
-static void lproc_stdio(lua_State *L, int opts, const char *field, proc_io *io)
-{
-  int t = lua_getfield(L, opts, field);
-  io->kind = PROC_IO_PIPE;
-  if (t == LUA_TTABLE) {
-    io->kind = PROC_IO_FILE;
-    if (lua_getfield(L, -1, "file") != LUA_TSTRING) luaL_error(L, "%s.file must be a path", field);
-    io->path = lua_tostring(L, -1);
-    lua_pop(L, 1);  /* the string stays alive in the opts table */
-    lua_getfield(L, -1, "append");
-    io->append = lua_toboolean(L, -1);
-    lua_pop(L, 1);
-  } else if (t != LUA_TNIL) {
-    const char *s = luaL_checkstring(L, -1);
-    if (strcmp(s, "pipe") == 0)
-      io->kind = PROC_IO_PIPE;
-    else if (strcmp(s, "null") == 0)
-      io->kind = PROC_IO_NULL;
-    else if (strcmp(s, "inherit") == 0)
-      io->kind = PROC_IO_INHERIT;
-    else if (strcmp(s, "stdout") == 0 && strcmp(field, "stderr") == 0)
-      io->kind = PROC_IO_STDOUT;
-    else
-      luaL_error(L, "bad %s \"%s\" (pipe, null, inherit%s or {file=...})", field, s,
-                 strcmp(field, "stderr") == 0 ? ", stdout" : "");
-  }
-  lua_pop(L, 1);
-}
-
-/* Build a NULL-terminated char* array (GC-owned userdata) from opts[field] with a prefix. */
-static char **lproc_strv(lua_State *L, int opts, const char *field, const char *first)
-{
-  if (lua_getfield(L, opts, field) == LUA_TNIL) {
-    lua_pop(L, 1);
-    if (first == NULL) return NULL;
-    lua_newtable(L);
-  }
-  luaL_checktype(L, -1, LUA_TTABLE);
-  int tbl = lua_gettop(L);
-  lua_Integer n = (lua_Integer)luaL_len(L, tbl);
-  int extra = first ? 1 : 0;
-  char **v = lua_newuserdatauv(L, sizeof(char *) * (size_t)(n + extra + 1), 0);
-  if (first) v[0] = (char *)first;
-  for (lua_Integer i = 1; i <= n; i++) {
-    if (lua_rawgeti(L, tbl, i) != LUA_TSTRING) luaL_error(L, "%s[%d] must be a string", field, (int)i);
-    v[i - 1 + extra] = (char *)lua_tostring(L, -1);  /* alive: the table holds it */
-    lua_pop(L, 1);
-  }
-  v[n + extra] = NULL;
-  lua_remove(L, tbl);  /* leave the userdata on the stack; the table stays in opts */
-  return v;
-}
-
-/* proc.spawn(opts) -> proc | nil, err, code */
-static int lproc_spawn(lua_State *L)
-{
-  luaL_checktype(L, 1, LUA_TTABLE);
-  lua_host_t *h = lua_host_get(L);
-  if (h == NULL) return luaL_error(L, "rmcp.proc needs the reasonix-mcp host");
-  proc_opts o;
-  memset(&o, 0, sizeof(o));
-  if (lua_getfield(L, 1, "file") != LUA_TSTRING) return luaL_error(L, "spawn: file must be a string");
-  o.file = lua_tostring(L, -1);
-  lua_pop(L, 1);  /* strings stay alive in the opts table */
-  int t = lua_getfield(L, 1, "cwd");
-  if (t != LUA_TNIL && t != LUA_TSTRING) return luaL_error(L, "spawn: cwd must be a string");
-  o.cwd = lua_tostring(L, -1);
-  lua_pop(L, 1);
-  o.argv = lproc_strv(L, 1, "args", o.file);
-  o.env = lproc_strv(L, 1, "env", NULL);
-  o.pdeathsig = lua_host_optbool(L, 1, "pdeathsig", 1);
-  o.setsid = lua_host_optbool(L, 1, "setsid", 0);
-  lproc_stdio(L, 1, "stdin", &o.io[0]);
-  lproc_stdio(L, 1, "stdout", &o.io[1]);
-  lproc_stdio(L, 1, "stderr", &o.io[2]);
-  if (o.io[0].kind == PROC_IO_FILE && o.io[0].append) return luaL_error(L, "stdin cannot append");
-  lua_getfield(L, 1, "stdout_mode");
-  const char *mode = luaL_optstring(L, -1, "ndjson");
-  if (strcmp(mode, "raw") == 0)
-    o.stdout_raw = 1;
-  else if (strcmp(mode, "ndjson") != 0)
-    return luaL_error(L, "stdout_mode must be \"ndjson\" or \"raw\"");
-  lua_pop(L, 1);
-  lua_getfield(L, 1, "max_line");
-  lua_Integer max = luaL_optinteger(L, -1, 0);
-  if (max < 0) return luaL_error(L, "max_line must be positive");
-  o.max_line = (size_t)max;
-  lua_pop(L, 1);
-
-  lproc_t *u = lua_newuserdatauv(L, sizeof(*u), 0);
-  memset(u, 0, sizeof(*u));
-  u->L = h->L;
-  u->self = u->on_line = u->on_oversize = u->on_stdout = u->on_stderr = u->on_exit = LUA_NOREF;
-  luaL_setmetatable(L, LPROC_MT);
-  u->on_line = lua_host_checkref(L, 1, "on_line");
-  u->on_oversize = lua_host_checkref(L, 1, "on_oversize");
-  u->on_stdout = lua_host_checkref(L, 1, "on_stdout");
-  u->on_stderr = lua_host_checkref(L, 1, "on_stderr");
-  u->on_exit = lua_host_checkref(L, 1, "on_exit");
-  o.cbs = &lproc_cbs;
-  o.data = u;
-  const char *step = NULL;
-  int r = proc_spawn(h->loop, &o, &u->p, &step);
-  if (r < 0) {
-    u->p = NULL;
-    lproc_drop(L, u);
-    const char *what = o.file;
-    if (step && strcmp(step, "chdir") == 0)
-      what = lua_pushfstring(L, "chdir %s", o.cwd);
-    else if (step && strcmp(step, "exec") != 0)
-      what = lua_pushfstring(L, "%s (%s)", step, o.file);
-    return lua_host_fail(L, r, what);
-  }
-  u->pid = proc_pid(u->p);
-  u->raw = o.stdout_raw;
-  u->self = lua_host_retain(L, -1);
-  return 1;
-}
-
-/* Check arg 1 is a proc userdata. */
-static lproc_t *lproc_check(lua_State *L)
-{
-  return luaL_checkudata(L, 1, LPROC_MT);
-}
-
-/* p:pid() */
-static int lproc_pid(lua_State *L)
-{
-  lua_pushinteger(L, lproc_check(L)->pid);
-  return 1;
-}
-
-/* p:write(data) -> queued | nil, err, code */
-static int lproc_write(lua_State *L)
-{
-  lproc_t *u = lproc_check(L);
-  size_t n;
-  const char *s = luaL_checklstring(L, 2, &n);
-  if (!u->raw && memchr(s, '\n', n)) return luaL_error(L, "ndjson line contains a newline");
-  if (u->p == NULL) return lua_host_fail(L, UV_EPIPE, "process has exited");
-  int r = proc_write(u->p, s, n);
-  if (r < 0) return lua_host_fail(L, r, "stdin");
-  lua_pushinteger(L, (lua_Integer)proc_queued(u->p));
-  return 1;
-}
-
-/* p:queued() */
-static int lproc_queued(lua_State *L)
-{
-  lproc_t *u = lproc_check(L);
-  lua_pushinteger(L, u->p ? (lua_Integer)proc_queued(u->p) : 0);
-  return 1;
-}
-
-/* p:close_stdin() */
-static int lproc_close_stdin(lua_State *L)
-{
-  lproc_t *u = lproc_check(L);
-  if (u->p) proc_close_stdin(u->p);
-  return 0;
-}
-
-/* Map "TERM" / "SIGTERM" / a number to a signal number. */
-static int lproc_signum(lua_State *L, int idx)
-{
-  static const struct { const char *name; int sig; } names[] = {
-    {"TERM", SIGTERM}, {"KILL", SIGKILL}, {"INT", SIGINT}, {"HUP", SIGHUP}, {"QUIT", SIGQUIT},
-    {"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"STOP", SIGSTOP}, {"CONT", SIGCONT}, {NULL, 0},
-  };
-  if (lua_isnoneornil(L, idx)) return SIGTERM;
-  if (lua_type(L, idx) == LUA_TNUMBER) return (int)luaL_checkinteger(L, idx);
-  const char *s = luaL_checkstring(L, idx);
-  if (strncmp(s, "SIG", 3) == 0) s += 3;
-  for (int i = 0; names[i].name; i++)
-    if (strcmp(s, names[i].name) == 0) return names[i].sig;
-  return luaL_error(L, "unknown signal \"%s\"", s);
-}
-
-/* p:kill(sig) -> true (sent) | false (already reaped) | nil, err, code */
-static int lproc_kill(lua_State *L)
-{
-  lproc_t *u = lproc_check(L);
-  int sig = lproc_signum(L, 2);
-  if (u->p == NULL) {
-    lua_pushboolean(L, 0);
-    return 1;
-  }
-  int r = proc_kill(u->p, sig);
-  if (r < 0) return lua_host_fail(L, r, "kill");
-  lua_pushboolean(L, r == 0);
-  return 1;
-}
-
-/* p:running() -> true until reaped */
-static int lproc_running(lua_State *L)
-{
-  lproc_t *u = lproc_check(L);
-  lua_pushboolean(L, u->p && proc_running(u->p));
-  return 1;
-}
-
-/* p:close(): stop watching; no callbacks after it (the child keeps running). */
-static int lproc_close(lua_State *L)
-{
-  lproc_close_ud(L, lproc_check(L));
-  return 0;
-}
-
-/* __tostring */
-static int lproc_tostring(lua_State *L)
-{
-  lproc_t *u = lproc_check(L);
-  lua_pushfstring(L, "rmcp.proc: pid %d%s", (int)u->pid, u->p ? "" : " (done)");
-  return 1;
-}
-
-/* Module loader: require "rmcp.proc". */
-int luaopen_rmcp_proc(lua_State *L)
-{
-  static const luaL_Reg methods[] = {
-    {"pid", lproc_pid}, {"write", lproc_write}, {"queued", lproc_queued},
-    {"close_stdin", lproc_close_stdin}, {"kill", lproc_kill}, {"running", lproc_running},
-    {"close", lproc_close}, {NULL, NULL},
-  };
-  static const luaL_Reg meta[] = {
-    {"__gc", lproc_close}, {"__tostring", lproc_tostring},
-    {"__rmcp_teardown", lproc_close}, {"__rmcp_close", lproc_close}, {NULL, NULL},
-  };
-  if (luaL_newmetatable(L, LPROC_MT)) {
-    luaL_setfuncs(L, meta, 0);
-    luaL_newlib(L, methods);
-    lua_setfield(L, -2, "__index");
-  }
-  lua_pop(L, 1);
-  lua_newtable(L);
-  lua_pushcfunction(L, lproc_spawn);
-  lua_setfield(L, -2, "spawn");
-  return 1;
 }

@@ -55,5 +55,9 @@ int proc_running(const proc_t *p);
 void proc_close(proc_t *p);
 void *proc_data(const proc_t *p);
 void proc_teardown(void);
+int proc_adopt(uv_loop_t *loop, pid_t pid, const int fds[3], const proc_opts *opts, proc_t **out);
+int proc_fileno(const proc_t *p, int i);
+void proc_pause(proc_t *p, int paused);
+size_t proc_buffered(const proc_t *p);
 
 #endif

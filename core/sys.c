@@ -1,5 +1,6 @@
 /* sys.c: rmcp.sys, the few process services luv does not cover: an exclusive lock file (one
- * agentd, no start race), the effective uid, pointing stdout/stderr at a (rotated) log file, and
+ * agentd, no start race), the effective uid, pointing stdout/stderr at a (rotated) log file,
+ * replacing the process image (an agentd upgrade that keeps its pid, children and chosen fds), and
  * stopping the loop with an exit code. */
 #include "sys.h"
 
@@ -7,6 +8,8 @@
 #include <fcntl.h>
 #include <lauxlib.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/file.h>
 #include <unistd.h>
 
@@ -48,6 +51,27 @@ int sys_redirect_stdio(const char *path)
   return r;
 }
 
+/* Set (on = 1) or clear FD_CLOEXEC on fd: a cleared fd survives sys_exec. */
+int sys_cloexec(int fd, int on)
+{
+  int flags = fcntl(fd, F_GETFD);
+  if (flags < 0) return -errno;
+  flags = on ? flags | FD_CLOEXEC : flags & ~FD_CLOEXEC;
+  return fcntl(fd, F_SETFD, flags) < 0 ? -errno : 0;
+}
+
+/* Replace this process image (same pid, children and non-CLOEXEC fds); returns only on failure. */
+int sys_exec(const char *file, char *const argv[], char *const envp[])
+{
+  fflush(stdout);
+  fflush(stderr);
+  if (envp)
+    execve(file, argv, envp);
+  else
+    execv(file, argv);
+  return -errno;
+}
+
 /* sys.flock(path) -> fd | nil, err, code ("locked", "EWOULDBLOCK" when another holds it) */
 static int lsys_flock(lua_State *L)
 {
@@ -82,6 +106,44 @@ static int lsys_redirect_stdio(lua_State *L)
   return 1;
 }
 
+/* sys.cloexec(fd, on) -> true | nil, err, code */
+static int lsys_cloexec(lua_State *L)
+{
+  int fd = (int)luaL_checkinteger(L, 1);
+  luaL_checktype(L, 2, LUA_TBOOLEAN);
+  int r = sys_cloexec(fd, lua_toboolean(L, 2));
+  if (r < 0) return lua_host_fail(L, r, "fcntl");
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+/* Copy the strings of table idx into a NULL-terminated array (GC-owned), first as element 0. */
+static char **lsys_strv(lua_State *L, int idx, const char *first)
+{
+  luaL_checktype(L, idx, LUA_TTABLE);
+  lua_Integer n = (lua_Integer)luaL_len(L, idx);
+  int extra = first ? 1 : 0;
+  char **v = lua_newuserdatauv(L, sizeof(char *) * (size_t)(n + extra + 1), 0);
+  if (first) v[0] = (char *)first;
+  for (lua_Integer i = 1; i <= n; i++) {
+    if (lua_rawgeti(L, idx, i) != LUA_TSTRING) luaL_error(L, "exec: element %d must be a string", (int)i);
+    v[i - 1 + extra] = (char *)lua_tostring(L, -1);  /* alive: the table holds it */
+    lua_pop(L, 1);
+  }
+  v[n + extra] = NULL;
+  return v;
+}
+
+/* sys.exec(file, args[, env]) -> only on failure: nil, err, code. argv[0] is file; env is a list
+ * of "K=V" (default: ours). fds without FD_CLOEXEC, the pid and the children are kept. */
+static int lsys_exec(lua_State *L)
+{
+  const char *file = luaL_checkstring(L, 1);
+  char **argv = lsys_strv(L, 2, file);
+  char **envp = lua_isnoneornil(L, 3) ? NULL : lsys_strv(L, 3, NULL);
+  return lua_host_fail(L, sys_exec(file, argv, envp), file);
+}
+
 /* sys.geteuid() */
 static int lsys_geteuid(lua_State *L)
 {
@@ -106,7 +168,7 @@ int luaopen_rmcp_sys(lua_State *L)
 {
   static const luaL_Reg funcs[] = {
     {"flock", lsys_flock}, {"unlock", lsys_unlock}, {"geteuid", lsys_geteuid}, {"stop", lsys_stop},
-    {"redirect_stdio", lsys_redirect_stdio}, {NULL, NULL},
+    {"redirect_stdio", lsys_redirect_stdio}, {"cloexec", lsys_cloexec}, {"exec", lsys_exec}, {NULL, NULL},
   };
   luaL_newlib(L, funcs);
   return 1;

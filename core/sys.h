@@ -5,5 +5,7 @@
 int sys_flock(const char *path, int *fd);
 void sys_unlock(int fd);
 int sys_redirect_stdio(const char *path);
+int sys_cloexec(int fd, int on);
+int sys_exec(const char *file, char *const argv[], char *const envp[]);
 
 #endif

@@ -1,6 +1,7 @@
 /* test_proc.c: rmcp.proc through its C API on a real loop: lines, stderr, exit code and signal,
  * exit only after EOF, synchronous exec failures, cwd, env, group kill, fd hygiene, PDEATHSIG,
- * and that children spawned by plain uv_spawn on the same loop keep their exit callbacks. */
+ * that children spawned by plain uv_spawn on the same loop keep their exit callbacks, and adoption
+ * of a child this image did not fork (what an agentd that re-executes itself does). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -488,6 +489,69 @@ static void pdeath_harness(void)
   }
 }
 
+/* A child forked by hand with three pipes (what a previous image leaves us): fds[] get our ends. */
+static pid_t fork_sh(const char *script, int fds[3])
+{
+  int in[2], out[2], err[2];
+  REQUIRE(pipe(in) == 0 && pipe(out) == 0 && pipe(err) == 0);
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    dup2(in[0], 0);
+    dup2(out[1], 1);
+    dup2(err[1], 2);
+    for (int fd = 3; fd < 64; fd++) close(fd);
+    execl("/bin/sh", "sh", "-c", script, (char *)NULL);
+    _exit(127);
+  }
+  close(in[0]);
+  close(out[1]);
+  close(err[1]);
+  fds[0] = in[1];
+  fds[1] = out[0];
+  fds[2] = err[0];
+  return pid;
+}
+
+static void test_adopt(uv_loop_t *loop)
+{
+  TEST("adopt: a child we did not spawn is watched through its pipes and reaped; fds, pause, buffered");
+  int fds[3];
+  pid_t pid = fork_sh("echo first; printf part; read x; echo \"al $x\"; echo oops >&2; exit 7", fds);
+  result r;
+  memset(&r, 0, sizeof(r));
+  proc_opts o;
+  memset(&o, 0, sizeof(o));
+  o.cbs = &cbs;
+  o.data = &r;
+  proc_t *p = NULL;
+  REQUIRE(proc_adopt(loop, pid, fds, &o, &p) == 0);
+  CHECK(proc_pid(p) == pid);
+  for (int i = 0; i < 3; i++) {
+    CHECK(proc_fileno(p, i) == fds[i]);
+    CHECK(fcntl(fds[i], F_GETFD) & FD_CLOEXEC);
+  }
+  CHECK(run_until(loop, &r.nlines, 5000));
+  /* the partial "part" arrives without a newline: held, and reported as buffered */
+  uint64_t deadline = uv_now(loop) + 5000;
+  while (proc_buffered(p) == 0 && uv_now(loop) < deadline) uv_run(loop, UV_RUN_NOWAIT), uv_update_time(loop);
+  CHECK(proc_buffered(p) > 0);
+  proc_pause(p, 1);
+  CHECK(proc_write(p, "now\n", 4) >= 0);
+  /* paused: nothing is delivered until resumed (the child answers at once) */
+  int never = 0;
+  CHECK(!run_until(loop, &never, 300));
+  CHECK(r.nlines == 1);
+  proc_pause(p, 0);
+  CHECK(run_until(loop, &r.exited, 5000));
+  CHECKF(strcmp(r.lines, "first|partal now|") == 0, "lines: %s", r.lines);
+  CHECK(strstr(r.err, "oops") != NULL);
+  CHECK(r.code == 7 && r.sig == 0);
+  TEST("adopt: a pid that is not our child is ECHILD");
+  int none[3] = {-1, -1, -1};
+  CHECK(proc_adopt(loop, getppid(), none, &o, &p) == -ECHILD);
+}
+
 static void test_pdeathsig(void)
 {
   TEST("PDEATHSIG: kill -9 of the spawning process kills its child within 1 s");
@@ -519,6 +583,7 @@ int main(void)
   test_kill_group(&loop);
   test_foreign_children(&loop);
   test_close_detached(&loop);
+  test_adopt(&loop);
   proc_teardown();
   loop_finish(&loop);
   char cmd[PATH_MAX + 16];

@@ -1,6 +1,7 @@
-/* test_sys.c: rmcp.sys: the exclusive lock (a second taker is refused until unlock) and stdio
+/* test_sys.c: rmcp.sys: the exclusive lock (a second taker is refused until unlock), stdio
  * redirection (fds 1 and 2 follow a rotated log: appended, created 0600, unchanged on failure),
- * through the C API and the Lua binding. Redirections run in forked children so the test's own
+ * and exec (same pid; fds with CLOEXEC cleared survive, the others do not), through the C API and
+ * the Lua binding. Redirections run in forked children so the test's own
  * stdout stays where ctest reads it. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -157,6 +158,45 @@ static void test_redirect_lua(void)
   CHECKF(strstr(slurp(log_path), "from lua\n") != NULL, "log: %s", slurp(log_path));
 }
 
+static int exec_pipe[2];
+
+/* Child: keep the pipe's write end across exec, not a CLOEXEC fd; the new image reports. */
+static int child_exec(void)
+{
+  int gone = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (gone < 0 || sys_cloexec(exec_pipe[1], 0) != 0) return 2;
+  char script[256];
+  snprintf(script, sizeof(script), "echo \"pid $$\" >&%d; [ -e /proc/self/fd/%d ] && echo leaked >&%d; exit 0",
+           exec_pipe[1], gone, exec_pipe[1]);
+  char *argv[] = {"/bin/sh", "-c", script, NULL};
+  char nofile[] = "/no/such/binary";
+  char *bad[] = {nofile, NULL};
+  if (sys_exec(nofile, bad, NULL) != -ENOENT) return 3;
+  sys_exec("/bin/sh", argv, NULL);
+  return 4;
+}
+
+static void test_exec(void)
+{
+  TEST("exec: same pid, an fd with CLOEXEC cleared survives, a CLOEXEC one does not; ENOENT returns");
+  REQUIRE(pipe2(exec_pipe, O_CLOEXEC) == 0);
+  fflush(stdout);
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) _exit(child_exec());
+  close(exec_pipe[1]);
+  char buf[256] = {0};
+  ssize_t n, got = 0;
+  while ((n = read(exec_pipe[0], buf + got, sizeof(buf) - 1 - (size_t)got)) > 0) got += n;
+  close(exec_pipe[0]);
+  int st;
+  REQUIRE(waitpid(pid, &st, 0) == pid);
+  CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d", st);
+  char want[64];
+  snprintf(want, sizeof(want), "pid %d\n", (int)pid);
+  CHECKF(strcmp(buf, want) == 0, "the new image said: %s", buf);
+}
+
 int main(void)
 {
   char tmpl[] = "/tmp/rmcp-test-sys-XXXXXX";
@@ -166,6 +206,7 @@ int main(void)
   test_redirect_follows_rotation();
   test_redirect_appends_and_fails_cleanly();
   test_redirect_lua();
+  test_exec();
   char cmd[PATH_MAX + 16];
   snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
   if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmp);
