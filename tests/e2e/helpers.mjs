@@ -154,7 +154,9 @@ export async function connectClient(sb, { env, cwd, name = 'e2e-client', elicit,
   // agent events arrive as notifications/message {data: {text, event}}; tests wait on them.
   const events = [];
   const waiters = [];
+  const messages = []; // every notifications/message params (reload warnings are level "warning")
   client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
+    messages.push(n.params);
     const ev = n.params?.data?.event;
     if (!ev) return;
     events.push(ev);
@@ -166,7 +168,7 @@ export async function connectClient(sb, { env, cwd, name = 'e2e-client', elicit,
     return withTimeout(new Promise((resolve) => waiters.push({ pred, resolve })), ms, what);
   };
   await withTimeout(client.connect(transport), 15000, 'MCP initialize');
-  return { client, transport, stderr, events, waitEvent, pid: transport.pid, close: () => client.close() };
+  return { client, transport, stderr, events, messages, waitEvent, pid: transport.pid, close: () => client.close() };
 }
 
 // Watches ids until each has a result matching done(result) (default: a finished turn or exit);

@@ -212,6 +212,11 @@ test("a new policy file is found on the next check; a broken new file is reporte
   t.eq(#reload.policies(), 1)
   t.match(ctx.warnings(), "bad%.lua not loaded: .*tools%[1%]: tool x: description")
   t.eq(hooks.agent_command({ "/bin/reasonix", "acp" }, {}), { "wrap", "/bin/reasonix", "acp" })
+  ctx.policy_file("open.lua", "return {}\n")
+  assert(uv.fs_chmod(ctx.policy .. "/open.lua", tonumber("666", 8)))
+  reload.check()
+  t.match(ctx.warnings(), "open%.lua not loaded: refused: .*writable by others")
+  t.eq(#reload.policies(), 1)
 end)
 
 test("tool modules and the tool registry are checked before they swap in", function(t)

@@ -242,8 +242,23 @@ local function check_builtins()
   return true
 end
 
+-- Why path (a policy file or dir) must not be trusted, or nil: policies run as us inside agentd,
+-- so (like tmux's socket dir) they must be ours and not writable by others. (Group-writable is
+-- accepted: with a umask of 002 every file is, and the group is usually the user's own.)
+local function untrusted(path)
+  local st = uv.fs_stat(path)
+  if not st then return nil end
+  local ok, sys = pcall(require, "rmcp.sys")
+  local euid = ok and sys.geteuid and sys.geteuid() or st.uid
+  if st.uid ~= euid then return string.format("%s is owned by uid %d, not by us (uid %d)", path, st.uid, euid) end
+  if st.mode & 2 ~= 0 then return string.format("%s is writable by others (mode %o)", path, st.mode & 511) end
+  return nil
+end
+
 -- Loads one policy file into its own environment and checks it; returns the policy or nil, error.
 local function load_policy(path)
+  local why = untrusted(path)
+  if why then return nil, "refused: " .. why end
   local dir, file = path:match("^(.*)/([^/]*)$")
   local env = require("rmcp.policy.api").env(path, S.role)
   local chunk, err = loadfile(path, "t", env)
@@ -274,7 +289,9 @@ local function policy_files()
   local files = {}
   for _, dir in ipairs(S.policy_dirs) do
     local names = {}
-    local h = uv.fs_scandir(dir)
+    local why = untrusted(dir)
+    if why then M.warn("policy dir skipped: " .. why) end
+    local h = not why and uv.fs_scandir(dir)
     while h do
       local name, kind = uv.fs_scandir_next(h)
       if not name then break end
