@@ -5,12 +5,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { once } from 'node:events';
 import { join } from 'node:path';
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import {
-  REPO, BIN, RUN_ID, useFixture, tool, callTool, haveAgent, agentBin, watchUntil, withTimeout, sandboxProcesses,
+  REPO, BIN, RUN_ID, useFixture, tool, callTool, haveAgent, agentBin, watchUntil, withTimeout, until,
 } from './helpers.mjs';
 
 const BIG = 'The quick brown fox jumps over the lazy dog. '.repeat(70); // ~3150 bytes
@@ -212,5 +212,15 @@ test('example 6 demo_fleet.lua: the demo orchestrator runs a fleet on the offlin
   assert.ok(lines.some((l) => /^scan +idle \(end_turn\): .*Steer received: switching the output to a table\.$/.test(l)), out);
   assert.equal(lines.at(-1), '== fleet: 3 session(s): idle=3');
   assert.ok(!existsSync(join(home, '.reasonix-mcp')), 'the demo kept to its own temp dir');
-  assert.deepEqual(sandboxProcesses({ mcp: '/nonexistent', root: home }), [], 'the demo left no process behind');
+  // Everything the demo starts (server, agentd, agents, provider) carries this file's run marker;
+  // the fixture's own processes are told apart by their MCP home or sandbox paths.
+  const mine = () => readdirSync('/proc').filter((p) => /^\d+$/.test(p) && Number(p) !== process.pid).filter((p) => {
+    try {
+      const env = readFileSync(`/proc/${p}/environ`, 'latin1');
+      const cmd = readFileSync(`/proc/${p}/cmdline`, 'latin1');
+      if (/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${p}/stat`, 'latin1'))) return false;
+      return env.includes(`RMCP_E2E_RUN=${RUN_ID}\0`) && !env.includes(`REASONIX_MCP_HOME=${fx.sb.mcp}\0`) && !cmd.includes(fx.sb.root);
+    } catch { return false; }
+  });
+  await until(() => mine().length === 0, 10000, 'the demo\'s processes to exit');
 });
