@@ -121,7 +121,8 @@ test("a new binary queues a reload that waits for a running turn, a decision and
   t.eq(by[slow].exit_reason, "daemon_reload")
   t.eq(by[ask].exit_reason, "daemon_reload")
   t.eq(by[kept].exit_reason, "stopped")
-  t.eq(#support.find_procs("agentd", "REASONIX_MCP_HOME=" .. ctx.mcp_home), 1, "one daemon")
+  -- a daemon a client autostarted meanwhile lost the lock race and exits
+  t.wait_for(function() return #support.find_procs("agentd", "REASONIX_MCP_HOME=" .. ctx.mcp_home) == 1 end, 3000, "one daemon")
 
   -- the closed session resumes with its history
   t.eq(ctx.call(c, "resume", { session_id = ask }).status, "idle")
@@ -198,6 +199,61 @@ test("restart: refused while agents are live unless force; force stops them and 
   t.wait_for(function() return not support.alive(second) end, 5000, "the second agentd to exit")
   t.eq(#ctx.call(a, "list", {}).sessions, 1)
   t.ne(a.info.agentd_pid, second)
+end)
+
+test("live handover: a new binary takes a running turn, a pending decision and a keep_alive agent along (same pid, same agents, no chunk lost)", function(t)
+  local env = { REASONIX_MCP_LIVE_HANDOVER = "1" }
+  for k, v in pairs(reload_env) do env[k] = v end
+  local sc = scenario()
+  sc.rules[1].text = string.rep("s", 60) -- ~3 s: the exec lands mid-turn
+  local ctx = support.setup(t, { env = env, scenario = sc })
+  t.defer(function() uv.os_unsetenv("REASONIX_MCP_LIVE_HANDOVER") end)
+  local exe = install_copy(t)
+  local c = ctx.client("orch-a", nil, { exe = exe })
+  local slow = ctx.call(c, "spawn", { task = "SLOW work" }).session_id
+  local ask = ctx.call(c, "spawn", { task = "ASKQ me" }).session_id
+  local kept = ctx.call(c, "spawn", { task = "keep me", keep_alive = true }).session_id
+  ctx.watch_until(c, { ask }, function(_, x) return x.permission_request ~= nil end)
+  ctx.watch_until(c, { kept }, function(_, x) return x.status == "idle" end)
+  local pids = {}
+  for _, row in ipairs(ctx.call(c, "list", { detail = true }).sessions) do pids[row.session_id] = row.agent_pid end
+  local old = c.info.agentd_pid
+  t.eq(rows(ctx, c)[slow].status, "running")
+
+  local t0 = uv.now()
+  replace(exe)
+  local new_ino = uv.fs_stat(exe).ino
+  t.wait_for(function()
+    local st = uv.fs_stat(string.format("/proc/%d/exe", old))
+    return st and st.ino == new_ino
+  end, 5000, "agentd to re-execute the new binary")
+  local by = {}
+  for _, row in ipairs(ctx.call(c, "list", { detail = true }).sessions) do by[row.session_id] = row end
+  local t_back = uv.now() - t0
+  t.eq(c.info.agentd_pid, old, "the same pid: exec, not a new daemon")
+  for _, sid in ipairs({ slow, ask, kept }) do t.eq(by[sid].agent_pid, pids[sid], "the same agent process") end
+  t.eq(by[slow].status, "running")
+  t.eq(by[ask].status, "awaiting_decision")
+  t.eq(by[ask].pending_decision.kind, "question")
+  t.eq(by[kept].status, "idle")
+
+  -- the decision is answered through the new image, the turn that spanned the exec ends whole
+  ctx.call(c, "respond_permission", { session_id = ask, option_id = "q1:2" })
+  t.match(ctx.watch_until(c, { ask }, function(_, x) return x.status == "idle" end).message, "httpx")
+  t.eq(ctx.watch_until(c, { slow }, function(_, x) return x.status == "idle" end).message, string.rep("s", 60),
+    "every chunk of the turn, before and after the exec")
+  ctx.call(c, "send", { session_id = kept, message = "RECALL" })
+  t.match(ctx.watch_until(c, { kept }, function(_, x) return x.status == "idle" end).message, "^recalled:")
+  -- a daemon a client autostarted meanwhile lost the lock race and exits
+  t.wait_for(function() return #support.find_procs("agentd", "REASONIX_MCP_HOME=" .. ctx.mcp_home) == 1 end, 3000, "one daemon")
+  t.eq(uv.fs_stat(ctx.mcp_home .. "/agentd.handover.json"), nil, "the state file is gone")
+  -- the adopted agents are still tied to the daemon: killing it kills them (PDEATHSIG survived exec)
+  uv.kill(old, "sigkill")
+  t.wait_for(function()
+    for _, pid in pairs(pids) do if support.alive(pid) then return false end end
+    return true
+  end, 2000, "every adopted agent to die with agentd", 10)
+  io.write(string.format("# live handover: the new image answered %d ms after the rename, with 3 live agents\n", t_back))
 end)
 
 test("after a log rotation the daemon's stdout and stderr point at the fresh agentd.log", function(t)

@@ -13,10 +13,8 @@ Agent.__index = Agent
 
 M.PROTOCOL_VERSION = 1
 
--- Starts the agent process. opts: bin, args, cwd, env, max_line, stderr_tail (bytes kept), and the
--- callbacks on_update(acp_sid, update), on_status(params), on_permission(params, reply),
--- on_exit(code, signal). Returns the agent or nil, message, code.
-function M.start(opts)
+-- An agent object with its JSON-RPC peer, not attached to a process yet.
+local function new_agent(opts)
   local self = setmetatable({
     opts = opts, stderr = "", stderr_max = opts.stderr_tail or 4000,
     exited = false, stopping = false,
@@ -45,18 +43,58 @@ function M.start(opts)
       log.warn("agent %s: %s: %.200s", tostring(self:pid()), message, line or "")
     end,
   })
-  local p, err, code = proc.spawn({
+  return self
+end
+
+-- The process options that route an agent's stdio into self (proc.spawn and proc.adopt).
+local function stdio_opts(self, o)
+  o.stdout_mode = "ndjson"
+  o.max_line = self.opts.max_line
+  o.on_line = function(line) self.peer:receive(line) end
+  o.on_oversize = function(n) log.warn("agent %s: dropped an oversize line of %d bytes", tostring(self:pid()), n) end
+  o.on_stderr = function(chunk) self:add_stderr(chunk) end
+  o.on_exit = function(c, sig) self:handle_exit(c, sig) end
+  return o
+end
+
+-- Starts the agent process. opts: bin, args, cwd, env, max_line, stderr_tail (bytes kept), and the
+-- callbacks on_update(acp_sid, update), on_status(params), on_permission(params, reply),
+-- on_exit(code, signal). Returns the agent or nil, message, code.
+function M.start(opts)
+  local self = new_agent(opts)
+  local p, err, code = proc.spawn(stdio_opts(self, {
     file = opts.bin, args = opts.args or { "acp" }, cwd = opts.cwd, env = opts.env,
-    stdin = "pipe", stdout = "pipe", stderr = "pipe", stdout_mode = "ndjson",
-    max_line = opts.max_line,
-    on_line = function(line) self.peer:receive(line) end,
-    on_oversize = function(n) log.warn("agent %s: dropped an oversize line of %d bytes", tostring(self:pid()), n) end,
-    on_stderr = function(chunk) self:add_stderr(chunk) end,
-    on_exit = function(c, sig) self:handle_exit(c, sig) end,
-  })
+    stdin = "pipe", stdout = "pipe", stderr = "pipe",
+  }))
   if not p then return nil, err, code end
   self.p = p
   return self
+end
+
+-- Takes over an agent process that a previous image of this daemon started (kept across exec):
+-- st is what Agent:handover_state() gave; opts as for start (bin/args/cwd/env unused).
+function M.adopt(opts, st)
+  local self = new_agent(opts)
+  self.peer.next_id = st.next_id or 0
+  self.stderr = st.stderr or ""
+  local fds = st.fds or {}
+  local p, err, code = proc.adopt(stdio_opts(self, {
+    pid = st.pid, stdin = fds.stdin, stdout = fds.stdout, stderr = fds.stderr,
+  }))
+  if not p then return nil, err, code end
+  self.p = p
+  return self
+end
+
+-- Stops reading the agent and says what a successor image needs to take it over: pid, pipe fds,
+-- the next request id and the stderr tail; nil, why while a partial line is still buffered.
+function Agent:handover_state()
+  self.p:pause()
+  if self.p:buffered() > 0 then
+    self.p:resume()
+    return nil, "a partial line from the agent is buffered"
+  end
+  return { pid = self.p:pid(), fds = self.p:fds(), next_id = self.peer.next_id, stderr = self.stderr }
 end
 
 -- Keeps the tail of the agent's stderr for error text.

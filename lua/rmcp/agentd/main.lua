@@ -11,6 +11,7 @@ local session = require "rmcp.agentd.session"
 local watch = require "rmcp.agentd.watch"
 local api = require "rmcp.agentd.api"
 local upgrade = require "rmcp.agentd.upgrade"
+local handover = require "rmcp.agentd.handover"
 
 local M = {}
 
@@ -96,7 +97,10 @@ function M.main(_)
     io.stderr:write("reasonix-mcp agentd: ", tostring(err), "\n")
     return sys.stop(1)
   end
-  local lock, lerr, code = sys.flock(paths.lock)
+  -- a previous image of this daemon exec'd us with its live agents: its lock is ours already
+  local handed = handover.take()
+  local lock, lerr, code
+  if handed then lock = handed.lock_fd else lock, lerr, code = sys.flock(paths.lock) end
   if not lock then
     if code == "EWOULDBLOCK" or code == "EAGAIN" then
       io.stderr:write("reasonix-mcp agentd: another agentd owns ", paths.home, "; exiting\n")
@@ -125,6 +129,7 @@ function M.main(_)
   -- Lua hot reload of policies and stateless modules (lib/reload.lua); cleanup timers follow the new rules.
   require("rmcp.lib.reload").init{ role = "agentd", watch = true, on_swap = function() session.policy_changed(d) end }
   restore(d)
+  if handed then handover.adopt_all(d, handed) end
   os.remove(paths.sock) -- we hold the lock, so any socket file left here is stale
   local srv, lerr2 = sock.listen(paths.sock, function(fd, peer_uid, peer_pid) api.accept(d, fd, peer_uid, peer_pid) end)
   if not srv then

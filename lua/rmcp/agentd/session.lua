@@ -413,20 +413,27 @@ function M.prompt(d, s, text, via)
   s.terminal_pending = false
   M.journal(d, s, { type = "prompt", via = via or "prompt", text = text })
   set_status(d, s, "running")
-  agent:request("session/prompt", { sessionId = s.acp_session_id, prompt = { { type = "text", text = text } } },
-    function(result, err)
-      if rt.agent ~= agent or agent.exited then return end -- the exit handler reports it
-      if err and err.code == jsonrpc.INVALID_REQUEST and tostring(err.message):find("already has an active prompt", 1, true) then
-        -- We thought the agent idle but it is in a turn: steer the text into it instead.
-        return M.steer(d, s, text, function() end)
-      end
-      if err then
-        local msg = tostring(err.message)
-        log.warn("session %s: turn failed: %s", s.id, msg)
-        return end_turn(d, s, "error", msg)
-      end
-      end_turn(d, s, type(result) == "table" and type(result.stopReason) == "string" and result.stopReason or "end_turn")
-    end)
+  rt.prompt_text = text
+  rt.prompt_id = agent:request("session/prompt", { sessionId = s.acp_session_id, prompt = { { type = "text", text = text } } },
+    function(result, err) M.prompt_done(d, s, agent, text, result, err) end)
+end
+
+-- The answer to session/prompt (text): the turn ends. Also reached by an agent handed over from a
+-- previous daemon image in the middle of a turn (agentd/handover.lua).
+function M.prompt_done(d, s, agent, text, result, err)
+  local rt = s.rt
+  if rt.agent ~= agent or agent.exited then return end -- the exit handler reports it
+  rt.prompt_id, rt.prompt_text = nil, nil
+  if err and err.code == jsonrpc.INVALID_REQUEST and tostring(err.message):find("already has an active prompt", 1, true) then
+    -- We thought the agent idle but it is in a turn: steer the text into it instead.
+    return M.steer(d, s, text, function() end)
+  end
+  if err then
+    local msg = tostring(err.message)
+    log.warn("session %s: turn failed: %s", s.id, msg)
+    return end_turn(d, s, "error", msg)
+  end
+  end_turn(d, s, type(result) == "table" and type(result.stopReason) == "string" and result.stopReason or "end_turn")
 end
 
 -- Steers text into the running turn; cb(delivered, err): "steer", or "new_turn" when the steer lost

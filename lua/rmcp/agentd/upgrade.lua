@@ -6,6 +6,8 @@
 -- "daemon_reload", resumable), persists, releases socket and lock, starts a fresh daemon from the
 -- binary and exits. Servers reconnect on their next call. The explicit `restart` method takes the
 -- same handover path at once (force: every agent is stopped first, exit_reason "daemon_restart").
+-- With REASONIX_MCP_LIVE_HANDOVER=1 a new binary instead takes the live agents along (handover.lua):
+-- it waits only for what cannot move (an agent starting or stopping, a request in flight).
 -- State lives in d.upgrade, so reloading this module's code loses nothing.
 local uv = require "luv"
 local log = require "rmcp.lib.log"
@@ -13,6 +15,7 @@ local config = require "rmcp.config"
 local proc = require "rmcp.proc"
 local sys = require "rmcp.sys"
 local session = require "rmcp.agentd.session"
+local handover = require "rmcp.agentd.handover"
 local binwatch = require "rmcp.launcher.binwatch" -- the launcher's watcher for its server binary: same job
 
 local M = {}
@@ -40,6 +43,11 @@ end
 -- Everything that keeps a reload waiting: sorted list of {id, owner, why}.
 function M.blockers(d)
   local out = {}
+  if handover.enabled() then
+    local s, why = handover.blocker(d)
+    if s then out[1] = { id = s.id, owner = s.owner, why = why } end
+    return out
+  end
   for id, s in pairs(d.sessions) do
     local why = M.blocker(s)
     if why then out[#out + 1] = { id = id, owner = s.owner, why = why } end
@@ -59,7 +67,7 @@ function M.status(d, orch)
     if b.owner == orch then waiting[#waiting + 1] = b.id .. ": " .. b.why else others = others + 1 end
   end
   if others > 0 then waiting[#waiting + 1] = others .. " session(s) of other orchestrators" end
-  return { pending = true, reason = r.pending.reason, since = r.pending.since, waiting_for = waiting,
+  return { pending = true, reason = r.pending.reason, since = r.pending.since, waiting_for = waiting, live = r.pending.live,
            state = r.handing_over and "handing_over" or (r.grace and "grace" or "waiting") }
 end
 
@@ -125,8 +133,15 @@ function M.queue(d, reason)
     r.pending.reason = reason
     return
   end
-  r.pending = { reason = reason, since = os.time() }
-  log.info("reload queued: %s", reason)
+  r.pending = { reason = reason, since = os.time(), live = handover.enabled() }
+  log.info("reload queued%s: %s", r.pending.live and " (live handover)" or "", reason)
+  M.arm(d)
+end
+
+-- (Re)starts the periodic re-check of a queued reload.
+function M.arm(d)
+  local r = d.upgrade
+  if r.tick then return end
   r.tick = uv.new_timer()
   r.tick:start(0, config.limit("reload_check_ms"), function() M.check(d) end)
 end
@@ -160,7 +175,7 @@ function M.check(d)
     r.grace:close()
     r.grace = nil
     if #M.blockers(d) > 0 then return M.check(d) end
-    M.handover(d, { reason = r.pending.reason, exit_reason = "daemon_reload" })
+    M.handover(d, { reason = r.pending.reason, exit_reason = "daemon_reload", live = r.pending.live })
   end)
 end
 
@@ -182,6 +197,7 @@ function M.handover(d, o)
       return
     end
     if o.on_verified then o.on_verified() end
+    if o.live then return M.live(d, o) end
     -- Nothing new may arrive from here on: connections close first (blocked watches and waits are
     -- re-sent by the clients to the fresh daemon), then the agents go.
     if d.server then d.server:close(); d.server = nil end
@@ -218,6 +234,55 @@ function M.handover(d, o)
       all_gone()
     end)
   end)
+end
+
+-- Live handover: pause and collect the agents (retrying briefly while one has a partial line or a
+-- request in flight), close socket and connections, let replies flush, exec the new binary.
+function M.live(d, o)
+  local r = d.upgrade
+  local tries, t0 = 0, uv.now()
+  local function later(fn, ms)
+    local t = uv.new_timer()
+    t:start(ms, 0, function() t:close(); fn() end)
+  end
+  local function attempt()
+    if d.shutting_down then return end
+    local bs, why = handover.blocker(d)
+    local st, paused
+    if not bs then
+      st, paused = handover.collect(d)
+      if not st then why = paused end
+    else
+      why = bs.id .. ": " .. why
+    end
+    if not st then
+      tries = tries + 1
+      if tries < 100 then return later(attempt, 20) end
+      log.warn("handover: postponed, %s", why)
+      r.handing_over = nil
+      return M.arm(d)
+    end
+    if d.server then d.server:close(); d.server = nil end
+    local api = require "rmcp.agentd.api"
+    local chans = {}
+    for conn in pairs(d.conns) do
+      chans[#chans + 1] = conn.ch
+      api.close(d, conn, true)
+    end
+    local flushed_at = uv.now()
+    local function go()
+      for _, ch in ipairs(chans) do
+        if not ch:is_closed() and ch:queued() > 0 and uv.now() - flushed_at < 1000 then return later(go, 10) end
+      end
+      log.info("handover: agents paused and connections closed in %d ms", uv.now() - t0)
+      M.close(d)
+      local _, err = handover.exec(d, r.exe, st, paused, o.reason)
+      log.error("handover: %s; shutting down (the agents' sessions stay resumable)", tostring(err))
+      d.shutdown("live handover failed")
+    end
+    go()
+  end
+  attempt()
 end
 
 -- The last step of a handover: persist, release, start the new daemon, exit.

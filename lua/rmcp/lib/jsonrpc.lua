@@ -108,10 +108,15 @@ function Peer:respond_error(id, code, message, data)
                      error = { code = code, message = message, data = data } })
 end
 
+-- The request id each live reply function answers (weak: a reply that is gone is forgotten), so a
+-- request can be answered by a successor process (agentd handing agents over across exec).
+local reply_ids = setmetatable({}, { __mode = "k" })
+
 -- Makes the once-only reply function handed to a method handler.
 local function make_reply(peer, id)
   local done = false
-  return function(result, err)
+  local reply
+  reply = function(result, err)
     if done then return false end
     done = true
     if id == nil then return true end -- a notification: nothing to send
@@ -122,6 +127,26 @@ local function make_reply(peer, id)
     if result == nil then result = {} end
     return peer:send({ jsonrpc = "2.0", id = id, result = result })
   end
+  if id ~= nil then reply_ids[reply] = id end
+  return reply
+end
+
+-- The id of the request a reply function answers (nil for a notification's).
+function M.reply_id(reply)
+  return reply_ids[reply]
+end
+
+-- A reply function for request id received by another process image (see M.reply_id).
+function Peer:reply_to(id)
+  return make_reply(self, id)
+end
+
+-- Waits for the answer to request id sent by another process image: cb(result, err) as for request.
+function Peer:expect(id, cb)
+  if self.closed then return cb(nil, M.error(M.INTERNAL_ERROR, "connection closed")) end
+  if not self.pending[id] then self.pending_n = self.pending_n + 1 end
+  self.pending[id] = cb
+  if id > self.next_id then self.next_id = id end
 end
 
 -- Runs a request handler, turning a raised error into a JSON-RPC error reply.

@@ -1,0 +1,205 @@
+-- Live handover: agentd replaces its own image with a new binary (exec: same pid, so the agents stay
+-- our children and their PDEATHSIG still points at us) and keeps every agent running, mid-turn or
+-- waiting on a decision. The old image pauses the agents' pipes (nothing half-read), writes what the
+-- new one needs to $REASONIX_MCP_HOME/agentd.handover.json (each live session's runtime state, the
+-- agent's pid, pipe fds, next request id, the in-flight session/prompt and the agent's open
+-- permission requests; the lock fd), clears CLOEXEC on those fds and execs `<binary> agentd` with
+-- REASONIX_MCP_HANDOVER naming the file. The new image keeps the lock, restores sessions as usual,
+-- then adopts the agents (rmcp.proc.adopt) and re-attaches the prompt and the decisions.
+-- Opt-in: REASONIX_MCP_LIVE_HANDOVER=1 (a queued reload then waits only for what cannot be moved).
+local uv = require "luv"
+local json = require "rmcp.lib.json"
+local jsonrpc = require "rmcp.lib.jsonrpc"
+local log = require "rmcp.lib.log"
+local config = require "rmcp.config"
+local sys = require "rmcp.sys"
+local acp = require "rmcp.acp.client"
+local session = require "rmcp.agentd.session"
+
+local M = {}
+
+M.VERSION = 1
+M.ENV = "REASONIX_MCP_HANDOVER"
+
+-- True when binary upgrades hand live agents over instead of waiting for them.
+function M.enabled()
+  return config.flag("LIVE_HANDOVER")
+end
+
+-- The session that keeps the agents from being handed over right now and why, or nil.
+function M.blocker(d)
+  for id, s in pairs(d.sessions) do
+    local rt, a = s.rt, s.rt.agent
+    if rt.setting_up or s.status == "starting" then return s, "starting" end
+    if a and not a.exited then
+      if rt.stopping then return s, "stopping" end
+      local prompt = (rt.prompt_active and rt.prompt_id) and 1 or 0
+      if a.peer:pending_count() ~= prompt then return s, "a request to the agent is in flight" end
+      if a.p:queued() > 0 then return s, "writes to the agent are queued" end
+      for _, dec in ipairs(s.pending) do
+        if not jsonrpc.reply_id(dec.reply) then return s, "a decision without a request id" end
+      end
+    end
+  end
+  return nil
+end
+
+-- Runtime state of s that survives exec: everything in s.rt but the agent and uv handles.
+local function rt_state(rt)
+  local out = {}
+  for k, v in pairs(rt) do
+    local t = type(v)
+    if k ~= "agent" and k ~= "idle_timer" and t ~= "function" and t ~= "userdata" and t ~= "thread" then out[k] = v end
+  end
+  return out
+end
+
+-- Pauses every live agent and collects the handover state (and the paused agents); nil, why when
+-- an agent has a partial line buffered (then every agent reads again).
+function M.collect(d)
+  local st = { version = M.VERSION, lock_fd = d.lock, sessions = {}, from_pid = d.pid }
+  local paused = {}
+  local function undo(why)
+    for _, a in ipairs(paused) do a.p:resume() end
+    return nil, why
+  end
+  for id, s in pairs(d.sessions) do
+    local a = s.rt.agent
+    if a and not a.exited then
+      local ast, why = a:handover_state()
+      if not ast then return undo(id .. ": " .. why) end
+      paused[#paused + 1] = a
+      local pending = json.array()
+      for _, dec in ipairs(s.pending) do
+        pending[#pending + 1] = { request_id = dec.request_id, kind = dec.kind, tool_call = dec.tool_call,
+                                  options = dec.options, delivered = dec.delivered,
+                                  agent_request_id = jsonrpc.reply_id(dec.reply) }
+      end
+      st.sessions[id] = {
+        agent = ast, rt = rt_state(s.rt), pending = pending, status = s.status, exit_reason = s.exit_reason,
+        stop_reason = s.stop_reason, terminal_pending = s.terminal_pending,
+      }
+    end
+  end
+  return st, paused
+end
+
+-- Gives paused agents back their reading (a handover that did not happen).
+function M.release(paused)
+  for _, a in ipairs(paused) do
+    if not a.exited then a.p:resume() end
+  end
+end
+
+-- Writes state st (from collect) and execs `exe agentd` with the agents handed over; returns only
+-- when that failed (nil, why), with everything taken back. The caller closed socket and connections.
+function M.exec(d, exe, st, paused, reason)
+  local text, jerr = json.encode(st)
+  if not text then
+    M.release(paused)
+    return nil, "cannot encode the handover state: " .. tostring(jerr)
+  end
+  local path = d.paths.home .. "/agentd.handover.json"
+  local f, ferr = io.open(path .. ".tmp", "w")
+  if not f then
+    M.release(paused)
+    return nil, "cannot write " .. path .. ".tmp: " .. tostring(ferr)
+  end
+  f:write(text)
+  f:close()
+  os.rename(path .. ".tmp", path)
+  local fds = { d.lock }
+  for _, hs in pairs(st.sessions) do
+    for _, fd in pairs(hs.agent.fds) do fds[#fds + 1] = fd end
+  end
+  for _, fd in ipairs(fds) do sys.cloexec(fd, false) end
+  for _, s in pairs(d.sessions) do
+    if s.rt.idle_timer then s.rt.idle_timer:close(); s.rt.idle_timer = nil end
+    session.persist(d, s)
+  end
+  local env = {}
+  for k, v in pairs(uv.os_environ()) do
+    if k ~= M.ENV then env[#env + 1] = k .. "=" .. v end
+  end
+  env[#env + 1] = M.ENV .. "=" .. path
+  log.info("handover: exec %s agentd with %d live agent(s) (%s)", exe, #paused, reason)
+  local _, err = sys.exec(exe, { "agentd" }, env)
+  for _, fd in ipairs(fds) do sys.cloexec(fd, true) end
+  os.remove(path)
+  M.release(paused)
+  return nil, "exec failed: " .. tostring(err)
+end
+
+-- In a new image: the handover state named by REASONIX_MCP_HANDOVER (read once, file removed), or nil.
+function M.take()
+  local path = config.env(M.ENV)
+  if not path then return nil end
+  uv.os_unsetenv(M.ENV)
+  local f = io.open(path, "r")
+  local text = f and f:read("a")
+  if f then f:close() end
+  os.remove(path)
+  local st = text and json.decode(text)
+  if type(st) ~= "table" or st.version ~= M.VERSION or math.type(st.lock_fd) ~= "integer" then
+    log.error("handover: unusable state in %s (version %s); the agents are lost", path, tostring(type(st) == "table" and st.version))
+    return nil
+  end
+  sys.cloexec(st.lock_fd, true)
+  return st
+end
+
+-- Kills a handed-over agent we cannot adopt, so it does not run on unwatched.
+local function discard(hs)
+  local pid = math.tointeger(hs.agent and hs.agent.pid)
+  if pid then uv.kill(pid, "sigkill") end
+  for _, fd in pairs(hs.agent and hs.agent.fds or {}) do uv.fs_close(fd) end
+end
+
+-- In a new image, after the sessions were restored from disk: adopts the handed-over agents and
+-- gives their sessions back their live state.
+function M.adopt_all(d, st)
+  local n = 0
+  for id, hs in pairs(st.sessions or {}) do
+    local s = d.sessions[id]
+    if not s then
+      log.warn("handover: session %s is not on disk; its agent (pid %s) is stopped", id, tostring(hs.agent.pid))
+      discard(hs)
+    else
+      local agent, err
+      agent, err = acp.adopt({
+        max_line = config.limit("max_line"), stderr_tail = config.limit("stderr_tail"),
+        on_update = function(_, update) session.on_update(d, s, update) end,
+        on_permission = function(params, reply) session.on_permission(d, s, params, reply) end,
+        on_exit = function(code, signal) session.on_exit(d, s, agent, code, signal) end,
+      }, hs.agent)
+      if not agent then
+        log.error("handover: cannot adopt the agent of %s (pid %s): %s; it stays orphaned", id, tostring(hs.agent.pid), tostring(err))
+        discard(hs)
+      else
+        local rt = hs.rt
+        rt.agent = agent
+        s.rt = rt
+        s.status, s.exit_reason, s.stop_reason, s.terminal_pending = hs.status, hs.exit_reason, hs.stop_reason, hs.terminal_pending
+        rt.idle_since = s.status == "idle" and uv.now() or nil
+        s.pending = {}
+        for _, dec in ipairs(hs.pending or {}) do
+          dec.reply = agent.peer:reply_to(dec.agent_request_id)
+          dec.agent_request_id = nil
+          s.pending[#s.pending + 1] = dec
+        end
+        if rt.prompt_active and rt.prompt_id then
+          local text = rt.prompt_text
+          agent.peer:expect(rt.prompt_id, function(result, perr) session.prompt_done(d, s, agent, text, result, perr) end)
+        end
+        session.persist(d, s)
+        n = n + 1
+        log.info("handover: adopted %s (agent pid %d, %s%s)", id, agent:pid(), s.status,
+          #s.pending > 0 and (", " .. #s.pending .. " decision(s) pending") or "")
+      end
+    end
+  end
+  session.policy_changed(d)
+  log.info("handover: %d live agent(s) taken over from the previous image", n)
+end
+
+return M
