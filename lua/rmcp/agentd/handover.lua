@@ -26,7 +26,26 @@ function M.enabled()
   return config.flag("LIVE_HANDOVER")
 end
 
--- The session that keeps the agents from being handed over right now and why, or nil.
+-- A child process of ours that is not a session's agent (a models query, a posture probe): exec
+-- would leave it unwatched and unreaped. Reads the kernel's child list of our main thread.
+local function stray_child(d)
+  local f = io.open(string.format("/proc/self/task/%d/children", d.pid), "r")
+  if not f then return nil end
+  local text = f:read("a") or ""
+  f:close()
+  local agents = {}
+  for _, s in pairs(d.sessions) do
+    local a = s.rt.agent
+    if a and a.p then agents[a:pid()] = true end
+  end
+  for pid in text:gmatch("%d+") do
+    if not agents[tonumber(pid)] then return tonumber(pid) end
+  end
+  return nil
+end
+
+-- What keeps the agents from being handed over right now: the session (nil for the daemon itself)
+-- and why; nil when nothing does.
 function M.blocker(d)
   for id, s in pairs(d.sessions) do
     local rt, a = s.rt, s.rt.agent
@@ -41,6 +60,8 @@ function M.blocker(d)
       end
     end
   end
+  local pid = stray_child(d)
+  if pid then return nil, "helper process " .. pid .. " is still running" end
   return nil
 end
 

@@ -45,7 +45,7 @@ function M.blockers(d)
   local out = {}
   if handover.enabled() then
     local s, why = handover.blocker(d)
-    if s then out[1] = { id = s.id, owner = s.owner, why = why } end
+    if why then out[1] = { id = s and s.id or "agentd", owner = s and s.owner, why = why } end
     return out
   end
   for id, s in pairs(d.sessions) do
@@ -64,7 +64,7 @@ function M.status(d, orch)
   if not r.pending then return { pending = false, error = r.failed } end
   local waiting, others = {}, 0
   for _, b in ipairs(M.blockers(d)) do
-    if b.owner == orch then waiting[#waiting + 1] = b.id .. ": " .. b.why else others = others + 1 end
+    if b.owner == orch or b.owner == nil then waiting[#waiting + 1] = b.id .. ": " .. b.why else others = others + 1 end
   end
   if others > 0 then waiting[#waiting + 1] = others .. " session(s) of other orchestrators" end
   return { pending = true, reason = r.pending.reason, since = r.pending.since, waiting_for = waiting, live = r.pending.live,
@@ -153,7 +153,7 @@ function M.check(d)
   if not r or not r.pending or r.handing_over then return end
   local blockers = M.blockers(d)
   local parts = {}
-  for _, b in ipairs(blockers) do parts[#parts + 1] = b.id .. " (" .. b.owner .. "): " .. b.why end
+  for _, b in ipairs(blockers) do parts[#parts + 1] = b.id .. " (" .. tostring(b.owner or "daemon") .. "): " .. b.why end
   local summary = table.concat(parts, "; ")
   if summary ~= r.last_summary then
     r.last_summary = summary
@@ -249,11 +249,11 @@ function M.live(d, o)
     if d.shutting_down then return end
     local bs, why = handover.blocker(d)
     local st, paused
-    if not bs then
+    if not why then
       st, paused = handover.collect(d)
       if not st then why = paused end
     else
-      why = bs.id .. ": " .. why
+      why = (bs and bs.id or "agentd") .. ": " .. why
     end
     if not st then
       tries = tries + 1
