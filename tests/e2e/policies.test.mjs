@@ -128,19 +128,22 @@ test('example 2 fanout_tool.lua: reasonix_fanout spawns one agent per task and r
 });
 
 test('example 3 idle_cleanup.lua: idle agents are stopped and reported, keep_alive ones stay', { skip }, async () => {
+  const c = await connect('ex3');
+  const idle = await tool(c.client, 'reasonix_spawn', { task: 'EX3 finish quickly' });
+  const kept = await tool(c.client, 'reasonix_spawn', { task: 'EX3 stay around', keep_alive: true });
+  await c.waitEvent((e) => e.session_id === idle.session_id && e.event === 'turn_end');
+  const keptEnd = await c.waitEvent((e) => e.session_id === kept.session_id && e.event === 'turn_end');
+  // The policy arrives while both agents are idle and no call is made: agentd's watcher reloads it
+  // and re-arms the idle timers (the time already spent idle counts).
   await withExample(['idle_cleanup.lua'], async () => {
-    const c = await connect('ex3');
-    const idle = await tool(c.client, 'reasonix_spawn', { task: 'EX3 finish quickly' });
-    const kept = await tool(c.client, 'reasonix_spawn', { task: 'EX3 stay around', keep_alive: true });
-    const keptEnd = await c.waitEvent((e) => e.session_id === kept.session_id && e.event === 'turn_end');
-    const keptEndAt = Date.now();
+    const since = Date.now();
     const notice = await c.waitEvent((e) => e.session_id === idle.session_id && /^cleanup: /.test(e.note ?? ''), 20000, 'cleanup notice');
     assert.match(notice.note, /idle for 0\.02 min without keep_alive \(idle_cleanup\.lua\)/);
     const exit = await c.waitEvent((e) => e.session_id === idle.session_id && e.event === 'process_exited', 20000, 'cleanup exit');
     assert.equal(exit.note, 'cleaned_up');
     assert.equal(keptEnd.status, 'idle');
     // No event says "not cleaned up": give the keep_alive agent the same grace and look.
-    await new Promise((r) => setTimeout(r, Math.max(0, keptEndAt + 1600 - Date.now())));
+    await new Promise((r) => setTimeout(r, Math.max(0, since + 1600 - Date.now())));
     const list = await tool(c.client, 'reasonix_list', {});
     const row = (sid) => list.sessions.find((s) => s.session_id === sid);
     assert.equal(row(idle.session_id).status, 'exited');

@@ -5,6 +5,7 @@
 local uv = require "luv"
 local reload = require "rmcp.lib.reload"
 local hooks = require "rmcp.policy.hooks"
+local log = require "rmcp.lib.log"
 
 local here = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
 local EXAMPLES = here .. "../../examples/"
@@ -32,14 +33,19 @@ local function setup(t)
   assert(uv.fs_mkdir(root .. "/policy", 448))
   local saved_path = package.path
   package.path = root .. "/?.lua;" .. package.path
+  local logs = {}
+  log.set_sink(function(line) logs[#logs + 1] = line end)
   t.defer(function()
+    log.set_sink(function(line) io.stderr:write(line) end)
     reload.stop()
     package.path = saved_path
     for name in pairs(package.loaded) do
       if type(name) == "string" and name:match("^rtest%.") then package.loaded[name] = nil end
     end
   end)
-  local ctx = { root = root, policy = root .. "/policy" }
+  local ctx = { root = root, policy = root .. "/policy", logs = logs }
+  -- The log lines so far, joined.
+  function ctx.log() return table.concat(logs) end
   function ctx.start(opts)
     opts = opts or {}
     reload.init{ role = "test", policy_dirs = { ctx.policy },
@@ -102,6 +108,7 @@ test("a syntax or load error keeps the old version and is reported once with fil
   local w = ctx.warnings()
   t.match(w, "rtest/b%.lua:2:", "the warning names file:line")
   t.match(w, "previous version keeps running")
+  t.match(ctx.log(), "error: reload failed, previous version kept: [^\n]*rtest/b%.lua:2:", "logged with file:line")
   reload.check()
   t.eq(ctx.warnings(), "", "reported once")
   ctx.module("b", "local M = {}\nM.x = nil .. 1\nreturn M\n")
@@ -217,6 +224,44 @@ test("a new policy file is found on the next check; a broken new file is reporte
   reload.check()
   t.match(ctx.warnings(), "open%.lua not loaded: refused: .*writable by others")
   t.eq(#reload.policies(), 1)
+end)
+
+test("spawn_defaults adjusts only what the caller left open; permission may pick a question's answer", function(t)
+  local ctx = setup(t)
+  ctx.policy_file("spawn.lua", [[
+return {
+  spawn_defaults = function(opts, info)
+    if info.cwd:find("/docs$") then return { model = "mock/cheap", effort = "low", keep_alive = true } end
+    if info.cwd:find("/bad$") then return { effort = 3, colour = "red" } end
+  end,
+  permission = function(req)
+    if req.kind == "question" and req.title == "Which library?" then return { option_id = "q1:2" } end
+    if req.kind == "question" then return { option_id = "q9:9" } end
+  end,
+}
+]])
+  ctx.start()
+  local spawn = require "rmcp.policy.spawn"
+  local o = assert(spawn.options({ task = "x", effort = "high" }))
+  spawn.adjust(o, { cwd = "/w/docs", project_dir = "/w", orchestrator_id = "o" })
+  t.eq({ o.model, o.effort, o.keep_alive }, { "mock/cheap", "high", true }, "the explicit effort stays")
+  local o2 = assert(spawn.options({ task = "x", keep_alive = false }))
+  spawn.adjust(o2, { cwd = "/w/docs" })
+  t.eq(o2.keep_alive, false, "an explicit keep_alive stays")
+  local o3 = assert(spawn.options({ task = "x" }))
+  local effort = o3.effort
+  spawn.adjust(o3, { cwd = "/w/bad" })
+  t.eq(o3.effort, effort)
+  local w = ctx.warnings()
+  t.match(w, "effort must be a string")
+  t.match(w, "cannot set colour")
+  local options = { { optionId = "q1:1", kind = "allow_once" }, { optionId = "q1:2", kind = "allow_once" },
+                    { optionId = "q1:cancel", kind = "reject_once" } }
+  local s = { id = "rx-2", cwd = ctx.root }
+  local d = hooks.permission(s, { request_id = 4, kind = "question", options = options }, { title = "Which library?", kind = "other" })
+  t.eq({ d.verdict, d.option_id }, { "select", "q1:2" })
+  t.eq(hooks.permission(s, { request_id = 5, kind = "question", options = options }, { title = "Other?", kind = "other" }), nil)
+  t.match(ctx.warnings(), "option q9:9, which the request does not offer")
 end)
 
 test("tool modules and the tool registry are checked before they swap in", function(t)
