@@ -37,6 +37,7 @@ local function new_state()
     generation = 0,     -- bumped by every successful swap (the server rebuilds its tool list on a change)
     warnings = {},      -- pending warnings for the next caller
     watchers = {},      -- dir -> fs_event handle (agentd)
+    fixed = {},         -- loaded modules that are not reloadable: file -> {name, stamp} (agentd)
   }
 end
 
@@ -384,6 +385,17 @@ local function schedule()
   S.debounce:start(S.debounce_ms or 50, 0, function() M.check() end)
 end
 
+-- Says so (once per version) when the file of a loaded module that is not reloadable changed: its
+-- new code only runs after a restart, which a person editing it would otherwise not know.
+local function note_fixed(path)
+  local e = S.fixed[path]
+  local st = e and stamp(path)
+  if not e or not st or st == e.stamp then return end
+  e.stamp = st
+  M.warn(string.format("%s changed, but %s holds state and is not hot-reloaded: it takes effect when %s restarts%s",
+    path, e.name, S.role, S.role == "agentd" and " (reasonix_restart_agentd)" or ""))
+end
+
 -- Watches (fs_event, agentd only) every dir holding a tracked module or a policy file.
 watch_dirs = function()
   if not S.watch then return end
@@ -395,7 +407,10 @@ watch_dirs = function()
   for dir in pairs(dirs) do
     if not S.watchers[dir] then
       local h = uv.new_fs_event()
-      local ok = h and h:start(dir, {}, function() schedule() end)
+      local ok = h and h:start(dir, {}, function(_, name)
+        schedule()
+        if name then note_fixed(dir .. "/" .. name) end
+      end)
       if ok then
         h:unref()
         S.watchers[dir] = h
@@ -441,6 +456,12 @@ function M.init(opts)
     end
   end
   S.started = true
+  for name in pairs(package.loaded) do
+    if S.watch and type(name) == "string" and name:match("^rmcp%.") and not M.reloadable(name) then
+      local file = package.searchpath(name, package.path)
+      if file then S.fixed[file] = { name = name, stamp = stamp(file) } end
+    end
+  end
   check_policies()
   watch_dirs()
   local names = {}
