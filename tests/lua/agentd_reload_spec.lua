@@ -164,6 +164,28 @@ test("an undelivered result holds the reload until polled; a binary that does no
   t.eq(by[sid].exit_reason, "daemon_reload")
 end)
 
+test("an install behind a symlink: repointing it reloads agentd into the new target", function(t)
+  local ctx = support.setup(t, { env = reload_env, scenario = scenario() })
+  local dir = t.tmpdir("rmcp-links")
+  for _, v in ipairs({ "v1", "v2" }) do
+    assert(uv.fs_mkdir(dir .. "/" .. v, 448))
+    assert(os.execute(string.format("cp '%s' '%s/%s/reasonix-mcp'", BIN, dir, v)))
+  end
+  local link = dir .. "/reasonix-mcp"
+  assert(uv.fs_symlink(dir .. "/v1/reasonix-mcp", link))
+  local c = ctx.client("orch-a", nil, { exe = link })
+  local sid = ctx.call(c, "spawn", { task = "hello" }).session_id
+  ctx.watch_until(c, { sid }, function(_, x) return x.status == "idle" end)
+  local old = c.info.agentd_pid
+  t.eq(exe_of(old), dir .. "/v1/reasonix-mcp")
+  -- repoint the link the way an installer does: a new link under a temp name, renamed over it
+  assert(uv.fs_symlink(dir .. "/v2/reasonix-mcp", link .. ".new"))
+  assert(uv.fs_rename(link .. ".new", link))
+  t.wait_for(function() return not support.alive(old) end, 5000, "the old agentd to hand over")
+  t.eq(rows(ctx, c)[sid].exit_reason, "daemon_reload")
+  t.eq(exe_of(c.info.agentd_pid), dir .. "/v2/reasonix-mcp", "the fresh daemon runs the new target")
+end)
+
 test("restart: refused while agents are live unless force; force stops them and the next call reaches a fresh daemon where they resume", function(t)
   local ctx = support.setup(t, { env = reload_env, scenario = scenario() })
   local a, b = ctx.client("orch-a"), ctx.client("orch-b")

@@ -106,9 +106,10 @@ local function stop_timers(r)
   end
 end
 
--- Starts watching the daemon's binary (require("rmcp.host").exe) for replacement.
+-- Starts watching the daemon's binary for replacement: the path it was started by (a symlink an
+-- upgrade may repoint) when that still leads to it, else its real path.
 function M.init(d)
-  local exe = require("rmcp.host").exe
+  local exe = require("rmcp.lib.exepath").invoked()
   d.upgrade = { exe = exe }
   d.upgrade.watcher = binwatch.watch(exe, function() M.queue(d, "binary " .. exe .. " changed") end,
     { settle_ms = config.limit("reload_settle_ms"), poll_ms = config.limit("reload_poll_ms") })
