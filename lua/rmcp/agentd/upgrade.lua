@@ -1,13 +1,13 @@
 -- Daemon reload on upgrade (not Lua hot reload, which is rmcp.lib.reload): agentd watches its own
 -- binary and, when a new one lands, queues a safe restart. It waits until no agent is working
 -- (starting, running, awaiting a decision, stopping), every live agent's terminal result was
--- delivered (watch or poll), and no keep_alive agent is live; then, after
--- a short grace, it checks the new binary runs, closes the idle agents (exited, exit_reason
--- "daemon_reload", resumable), persists, releases socket and lock, starts a fresh daemon from the
--- binary and exits. Servers reconnect on their next call. The explicit `restart` method takes the
--- same handover path at once (force: every agent is stopped first, exit_reason "daemon_restart").
--- With REASONIX_MCP_LIVE_HANDOVER=1 a new binary instead takes the live agents along (handover.lua):
--- it waits only for what cannot move (an agent starting or stopping, a request in flight).
+-- delivered (watch or poll), and no keep_alive agent is live; then, after a short grace, it checks
+-- that the new binary runs, closes the idle agents (exited, exit_reason "daemon_reload", resumable),
+-- persists, releases socket and lock, starts a fresh daemon from the binary and exits. Servers
+-- reconnect on their next call. The explicit `restart` method takes the same handover path at once
+-- (force: every agent is stopped first, exit_reason "daemon_restart"). With
+-- REASONIX_MCP_LIVE_HANDOVER=1 a new binary instead takes the live agents along (handover.lua),
+-- waiting only for what cannot move (an agent starting or stopping, a request in flight).
 -- State lives in d.upgrade, so reloading this module's code loses nothing.
 local uv = require "luv"
 local log = require "rmcp.lib.log"
