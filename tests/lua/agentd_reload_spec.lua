@@ -98,6 +98,12 @@ test("a new binary queues a reload that waits for a running turn, a decision and
   local t_queued = uv.now() - t0
   t.match(rl.reason, "changed")
   t.eq(rl.state, "waiting")
+  -- hello carries it too (doctor prints it); another orchestrator sees only a count
+  local other = ctx.client("orch-b", nil, { exe = exe })
+  t.ok(other:wait_connected())
+  t.eq(other.info.reload.pending, true)
+  t.eq(other.info.reload.waiting_for, { "3 session(s) of other orchestrators" })
+  other:close()
 
   -- the decision is answered, both turns complete and their results are delivered by watches
   ctx.call(c, "respond_permission", { session_id = ask, option_id = "q1:2" })
@@ -153,6 +159,16 @@ test("an undelivered result holds the reload until polled; a binary that does no
   end, 5000, "the broken binary to be refused")
   t.match(rl.error, "not today")
   t.eq(rl.pending, false)
+  -- doctor says so too
+  local out = {}
+  local code = t.await(function(done)
+    assert(require("rmcp.proc").spawn({
+      file = BIN, args = { "doctor" }, stdin = "null", stdout = "pipe", stdout_mode = "raw", stderr = "null",
+      on_stdout = function(chunk) out[#out + 1] = chunk end, on_exit = function(c) done(c) end,
+    }))
+  end, 20000, "doctor")
+  t.match(table.concat(out), "%[FAIL%] agentd reload +new binary refused: .*not today")
+  t.eq(code, 1)
   t.ok(support.alive(old))
   t.eq(c.info.agentd_pid, old)
   t.eq(rows(ctx, c)[sid].status, "idle", "the agent was left alone")
