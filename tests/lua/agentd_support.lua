@@ -107,7 +107,6 @@ function M.setup(t, opts)
   t.defer(function()
     for _, c in ipairs(ctx.clients) do c:close() end
     ctx.shutdown()
-    os.execute("cp " .. mcp_home .. "/agentd.log /tmp/exp/last-agentd.log")
   end)
   return ctx
 end
