@@ -16,7 +16,7 @@ local proc = require "rmcp.proc"
 local sys = require "rmcp.sys"
 local session = require "rmcp.agentd.session"
 local handover = require "rmcp.agentd.handover"
-local binwatch = require "rmcp.launcher.binwatch" -- the launcher's watcher for its server binary: same job
+local binwatch = require "rmcp.lib.binwatch"
 
 local M = {}
 

@@ -8,32 +8,14 @@ local config = require "rmcp.config"
 
 local M = {}
 
--- The path the host started us by (argv[0], made absolute or found on PATH) when it leads to this
--- very binary: an upgrade may repoint a symlink there. Otherwise the real path of the binary.
-local function invoked_path(exe)
-  local f = io.open("/proc/self/cmdline", "rb")
-  if not f then return exe end
-  local argv0 = (f:read("a") or ""):match("^[^%z]+")
-  f:close()
-  if not argv0 then return exe end
-  local path
-  if argv0:find("/", 1, true) then
-    path = argv0:sub(1, 1) == "/" and argv0 or (uv.cwd() .. "/" .. argv0:gsub("^%./", ""))
-  else
-    path = config.which(argv0)
-  end
-  if path and uv.fs_realpath(path) == exe then return path end
-  return exe
-end
-
 -- Runs the launcher on this process's stdio; returns at once (the loop does the work).
 function M.main(_args)
   log.set_role("launcher")
   local channel = require "rmcp.channel"
   local sys = require "rmcp.sys"
   local proxy_mod = require "rmcp.launcher.proxy"
-  local binwatch = require "rmcp.launcher.binwatch"
-  local exe = invoked_path(require("rmcp.host").exe)
+  local binwatch = require "rmcp.lib.binwatch"
+  local exe = require("rmcp.lib.exepath").invoked()
   local max_line = config.limit("max_line")
 
   local out, input, watcher, proxy
