@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, then builds and runs every test twice — a normal
-# build and an ASan+UBSan build — and the C unit tests once more under valgrind.
+# build and an ASan+UBSan build; the normal build's ctest also runs the C unit tests under valgrind.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -16,13 +16,6 @@ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DRMCP_SANITIZE=ON >/dev/null
 cmake --build build-asan -j"$jobs"
 
 status=0
-echo "== unit tests under valgrind"
-for t in build/tests/unit/test_*; do
-  [ -x "$t" ] || continue
-  valgrind --quiet --leak-check=full --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect \
-    --error-exitcode=1 "$t" >/dev/null || { echo "valgrind: $t failed"; status=1; }
-done
-
 echo "== tests: asan+ubsan build"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan --output-on-failure -j2 || status=1
