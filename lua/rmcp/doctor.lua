@@ -51,7 +51,7 @@ function M.checks()
       end
       local cfg = type(doc.config) == "table" and (doc.config.source_path or doc.config.user_path) or "?"
       add("provider configured", #ready > 0, (#ready > 0 and ("providers with a key: " .. table.concat(ready, ", "))
-        or "no provider has its API key in the environment (run `reasonix setup`)") .. "; config " .. tostring(cfg))
+        or "no configured provider has an API key (run `reasonix setup`, or put the key in $REASONIX_HOME/.env)") .. "; config " .. tostring(cfg))
     end
   end
   local paths = config.paths()
@@ -60,7 +60,7 @@ function M.checks()
   local c = client.new({ autostart = false, client_info = { name = "reasonix-mcp doctor" } })
   local up, cerr = c:wait_connected()
   if up then
-    add("agentd", true, string.format("pid %s, version %s, socket %s", tostring(math.tointeger(c.info.agentd_pid) or c.info.agentd_pid), tostring(c.info.version), paths.sock))
+    add("agentd", true, string.format("pid %s, version %s, socket %s", tostring(c.info.agentd_pid), tostring(c.info.version), paths.sock))
     local rl = c.info.reload
     if type(rl) == "table" and rl.pending then
       add("agentd reload", nil, string.format("pending (%s), %s; waiting for: %s", tostring(rl.reason), tostring(rl.state),
