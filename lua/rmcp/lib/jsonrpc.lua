@@ -190,6 +190,12 @@ function Peer:receive(line)
     self:protocol_error("parse error: " .. tostring(err), line)
     return self:respond_error(nil, M.PARSE_ERROR, "Parse error: " .. tostring(err))
   end
+  return self:receive_message(msg, line)
+end
+
+-- Feeds one already decoded message (for a caller that had to look into it first, so the line is
+-- not decoded twice); line, when given, is only passed on to on_protocol_error.
+function Peer:receive_message(msg, line)
   if type(msg) ~= "table" or msg[1] ~= nil then
     self:protocol_error("not a JSON-RPC object", line)
     return self:respond_error(nil, M.INVALID_REQUEST, "Invalid Request: expected a single JSON-RPC object (batches are not supported)")
