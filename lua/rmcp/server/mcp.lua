@@ -124,11 +124,13 @@ function Server:with_warnings(result)
   return result
 end
 
--- Feeds one line from the host. The decoded message is kept so handlers can see the request id.
+-- Feeds one line from the host. The decoded message is kept so handlers can see the request id; it
+-- is decoded once here and handed to the peer as is (receive_message), not decoded again.
 function Server:receive(line)
   local msg = json.decode(line)
+  if msg == nil then return self.peer:receive(line) end -- the peer reports the parse error
   self.current = type(msg) == "table" and msg or nil
-  self.peer:receive(line)
+  self.peer:receive_message(msg, line)
   self.current = nil
 end
 
