@@ -5,8 +5,23 @@
 -- new versions, passes a self-check, and only then is copied into the live module tables; any syntax,
 -- runtime or self-check error restores the previous versions, is logged with file:line and is reported
 -- once to the next caller (take_warnings). Changes are noticed by check() at the start of every call,
--- so the next call always sees them; agentd also runs check() on fs_event for changes between calls.
+-- so the next call sees them; agentd also runs check() on fs_event for changes between calls.
 -- This module holds the process's reload state, so it is never reloaded itself.
+--
+-- Cost of check() (it runs on every agentd request and every MCP call). A full check stats every file
+-- that can change what is loaded: the files of the loaded reloadable modules (a list precomputed
+-- when that set changes, not per call), the policy dirs (for new and removed files) and the policy
+-- files: ~15 stats, ~20-40 us. So the server and agentd (roles "server", "agentd") skip it when
+--   * every dir holding such a file is watched with fs_event (inotify; a missing policy dir through
+--     its parent), and no event arrived since the last full check (the dirty flag), and
+--   * the last full check was less than `window` (1 s) ago;
+-- the skip costs one clock read (< 1 us). An edit queues its inotify event before the editor's
+-- write returns, so the loop runs our callback before (or in the same iteration as) the request
+-- the editor sends next; epoll usually reports the inotify fd first (it became ready first). Where
+-- it does not (both ready in one iteration, the socket listed first), the window bounds the delay:
+-- a call more than 1 s after the last full check always stats. Any other role (tests, scripts)
+-- stats on every call. A swap, a tracked module loaded later, a policy dir appearing or a watch
+-- that could not start all force full checks until the watches cover the new set again.
 local uv = require "luv"
 local log = require "rmcp.lib.log"
 
@@ -38,6 +53,13 @@ local function new_state()
     warnings = {},      -- pending warnings for the next caller
     watchers = {},      -- dir -> fs_event handle (agentd)
     fixed = {},         -- loaded modules that are not reloadable: file -> {name, stamp} (agentd)
+    mods = {},          -- precomputed {name, entry} of S.tracked, what check_builtins stats
+    layout = true,      -- the tracked set or a policy dir's identity changed: rebuild mods + watches
+    dirty = true,       -- an fs_event arrived (or nothing is known yet): the next check is a full one
+    covered = false,    -- every dir that holds a stamped file has a live fs_event watch
+    last_full = 0,      -- uv.hrtime() of the last full check
+    window = 0,         -- ns a clean (no event) state may skip the stats; 0: always stat
+    dir_ids = {},       -- policy dir -> inode it was watched with ("missing": its parent is watched)
   }
 end
 
@@ -191,7 +213,10 @@ local function build(names, stamps)
   end, debug.traceback)
   _G.require = real_require
   if ok then
-    for name, t in pairs(tracked) do S.tracked[name] = t end
+    for name, t in pairs(tracked) do
+      S.tracked[name] = t
+      S.layout = true
+    end
     return true
   end
   for i = #linked, 1, -1 do
@@ -210,15 +235,20 @@ end
 
 -- Finds changed built-in modules and rebuilds them as one unit; returns true when something swapped.
 local function check_builtins()
-  local names, stamps = {}, {}
-  for name, e in pairs(S.tracked) do
+  local names, stamps
+  local mods = S.mods
+  for i = 1, #mods do
+    local m = mods[i]
+    local e = m[2]
     local st = stamp(e.path)
     if st and st ~= e.stamp then
-      names[#names + 1] = name
-      stamps[name] = st
+      names = names or {}
+      stamps = stamps or {}
+      names[#names + 1] = m[1]
+      stamps[m[1]] = st
     end
   end
-  if #names == 0 then
+  if not names then
     S.failed_sig = nil
     return false
   end
@@ -284,6 +314,7 @@ local function policy_files()
     if S.dir_stamps[dir] ~= st then
       S.dir_stamps[dir] = st
       dirty = true
+      if S.dir_ids[dir] ~= (st:match("[^:]*$")) then S.layout = true end -- created, removed or replaced
     end
   end
   if not dirty then return S.policy_files end
@@ -308,6 +339,19 @@ end
 -- Loads new and changed policy files, drops removed ones; returns true when the set changed.
 local function check_policies()
   local files = policy_files()
+  if files == S.checked_files then -- same listing: only a changed stamp needs the full pass below
+    local same = true
+    for i = 1, #files do
+      local e = S.by_path[files[i]]
+      local st = stamp(files[i])
+      if not e or (st and st ~= e.stamp and st ~= e.failed) then
+        same = false
+        break
+      end
+    end
+    if same then return false end
+  end
+  S.checked_files = files
   local changed, seen, list = false, {}, {}
   for _, path in ipairs(files) do
     seen[path] = true
@@ -346,8 +390,20 @@ end
 
 local watch_dirs
 
--- Runs one check: built-ins first (policies may use them), then the policy files.
+-- Rebuilds the list check_builtins stats (when the tracked set changed, not per call).
+local function list_mods()
+  local mods = {}
+  for name, e in pairs(S.tracked) do mods[#mods + 1] = { name, e } end
+  table.sort(mods, function(a, b) return a[1] < b[1] end)
+  S.mods = mods
+end
+
+-- Runs one full check: built-ins first (policies may use them), then the policy files. The dirty flag
+-- is cleared first, so an event that arrives while the stats run forces the next check.
 local function check_all()
+  S.dirty = false
+  S.last_full = uv.hrtime()
+  if S.layout then list_mods() end
   local swapped = check_builtins()
   if check_policies() then swapped = true end
   if swapped then
@@ -357,18 +413,27 @@ local function check_all()
       if not ok then log.error("reload: on_swap failed: %s", tostring(err)) end
     end
   end
-  watch_dirs()
+  if S.layout then
+    S.layout = false
+    list_mods()
+    watch_dirs()
+  end
   return swapped
 end
 
 -- Notices changed files and swaps in their new versions; call it at the start of every call.
--- Returns true when something was swapped in. Cheap: one stat per tracked file and policy dir.
+-- Returns true when something was swapped in. Skips the stats while the watched dirs saw no event
+-- and the last full check is recent (see the top of this file).
 function M.check()
   if not S.started or S.checking then return false end
+  if not S.dirty and S.covered and S.window > 0 and uv.hrtime() - S.last_full < S.window then
+    return false
+  end
   S.checking = true
   local ok, res = xpcall(check_all, debug.traceback)
   S.checking = false
   if not ok then
+    S.dirty = true
     log.error("reload check failed: %s", tostring(res))
     return false
   end
@@ -396,29 +461,54 @@ local function note_fixed(path)
     path, e.name, S.role, S.role == "agentd" and " (reasonix_restart_agentd)" or ""))
 end
 
--- Watches (fs_event, agentd only) every dir holding a tracked module or a policy file.
+-- Starts an fs_event watch on dir (key: what S.watchers calls it) unless it runs; only events for
+-- file `only` count when given (a missing policy dir watched through its parent). Returns success.
+local function watch(key, dir, only)
+  if S.watchers[key] then return true end
+  local h = uv.new_fs_event()
+  local ok = h and h:start(dir, {}, function(_, name)
+    if only and name and name ~= only then return end
+    S.dirty = true
+    if S.watch then
+      schedule()
+      if name and not only then note_fixed(dir .. "/" .. name) end
+    end
+  end)
+  if ok then
+    h:unref()
+    S.watchers[key] = h
+    return true
+  end
+  if h then h:close() end
+  return false
+end
+
+-- Watches with fs_event every dir holding a tracked module or a policy file, and the parent of a
+-- missing policy dir; sets S.covered when all of them are watched. In both processes the events mark
+-- the state dirty (check() then stats); in agentd (opts.watch) they also run a check soon.
 watch_dirs = function()
-  if not S.watch then return end
+  local covered = true
   local dirs = {}
   for _, e in pairs(S.tracked) do dirs[e.path:match("^(.*)/[^/]*$") or "."] = true end
-  for _, d in ipairs(S.policy_dirs) do
-    if S.dir_stamps[d] ~= "missing" then dirs[d] = true end
-  end
   for dir in pairs(dirs) do
-    if not S.watchers[dir] then
-      local h = uv.new_fs_event()
-      local ok = h and h:start(dir, {}, function(_, name)
-        schedule()
-        if name then note_fixed(dir .. "/" .. name) end
-      end)
-      if ok then
-        h:unref()
-        S.watchers[dir] = h
-      elseif h then
-        h:close()
-      end
+    if not watch(dir, dir) then covered = false end
+  end
+  for _, d in ipairs(S.policy_dirs) do
+    local id = (S.dir_stamps[d] or "missing"):match("[^:]*$")
+    if S.dir_ids[d] ~= id then -- created, removed or replaced: the old watch sees nothing any more
+      local old = S.watchers[d]
+      if old and not old:is_closing() and not dirs[d] then old:close() end
+      if not dirs[d] then S.watchers[d] = nil end
+      S.dir_ids[d] = id
+    end
+    if S.dir_stamps[d] == "missing" then
+      local parent, base = d:match("^(.*)/([^/]+)$")
+      if not parent or not watch("parent:" .. d, parent == "" and "/" or parent, base) then covered = false end
+    elseif not watch(d, d) then
+      covered = false
     end
   end
+  S.covered = covered
 end
 
 -- Records the file of a reloadable module when require loads it, so later edits are noticed.
@@ -432,6 +522,7 @@ local function searcher(name)
     error(string.format("error loading module '%s' from file '%s':\n\t%s", name, path, err), 2)
   end
   S.tracked[name] = { path = path, stamp = st }
+  S.layout, S.dirty = true, true -- stat it from now on, and watch its dir
   return chunk, path
 end
 
@@ -444,6 +535,9 @@ function M.init(opts)
   S = new_state()
   S.role, S.watch, S.on_swap, S.extra = opts.role or "?", opts.watch, opts.on_swap, opts.reloadable
   S.debounce_ms = opts.debounce_ms
+  local window_ms = opts.window_ms
+  if window_ms == nil then window_ms = (S.role == "server" or S.role == "agentd") and 1000 or 0 end
+  S.window = math.floor(window_ms * 1e6)
   S.policy_dirs = opts.policy_dirs or M.policy_dirs()
   if not M.searcher_installed then
     table.insert(package.searchers, 2, searcher)
@@ -463,7 +557,11 @@ function M.init(opts)
     end
   end
   check_policies()
+  S.layout = false
+  list_mods()
   watch_dirs()
+  S.last_full = uv.hrtime()
+  S.dirty = false
   local names = {}
   for _, p in ipairs(S.policies) do names[#names + 1] = p.file end
   log.info("hot reload on (%s): %d policy file(s)%s from %s", S.role, #names,
