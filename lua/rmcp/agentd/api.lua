@@ -328,9 +328,11 @@ function M.accept(d, fd, peer_uid, peer_pid)
     mode = "ndjson",
     max_line = config.limit("max_line"),
     on_line = function(line)
+      -- decoded once: the id is read here, the peer gets the decoded message
       local msg = json.decode(line)
+      if msg == nil then return conn.peer:receive(line) end -- the peer reports the parse error
       conn.current_id = type(msg) == "table" and msg.id ~= json.null and msg.id or nil
-      conn.peer:receive(line)
+      conn.peer:receive_message(msg, line)
       conn.current_id = nil
     end,
     on_oversize = function(n)
