@@ -72,4 +72,50 @@ function M.probe(bin, cwd, env, cb, timeout_ms)
   end)
 end
 
+-- A copy of posture p (each session keeps and persists its own).
+local function copy(p)
+  local out = {}
+  for k, v in pairs(p) do out[k] = v end
+  if type(p.allow_write) == "table" then out.allow_write = json.array({ table.unpack(p.allow_write) }) end
+  return out
+end
+
+-- Stamp of a file that shapes the posture: mtime and size, or "-" when it does not exist.
+local function stamp(path)
+  local st = uv.fs_stat(path)
+  if not st then return "-" end
+  return string.format("%d.%d:%d", st.mtime.sec, st.mtime.nsec, st.size)
+end
+
+M.CACHE_MS = 30000
+local cache = {} -- key -> { at = uv.now(), posture } or { waiters = {cb...} } while a probe runs
+
+-- Like M.probe, but a fleet of spawns pays for doctor once: a successful posture is reused for
+-- CACHE_MS per (doctor argv, cwd, env, agent binary, Reasonix user config, project reasonix.toml),
+-- and spawns that ask while a probe for the same key runs share its answer. Failures are not kept.
+function M.probe_cached(bin, cwd, env, cb, timeout_ms)
+  local argv = type(bin) == "table" and bin or { bin }
+  if not argv[1] then return M.probe(bin, cwd, env, cb, timeout_ms) end
+  local config = require "rmcp.config"
+  local key = table.concat({ cwd, table.concat(argv, "\0"), table.concat(env or {}, "\0"), stamp(argv[1]),
+                             stamp(config.reasonix_home() .. "/config.toml"), stamp(cwd .. "/reasonix.toml") }, "\1")
+  local e = cache[key]
+  if e and e.posture and uv.now() - e.at <= M.CACHE_MS then return cb(copy(e.posture)) end
+  if e and e.waiters then e.waiters[#e.waiters + 1] = cb; return end
+  for k, old in pairs(cache) do -- expired entries go (the cache holds a few keys at most)
+    if old.posture and uv.now() - old.at > M.CACHE_MS then cache[k] = nil end
+  end
+  e = { waiters = { cb } }
+  cache[key] = e
+  M.probe(bin, cwd, env, function(p)
+    if p.error then cache[key] = nil else cache[key] = { at = uv.now(), posture = p } end
+    for _, w in ipairs(e.waiters) do w(copy(p)) end
+  end, timeout_ms)
+end
+
+-- Forgets every cached posture.
+function M.clear_cache()
+  cache = {}
+end
+
 return M

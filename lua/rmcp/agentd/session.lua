@@ -619,7 +619,7 @@ function M.setup(d, s, o, mode)
   bin = argv[1]
   local env = config.agent_env()
   local probe_result, probe_waiter
-  posture.probe(policy_spawn.doctor_argv(argv), s.cwd, env, function(p)
+  posture.probe_cached(policy_spawn.doctor_argv(argv), s.cwd, env, function(p)
     probe_result = p
     if probe_waiter then probe_waiter() end
   end)
