@@ -100,7 +100,7 @@ function methods.spawn(d, conn, p, reply)
         session.persist(d, s)
       else
         d.sessions[s.id] = nil
-        os.remove(store.meta_path(d.paths.sessions, s.id))
+        store.remove(d.paths.sessions, s.id)
         os.remove(s.transcript_path)
       end
       log.warn("session %s: spawn failed: %s", s.id, serr.message)

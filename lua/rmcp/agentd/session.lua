@@ -111,10 +111,11 @@ function M.restore(d, rec)
   return s
 end
 
--- Writes the session's metadata.
+-- Writes the session's metadata: at once (and fsynced) when the session ends or the daemon stops,
+-- else coalesced and fsynced off the loop (store.save).
 function M.persist(d, s)
   s.updated_at = store.now()
-  store.save(d.paths.sessions, s)
+  store.save(d.paths.sessions, s, d.shutting_down or not live_status[s.status])
 end
 
 -- Appends a journal record for the session.

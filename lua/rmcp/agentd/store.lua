@@ -35,13 +35,14 @@ function M.valid_id(id)
   return type(id) == "string" and #id <= 64 and id:match("^[%w%-_]+$") ~= nil
 end
 
--- Writes text to path atomically (temp file in the same dir, fsync, rename); returns true or nil, err.
-function M.write_atomic(path, text)
+-- Writes text to path atomically (temp file in the same dir, fsync unless fsync is false, rename);
+-- returns true or nil, err.
+function M.write_atomic(path, text, fsync)
   local tmp = path .. ".tmp" .. uv.os_getpid()
   local fd, err = uv.fs_open(tmp, "w", 384) -- 0600
   if not fd then return nil, err end
   local ok, werr = uv.fs_write(fd, text, -1)
-  if ok then ok, werr = uv.fs_fsync(fd) end
+  if ok and fsync ~= false then ok, werr = uv.fs_fsync(fd) end
   uv.fs_close(fd)
   if not ok then uv.fs_unlink(tmp); return nil, werr end
   local rok, rerr = uv.fs_rename(tmp, path)
@@ -49,18 +50,93 @@ function M.write_atomic(path, text)
   return true
 end
 
--- Persists the metadata of session s into dir; logs and returns false on failure.
-function M.save(dir, s)
+-- Encodes the persisted fields of session s; returns text or nil (logged).
+local function encode(s)
   local rec = {}
   for _, k in ipairs(M.fields) do rec[k] = s[k] end
   local text, err = json.encode(rec)
   if not text then
     log.error("session %s: cannot encode metadata: %s", s.id, err)
-    return false
+    return nil
   end
-  local ok, werr = M.write_atomic(M.meta_path(dir, s.id), text .. "\n")
-  if not ok then log.error("session %s: cannot save metadata: %s", s.id, werr) end
-  return ok == true
+  return text .. "\n"
+end
+
+-- Per metadata path: { seq = writes started, s = session, busy = an async write is in flight,
+-- again = the session changed while it was }.
+local saves = {}
+
+-- Writes s to path off the loop: open, write, fsync and close on the thread pool, then the rename on
+-- the loop, skipped when a synchronous save overtook it (seq). Coalesced: while one write is in
+-- flight, further saves only mark the session, and one more write of its latest state follows.
+local function save_async(path, st)
+  local text = encode(st.s)
+  if not text then return end
+  st.busy, st.again = true, false
+  st.seq = st.seq + 1
+  local seq = st.seq
+  local tmp = path .. ".tmp" .. uv.os_getpid() .. "a"
+  local function done(err)
+    if err then
+      uv.fs_unlink(tmp, function() end)
+      log.error("session %s: cannot save metadata: %s", st.s.id, tostring(err))
+    end
+    st.busy = false
+    if st.again then return save_async(path, st) end
+    if saves[path] == st then saves[path] = nil end
+  end
+  uv.fs_open(tmp, "w", 384, function(oerr, fd) -- 0600
+    if not fd then return done(oerr) end
+    uv.fs_write(fd, text, -1, function(werr)
+      if werr then uv.fs_close(fd, function() end); return done(werr) end
+      uv.fs_fsync(fd, function(ferr)
+        uv.fs_close(fd, function()
+          if ferr then return done(ferr) end
+          if st.seq ~= seq then uv.fs_unlink(tmp, function() end); return done() end
+          local ok, rerr = uv.fs_rename(tmp, path)
+          if not ok then return done(rerr) end
+          done()
+        end)
+      end)
+    end)
+  end)
+end
+
+-- Persists the metadata of session s into dir. now: written at once and fsynced (a session that
+-- ends, daemon shutdown); also at once, without fsync, when the file does not exist yet, so a
+-- session is listed after a crash right after it began. Otherwise the write is coalesced and
+-- fsynced off the loop (save_async); the file on disk is always a whole record (tmp + rename).
+-- Returns false when a synchronous write failed (logged).
+function M.save(dir, s, now)
+  local path = M.meta_path(dir, s.id)
+  local st = saves[path]
+  if not now and not st and not uv.fs_stat(path) then now = "nosync" end
+  if now then
+    if st then st.seq = st.seq + 1; st.again = false end -- an in-flight async write must not rename over this one
+    local text = encode(s)
+    if not text then return false end
+    local ok, werr = M.write_atomic(path, text, now ~= "nosync")
+    if not ok then log.error("session %s: cannot save metadata: %s", s.id, werr) end
+    if ok and now == "nosync" then return M.save(dir, s) end -- made durable off the loop
+    return ok == true
+  end
+  if st then
+    st.s = s
+    if st.busy then st.again = true; return true end
+  else
+    st = { seq = 0, s = s }
+    saves[path] = st
+  end
+  save_async(path, st)
+  return true
+end
+
+-- Removes the metadata file of session id (a spawn that failed); a pending async write is cancelled.
+function M.remove(dir, id)
+  local path = M.meta_path(dir, id)
+  local st = saves[path]
+  if st then st.seq, st.again = st.seq + 1, false end
+  os.remove(path)
 end
 
 -- Appends one record (a table; t added) to the journal of session id.
@@ -102,7 +178,9 @@ function M.load_all(dir)
     local name = uv.fs_scandir_next(scan)
     if not name then break end
     local id = name:match("^(.+)%.json$")
-    if id and M.valid_id(id) then
+    if name:match("%.json%.tmp%d+a?$") then
+      os.remove(dir .. "/" .. name) -- a save cut short by a crash (one daemon per home: not in use)
+    elseif id and M.valid_id(id) then
       local f = io.open(dir .. "/" .. name, "r")
       local text = f and f:read("a")
       if f then f:close() end
