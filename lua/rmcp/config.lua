@@ -19,6 +19,7 @@ M.limits = {
   max_watch_message = 4000,   -- compact message (first/last half kept)
   max_full_text = 200000,     -- full_text / thought (tail kept)
   event_buffer = 4000,        -- unpolled non-critical events kept per session
+  turn_buffer = 20,           -- undrained turns kept per session (the newest; poll's turns_dropped counts the rest)
   stderr_tail = 4000,         -- bytes of agent stderr kept for error text
   max_line = 16 * 1024 * 1024, -- longest NDJSON line on the socket and from agents
   log_max_bytes = 5 * 1024 * 1024,
@@ -41,9 +42,17 @@ function M.default(key)
   return env("REASONIX_MCP_DEFAULT_" .. key:upper()) or M.defaults[key]
 end
 
+-- REASONIX_MCP_<NAME> per limit name, built once (limits are read on hot paths).
+local limit_env = setmetatable({}, { __index = function(t, name)
+  local v = "REASONIX_MCP_" .. name:upper()
+  t[name] = v
+  return v
+end })
+
 -- Returns the numeric limit name, honouring REASONIX_MCP_<NAME>.
 function M.limit(name)
-  return tonumber(env("REASONIX_MCP_" .. name:upper()) or "") or M.limits[name]
+  local v = os.getenv(limit_env[name])
+  return v and v ~= "" and tonumber(v) or M.limits[name]
 end
 
 -- True when the boolean env flag REASONIX_MCP_<name> is set to 1/true/yes.

@@ -101,6 +101,35 @@ test("caps cut text and say so", function(t)
   end)
 end)
 
+test("detailed poll: turns share the text cap, newest first, and every cut is reported", function(t)
+  local full = assert(poll.options({ detail = true }))
+  local d = poll.shape(snap(), full)
+  t.eq(d.turns_truncated, nil)
+  t.eq(d.turns_dropped, nil)
+  t.eq(d.turns[1].text_truncated, nil)
+  with_env({ REASONIX_MCP_MAX_DELTA_TEXT = "10" }, function()
+    local r = poll.shape(snap({ turns = {
+      { text = "old-turn-text", stop_reason = "end_turn" },
+      { text = "mid", stop_reason = "cancelled" },
+      { text = "newest", stop_reason = "end_turn" },
+    } }), full)
+    t.eq(#r.turns, 3, "every turn keeps its stop_reason")
+    t.eq(r.turns[3].text, "newest")
+    t.eq(r.turns[3].text_truncated, nil)
+    t.eq(r.turns[2].text, "mid")
+    t.eq(r.turns[1].text, "t")
+    t.eq(r.turns[1].text_truncated, true)
+    t.eq(r.turns[1].stop_reason, "end_turn")
+    t.eq(r.turns_truncated, true)
+  end)
+  local r = poll.shape(snap({ turns = { { text = "x", stop_reason = "end_turn", text_truncated = true } }, turns_dropped = 3,
+                              text_cut = true }), full)
+  t.eq(r.turns[1].text_truncated, true, "a cut made when the turn was stored")
+  t.eq(r.turns_dropped, 3)
+  t.eq(r.turns_truncated, true)
+  t.eq(r.text_truncated, true, "text the daemon's buffer already dropped")
+end)
+
 test("watch readiness and the compact result", function(t)
   t.eq(watch.ready({ status = "running", pending = {} }), nil)
   t.eq(watch.ready({ status = "idle", pending = {}, terminal_pending = true }), "terminal")

@@ -16,6 +16,7 @@ local policy_cleanup = require "rmcp.policy.cleanup"
 local policy_poll = require "rmcp.policy.poll"
 local hooks = require "rmcp.policy.hooks"
 local contract = require "rmcp.policy.contract"
+local caps = require "rmcp.policy.caps"
 
 local M = {}
 
@@ -38,20 +39,39 @@ local function new_id()
   return "rx-" .. bytes:gsub(".", function(c) return string.format("%02x", c:byte()) end):sub(1, 12)
 end
 
--- A bounded text accumulator: pieces are joined lazily, and only about the last max bytes are kept.
+-- The limits the per-event path reads, looked up once per loop iteration: config.limit reads the
+-- environment on every call, too slow at tens of thousands of events a second, and an env change
+-- or a reload of config is still seen from the next iteration on.
+local lim, lim_tick = {}, -1
+local function limits()
+  local now = uv.now()
+  if now ~= lim_tick then
+    lim_tick = now
+    lim.max_delta_text = config.limit("max_delta_text")
+    lim.max_full_text = config.limit("max_full_text")
+    lim.event_buffer = config.limit("event_buffer")
+    lim.turn_buffer = config.limit("turn_buffer")
+    lim.now = store.now() -- the time stamp of the chunk events read in this iteration
+  end
+  return lim
+end
+
+-- A bounded text accumulator: pieces are joined lazily, and only about the last max bytes are kept
+-- (cut = true once text was dropped).
 local function buf_new()
   return { parts = {}, size = 0 }
 end
 
--- Appends text to buffer b, dropping the oldest text once it holds over twice max.
+-- Appends text to buffer b, dropping the oldest text once it holds over 1.25 × max (a quarter of
+-- slack keeps the re-joins rare without holding twice the cap).
 local function buf_add(b, text, max)
   if text == "" then return end
-  b.parts[#b.parts + 1] = text
+  local parts = b.parts
+  parts[#parts + 1] = text
   b.size = b.size + #text
-  if b.size > 2 * max then
-    local joined = table.concat(b.parts)
-    joined = joined:sub(#joined - max + 1)
-    b.parts, b.size = { joined }, #joined
+  if b.size > max + max // 4 then
+    local joined = caps.tail(table.concat(parts), max)
+    b.parts, b.size, b.cut = { joined }, #joined, true
   end
 end
 
@@ -65,7 +85,7 @@ end
 local function new_rt()
   return {
     text = buf_new(), thought = buf_new(), full_text = buf_new(), full_thought = buf_new(), turn_text = buf_new(),
-    turns = {}, events = {}, noncritical = 0, events_overflow = 0,
+    turns = {}, turns_dropped = 0, events = {}, event_t = {}, noncritical = 0, events_overflow = 0,
     plan_rev = 0, plan_seen = 0, error_rev = 0, error_seen = 0,
     tools = {}, active = {}, queued = {}, next_request_id = 0, wait_dirty = false,
     counters = { chunks = 0, tool_calls = 0, turns = 0, steers = 0, prompts = 0, decisions = 0 },
@@ -128,21 +148,37 @@ local function changed(d, s, event, extra)
   if d.on_change then d.on_change(s, event, extra) end
 end
 
--- Queues an event; non-critical ones are bounded, the oldest dropped first.
-local function push_event(s, ev)
+-- Queues an event (a table, or the text of an agent_message_chunk: the bulk of a chatty session is
+-- kept as its string and time stamp, not as a table each, and becomes a table when drained); t is
+-- its time (default now). Non-critical events are bounded, the oldest dropped first.
+local function push_event(s, ev, t)
   local rt = s.rt
-  ev.t = ev.t or store.now()
-  rt.events[#rt.events + 1] = ev
-  if critical_types[ev.type] then return end
+  local events, times = rt.events, rt.event_t
+  local n = #events + 1
+  events[n] = ev
+  if type(ev) == "table" then
+    ev.t = ev.t or t or store.now()
+    times[n] = ev.t
+    if critical_types[ev.type] then return end
+  else
+    times[n] = t or store.now()
+  end
   rt.noncritical = rt.noncritical + 1
-  local max = config.limit("event_buffer")
+  local max = limits().event_buffer
   if rt.noncritical > max then
+    -- compacted in place; critical events are never dropped
     local drop = rt.noncritical - max + math.max(1, max // 10)
-    local kept, dropped = {}, 0
-    for _, e in ipairs(rt.events) do
-      if dropped < drop and not critical_types[e.type] then dropped = dropped + 1 else kept[#kept + 1] = e end
+    local j, dropped = 0, 0
+    for i = 1, n do
+      local e = events[i]
+      if dropped < drop and (type(e) == "string" or not critical_types[e.type]) then
+        dropped = dropped + 1
+      else
+        j = j + 1
+        events[j], times[j] = e, times[i]
+      end
     end
-    rt.events = kept
+    for i = j + 1, n do events[i], times[i] = nil, nil end
     rt.noncritical = rt.noncritical - dropped
     rt.events_overflow = rt.events_overflow + dropped
   end
@@ -223,15 +259,18 @@ function M.on_update(d, s, update)
     local text = type(update.content) == "table" and update.content.text or ""
     if type(text) ~= "string" then text = "" end
     rt.counters.chunks = rt.counters.chunks + 1
+    local l = limits()
     if kind == "agent_message_chunk" then
-      buf_add(rt.text, text, config.limit("max_delta_text"))
-      buf_add(rt.turn_text, text, config.limit("max_full_text"))
-      buf_add(rt.full_text, text, config.limit("max_full_text"))
+      buf_add(rt.text, text, l.max_delta_text)
+      -- a stored turn keeps at most max_delta_text (tail), and last_text its last 20000 bytes
+      buf_add(rt.turn_text, text, math.max(l.max_delta_text, 20000))
+      buf_add(rt.full_text, text, l.max_full_text)
     elseif kind == "agent_thought_chunk" then
-      buf_add(rt.thought, text, config.limit("max_full_text"))
-      buf_add(rt.full_thought, text, config.limit("max_full_text"))
+      buf_add(rt.thought, text, l.max_full_text)
+      buf_add(rt.full_thought, text, l.max_full_text)
     end
-    push_event(s, { type = kind, text = text })
+    -- a message chunk event is kept as its text (shared with the buffers, not copied)
+    if kind == "agent_message_chunk" then push_event(s, text, l.now) else push_event(s, { type = kind, text = text }, l.now) end
     rt.wait_dirty = true
     if d.on_output then d.on_output(s) end
     return
@@ -272,11 +311,10 @@ function M.on_update(d, s, update)
   elseif kind == "config_option_update" then
     rt.config_options = update.configOptions
   end
-  local ev = {}
-  for k, v in pairs(update) do ev[k] = v end
-  ev.type = kind
-  ev.sessionUpdate = nil
-  push_event(s, ev)
+  -- the update table itself becomes the event (the ACP client hands it over and keeps no reference)
+  update.type = kind
+  update.sessionUpdate = nil
+  push_event(s, update)
   if not policy_poll.static_types[kind] then
     rt.wait_dirty = true
     if d.on_output then d.on_output(s) end
@@ -378,9 +416,27 @@ local function end_turn(d, s, stop_reason, err_text)
   local rt = s.rt
   rt.prompt_active = false
   rt.active, rt.tools = {}, {}
+  local l = limits()
+  local cut = rt.turn_text.cut
   local text = buf_text(rt.turn_text)
   rt.turn_text = buf_new()
-  rt.turns[#rt.turns + 1] = { text = text, stop_reason = stop_reason }
+  -- Undrained turns are bounded: each text to its last max_delta_text bytes, all texts together to
+  -- max_full_text (older texts cut first), and at most turn_buffer turns (the newest; turns_dropped
+  -- counts the rest). A detailed poll reports every cut.
+  local turns = rt.turns
+  local stored, tcut = caps.tail(text, l.max_delta_text)
+  turns[#turns + 1] = { text = stored, stop_reason = stop_reason, text_truncated = (cut or tcut) or nil }
+  local over = #turns - math.max(1, l.turn_buffer)
+  if over > 0 then
+    table.move(turns, over + 1, #turns + over, 1)
+    rt.turns_dropped = rt.turns_dropped + over
+  end
+  local budget = l.max_full_text
+  for i = #turns, 1, -1 do
+    local tu = turns[i]
+    if #tu.text > budget then tu.text, tu.text_truncated = caps.tail(tu.text, budget), true end
+    budget = budget - #tu.text
+  end
   rt.counters.turns = rt.counters.turns + 1
   s.turns_total = (s.turns_total or 0) + 1
   s.last_text = text:sub(-20000)
@@ -794,20 +850,27 @@ end
 -- Drains what is new since the last poll/watch into a snapshot for policy shaping, and resets it.
 function M.drain(s)
   local rt = s.rt
+  local events, times = rt.events, rt.event_t
+  for i = 1, #events do
+    local e = events[i]
+    if type(e) == "string" then events[i] = { type = "agent_message_chunk", text = e, t = times[i] } end
+  end
   local first = s.pending[1]
   local snap = {
     session_id = s.id, status = s.status, stop_reason = s.stop_reason, exit_reason = s.exit_reason,
     error_text = s.error_text, error_changed = rt.error_rev ~= rt.error_seen and s.error_text ~= nil,
-    text = buf_text(rt.text), thought = buf_text(rt.thought), turns = rt.turns, events = rt.events, events_overflow = rt.events_overflow,
+    text = buf_text(rt.text), thought = buf_text(rt.thought), turns = rt.turns, turns_dropped = rt.turns_dropped,
+    events = rt.events, events_overflow = rt.events_overflow,
     plan = s.plan, plan_changed = rt.plan_rev ~= rt.plan_seen, current_work = M.current_work(s),
     permission_request = first and decision_view(first) or nil,
     full_text = buf_text(rt.full_text), full_thought = buf_text(rt.full_thought), transcript_path = s.transcript_path,
+    text_cut = rt.text.cut, thought_cut = rt.thought.cut, full_text_cut = rt.full_text.cut, full_thought_cut = rt.full_thought.cut,
     counters = rt.counters, config = effective_config(s),
     last_turn_text = (s.status == "idle" or s.status == "exited" or s.status == "orphaned") and s.last_text or nil,
     agent_pid = rt.agent and rt.agent:pid() or nil,
   }
-  rt.text, rt.thought, rt.turns, rt.events = buf_new(), buf_new(), {}, {}
-  rt.noncritical, rt.events_overflow = 0, 0
+  rt.text, rt.thought, rt.turns, rt.events, rt.event_t = buf_new(), buf_new(), {}, {}, {}
+  rt.noncritical, rt.events_overflow, rt.turns_dropped = 0, 0, 0
   rt.plan_seen, rt.error_seen = rt.plan_rev, rt.error_rev
   rt.wait_dirty = false
   rt.drained_turns = s.turns_total -- a queued daemon reload counts the turn's result as delivered

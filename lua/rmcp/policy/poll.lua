@@ -93,11 +93,23 @@ function M.shape(snap, o)
   local r = lean_fields({}, snap)
   if o.detail then
     r.text, r.text_truncated = caps.tail(snap.text or "", caps.limit("max_delta_text"))
-    local turns = json.array()
-    for _, turn in ipairs(snap.turns or {}) do
-      turns[#turns + 1] = { text = turn.text, stop_reason = turn.stop_reason }
+    r.text_truncated = r.text_truncated or snap.text_cut == true
+    -- turns: every undrained turn's stop_reason, their texts together at most max_delta_text, the
+    -- newest first (an older text is cut to its tail or emptied: text_truncated on the turn,
+    -- turns_truncated on the result); turns_dropped counts turns the daemon no longer held.
+    local list, turns = snap.turns or {}, json.array()
+    local budget, cut = caps.limit("max_delta_text"), false
+    for i = #list, 1, -1 do
+      local turn = list[i]
+      local text, tr = caps.tail(turn.text or "", math.max(budget, 0))
+      budget = budget - #text
+      tr = tr or turn.text_truncated == true
+      cut = cut or tr
+      turns[i] = { text = text, stop_reason = turn.stop_reason, text_truncated = tr or nil }
     end
     r.turns = turns
+    if cut then r.turns_truncated = true end
+    if (snap.turns_dropped or 0) > 0 then r.turns_dropped, r.turns_truncated = snap.turns_dropped, true end
     local events, filtered, dropped = M.filter_events(snap.events or {}, o)
     r.events = events
     r.events_filtered = filtered
@@ -111,9 +123,12 @@ function M.shape(snap, o)
   if o.include_thought then
     r.thought, r.thought_truncated = caps.tail(snap.thought or "", caps.limit("max_full_text"))
     r.full_thought, r.full_thought_truncated = caps.tail(snap.full_thought or "", caps.limit("max_full_text"))
+    r.thought_truncated = r.thought_truncated or snap.thought_cut == true
+    r.full_thought_truncated = r.full_thought_truncated or snap.full_thought_cut == true
   end
   if o.include_full then
     r.full_text, r.full_text_truncated = caps.tail(snap.full_text or "", caps.limit("max_full_text"))
+    r.full_text_truncated = r.full_text_truncated or snap.full_text_cut == true
   end
   return r
 end
