@@ -198,6 +198,7 @@ static void host_open_modules(lua_host_t *h)
     {"rmcp.proc", luaopen_rmcp_proc},
     {"rmcp.sock", luaopen_rmcp_sock},
     {"rmcp.sys", luaopen_rmcp_sys},
+    {"rmcp.fswatch", luaopen_rmcp_fswatch},
     {NULL, NULL},
   };
   luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);

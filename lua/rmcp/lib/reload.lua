@@ -12,17 +12,18 @@
 -- that can change what is loaded: the files of the loaded reloadable modules (a list precomputed
 -- when that set changes, not per call), the policy dirs (for new and removed files) and the policy
 -- files: ~15 stats, ~20-40 us. So the server and agentd (roles "server", "agentd") skip it when
---   * every dir holding such a file is watched with fs_event (inotify; a missing policy dir through
---     its parent), and no event arrived since the last full check (the dirty flag), and
---   * the last full check was less than `window` (1 s) ago;
--- the skip costs one clock read (< 1 us). An edit queues its inotify event before the editor's
--- write returns, so the loop runs our callback before (or in the same iteration as) the request
--- the editor sends next; epoll usually reports the inotify fd first (it became ready first). Where
--- it does not (both ready in one iteration, the socket listed first), the window bounds the delay:
--- a call more than 1 s after the last full check always stats. Any other role (tests, scripts)
--- stats on every call. A swap, a tracked module loaded later, a policy dir appearing or a watch
--- that could not start all force full checks until the watches cover the new set again.
+--   * every dir holding such a file is watched (a missing policy dir through its parent), and
+--   * check() itself found no event for them in its rmcp.fswatch queue (one non-blocking read of
+--     an inotify fd), and the last full check was less than `window` (1 s) ago.
+-- The kernel queues an edit's event before the editor's write returns, so reading the queue at the
+-- start of the call sees every edit made before the call was sent: the next call always sees it.
+-- (A uv fs_event callback alone could run after that call when both are ready in one loop
+-- iteration; agentd still uses fs_event to reload between calls.) The window is a safety net for a
+-- watch the kernel dropped. Any other role (tests, scripts) stats on every call. A swap, a tracked
+-- module loaded later, a policy dir appearing or a watch that could not start all force full
+-- checks until the watches cover the new set again.
 local uv = require "luv"
+local fswatch = require "rmcp.fswatch"
 local log = require "rmcp.lib.log"
 
 local M = {}
@@ -52,6 +53,9 @@ local function new_state()
     generation = 0,     -- bumped by every successful swap (the server rebuilds its tool list on a change)
     warnings = {},      -- pending warnings for the next caller
     watchers = {},      -- dir -> fs_event handle (agentd)
+    queue = nil,        -- rmcp.fswatch queue over the same dirs, drained synchronously by check()
+    wds = {},           -- watcher key -> its watch descriptor in queue
+    wd_only = {},       -- watch descriptor -> the one name that counts (a parent dir), or false
     fixed = {},         -- loaded modules that are not reloadable: file -> {name, stamp} (agentd)
     mods = {},          -- precomputed {name, entry} of S.tracked, what check_builtins stats
     layout = true,      -- the tracked set or a policy dir's identity changed: rebuild mods + watches
@@ -426,6 +430,13 @@ end
 -- and the last full check is recent (see the top of this file).
 function M.check()
   if not S.started or S.checking then return false end
+  local events = S.queue and S.queue:read()
+  if events then
+    for _, ev in ipairs(events) do
+      local only = S.wd_only[ev.wd]
+      if not only or ev.name == only then S.dirty = true; break end
+    end
+  end
   if not S.dirty and S.covered and S.window > 0 and uv.hrtime() - S.last_full < S.window then
     return false
   end
@@ -461,9 +472,31 @@ local function note_fixed(path)
     path, e.name, S.role, S.role == "agentd" and " (reasonix_restart_agentd)" or ""))
 end
 
--- Starts an fs_event watch on dir (key: what S.watchers calls it) unless it runs; only events for
--- file `only` count when given (a missing policy dir watched through its parent). Returns success.
+-- Stops watching key: its fs_event handle and its descriptor in the synchronous queue.
+local function unwatch(key)
+  local h = S.watchers[key]
+  if h and not h:is_closing() then h:close() end
+  S.watchers[key] = nil
+  local wd = S.wds[key]
+  if wd and S.queue then S.queue:remove(wd) end
+  if wd then S.wd_only[wd] = nil end
+  S.wds[key] = nil
+end
+
+-- Adds dir to the synchronous queue under key; returns success.
+local function queue_watch(key, dir, only)
+  if S.wds[key] then return true end
+  local wd = S.queue and S.queue:add(dir)
+  if not wd then return false end
+  S.wds[key], S.wd_only[wd] = wd, only or false
+  return true
+end
+
+-- Starts an fs_event watch and a queue watch on dir (key: what S.watchers calls it) unless they run;
+-- only events for file `only` count when given (a missing policy dir watched through its parent).
+-- Returns success.
 local function watch(key, dir, only)
+  if not queue_watch(key, dir, only) then return false end
   if S.watchers[key] then return true end
   local h = uv.new_fs_event()
   local ok = h and h:start(dir, {}, function(_, name)
@@ -496,9 +529,7 @@ watch_dirs = function()
   for _, d in ipairs(S.policy_dirs) do
     local id = (S.dir_stamps[d] or "missing"):match("[^:]*$")
     if S.dir_ids[d] ~= id then -- created, removed or replaced: the old watch sees nothing any more
-      local old = S.watchers[d]
-      if old and not old:is_closing() and not dirs[d] then old:close() end
-      if not dirs[d] then S.watchers[d] = nil end
+      if not dirs[d] then unwatch(d) end
       S.dir_ids[d] = id
     end
     if S.dir_stamps[d] == "missing" then
@@ -549,6 +580,7 @@ function M.init(opts)
       if path then S.tracked[name] = { path = path, stamp = stamp(path) } end
     end
   end
+  S.queue = fswatch.open()
   S.started = true
   for name in pairs(package.loaded) do
     if S.watch and type(name) == "string" and name:match("^rmcp%.") and not M.reloadable(name) then
@@ -571,6 +603,7 @@ end
 -- Stops watching and forgets the state (tests; a process just exits).
 function M.stop()
   for _, h in pairs(S.watchers) do if not h:is_closing() then h:close() end end
+  if S.queue then S.queue:close() end
   if S.debounce and not S.debounce:is_closing() then S.debounce:close() end
   S = new_state()
 end
