@@ -131,15 +131,34 @@ function Client:wait_connected()
   end)
 end
 
--- The connect attempt itself (coroutine).
+-- Connects, retrying while the daemon that accepted us drops the connection before hello is
+-- answered: a daemon that is dying (its listener lives until its last thread exits) or losing the
+-- lock race. The next attempt starts a fresh daemon if needed (coroutine).
 function Client:connect_now()
+  local deadline = uv.now() + (self.opts.start_timeout_ms or 5000)
+  while true do
+    local ok, err, dropped = self:try_connect()
+    uv.update_time()
+    if ok or not dropped or uv.now() >= deadline then return ok, err end
+    log.info("agentd dropped the connection before hello (%s); connecting again", tostring(err))
+    async.sleep(50)
+  end
+end
+
+-- One connect attempt: returns true, or nil, message, and whether the connection dropped before
+-- hello was answered (coroutine).
+function Client:try_connect()
   local fd, err = self:open_socket()
   if not fd then return nil, err end
   local peer
+  local dropped = false
   local ch, cerr = channel.open(fd, {
     mode = "ndjson", max_line = config.limit("max_line"),
     on_line = function(line) peer:receive(line) end,
-    on_eof = function(e) self:lost(peer, e or "agentd closed the connection") end,
+    on_eof = function(e)
+      if self.peer ~= peer then dropped = true end
+      self:lost(peer, e or "agentd closed the connection")
+    end,
   })
   if not ch then return nil, cerr end
   peer = jsonrpc.new({
@@ -158,7 +177,7 @@ function Client:connect_now()
   if not info then
     if not ch:is_closed() then ch:close() end
     peer:close("hello failed")
-    return nil, "agentd hello failed: " .. tostring(herr and herr.message or herr)
+    return nil, "agentd hello failed: " .. tostring(herr and herr.message or herr), dropped
   end
   self.peer = peer
   self.info = info
