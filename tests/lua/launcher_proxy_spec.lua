@@ -9,19 +9,7 @@ local wire = require "rmcp.launcher.wire"
 local proxy_mod = require "rmcp.launcher.proxy"
 local child_mod = require "rmcp.launcher.child"
 
--- Runs fn with environment variables set, restoring them afterwards.
-local function with_env(vars, fn)
-  local saved = {}
-  for k, v in pairs(vars) do
-    saved[k] = os.getenv(k) or false
-    uv.os_setenv(k, v)
-  end
-  local ok, err = pcall(fn)
-  for k, v in pairs(saved) do
-    if v then uv.os_setenv(k, v) else uv.os_unsetenv(k) end
-  end
-  if not ok then error(err, 0) end
-end
+local with_env = require("testing").with_env
 
 -- A proxy wired to fake children; returns {p, host (decoded lines to the host), kids, exit_code}.
 local function rig()

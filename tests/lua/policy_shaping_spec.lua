@@ -1,7 +1,6 @@
 -- The stateless policy modules: poll filtering and caps, compact watch results, list rows, spawn
 -- option checks and the mapping onto what the agent advertises, cleanup grace, caps.
 local json = require "rmcp.lib.json"
-local uv = require "luv"
 local poll = require "rmcp.policy.poll"
 local watch = require "rmcp.policy.watch"
 local list = require "rmcp.policy.list"
@@ -9,19 +8,7 @@ local spawn = require "rmcp.policy.spawn"
 local cleanup = require "rmcp.policy.cleanup"
 local caps = require "rmcp.policy.caps"
 
--- Runs fn with environment variables set, restoring them afterwards.
-local function with_env(vars, fn)
-  local saved = {}
-  for k, v in pairs(vars) do
-    saved[k] = os.getenv(k) or false
-    if v then uv.os_setenv(k, v) else uv.os_unsetenv(k) end
-  end
-  local ok, err = pcall(fn)
-  for k, v in pairs(saved) do
-    if v then uv.os_setenv(k, v) else uv.os_unsetenv(k) end
-  end
-  if not ok then error(err, 0) end
-end
+local with_env = require("testing").with_env
 
 -- A snapshot like agentd/session.lua's drain produces.
 local function snap(over)

@@ -86,6 +86,20 @@ local function new_t(case)
   return t
 end
 
+-- Runs fn with environment variables set (false unsets one), restoring them afterwards.
+function M.with_env(vars, fn)
+  local saved = {}
+  for k, v in pairs(vars) do
+    saved[k] = os.getenv(k) or false
+    if v then uv.os_setenv(k, v) else uv.os_unsetenv(k) end
+  end
+  local ok, err = pcall(fn)
+  for k, v in pairs(saved) do
+    if v then uv.os_setenv(k, v) else uv.os_unsetenv(k) end
+  end
+  if not ok then error(err, 0) end
+end
+
 -- Runs one case to completion with its timeout; returns true, false+message, or "skip"+why.
 function M.run_case(case)
   local t = new_t(case)
