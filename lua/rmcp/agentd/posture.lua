@@ -113,9 +113,4 @@ function M.probe_cached(bin, cwd, env, cb, timeout_ms)
   end, timeout_ms)
 end
 
--- Forgets every cached posture.
-function M.clear_cache()
-  cache = {}
-end
-
 return M
