@@ -100,8 +100,7 @@ end
 function M.step(key, o, config_options)
   local wanted = o[key]
   if wanted == nil then return { keep = true } end
-  local id = key == "effort" and "effort" or key
-  local opt = M.find_option(config_options, id)
+  local opt = M.find_option(config_options, key)
   if key == "tool_approval" then wanted = M.approval_map[wanted] or wanted end
   if not opt then
     return { skip = key .. ": the agent advertises no such option" }
