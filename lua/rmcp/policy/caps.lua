@@ -19,14 +19,19 @@ function M.tail(s, max)
   return s:sub(i), true
 end
 
+-- The first max bytes of s, cut back to a UTF-8 boundary (no truncation flag: callers check #s).
+function M.head(s, max)
+  local j = max
+  while j > 0 and (s:byte(j + 1) or 0) & 0xC0 == 0x80 do j = j - 1 end
+  return s:sub(1, j)
+end
+
 -- Keeps the first and last max/2 bytes of s with a marker between; returns text, truncated.
 function M.head_tail(s, max)
   if s == nil then return nil, false end
   if #s <= max then return s, false end
   local half = max // 2
-  local j = half
-  while j > 0 and (s:byte(j + 1) or 0) & 0xC0 == 0x80 do j = j - 1 end
-  local head = s:sub(1, j)
+  local head = M.head(s, half)
   local tail = M.tail(s, half)
   return head .. "\n[… " .. (#s - #head - #tail) .. " bytes cut …]\n" .. tail, true
 end

@@ -1,17 +1,16 @@
 -- List shaping: one compact row per session and counts by status.
 local json = require "rmcp.lib.json"
+local caps = require "rmcp.policy.caps"
 
 local M = {}
 
 M.task_preview = 120
 
--- Shortens a task to one line of at most n characters (UTF-8 safe) for previews.
+-- Shortens a task to one line of at most n bytes (cut on a UTF-8 boundary) for previews.
 local function preview(task, n)
   local line = (task or ""):gsub("%s+", " ")
   if #line <= n then return line end
-  local cut = n
-  while cut > 0 and (line:byte(cut + 1) or 0) & 0xC0 == 0x80 do cut = cut - 1 end
-  return line:sub(1, cut) .. "…"
+  return caps.head(line, n) .. "…"
 end
 
 -- Builds the row for session s; opts.include_task gives the full prompt, opts.detail adds config.
