@@ -36,4 +36,12 @@ function M.head_tail(s, max)
   return head .. "\n[… " .. (#s - #head - #tail) .. " bytes cut …]\n" .. tail, true
 end
 
+-- The one capped message of a poll or watch result: text's first and last half of max_watch_message;
+-- returns message, true when cut (nil, never false, so the field is left out), or nil for no text.
+function M.message(text)
+  if text == nil or text == "" then return nil end
+  local message, truncated = M.head_tail(text, M.limit("max_watch_message"))
+  return message, truncated or nil
+end
+
 return M

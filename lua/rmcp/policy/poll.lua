@@ -75,10 +75,7 @@ end
 local function lean_fields(r, snap)
   r.session_id = snap.session_id
   r.status = snap.status
-  if snap.text and snap.text ~= "" then
-    r.message, r.message_truncated = caps.head_tail(snap.text, caps.limit("max_watch_message"))
-    if not r.message_truncated then r.message_truncated = nil end
-  end
+  r.message, r.message_truncated = caps.message(snap.text)
   if snap.stop_reason and snap.status ~= "running" and snap.status ~= "starting" then r.stop_reason = snap.stop_reason end
   if snap.status == "exited" or snap.status == "orphaned" then r.exit_reason = snap.exit_reason end
   if snap.plan_changed then r.plan = json.array(snap.plan or {}) end

@@ -28,10 +28,7 @@ function M.compact(snap)
   if snap.status == "exited" or snap.status == "orphaned" then r.exit_reason = snap.exit_reason end
   local message = snap.last_turn_text
   if message == nil or message == "" then message = snap.text end
-  if message and message ~= "" then
-    r.message, r.message_truncated = caps.head_tail(message, caps.limit("max_watch_message"))
-    if not r.message_truncated then r.message_truncated = nil end
-  end
+  r.message, r.message_truncated = caps.message(message)
   if snap.plan and #snap.plan > 0 then r.plan = json.array(snap.plan) end
   return r
 end
