@@ -29,7 +29,8 @@ local function bad(msg)
   return jsonrpc.error(jsonrpc.INVALID_PARAMS, msg)
 end
 
--- Checks params.session_ids: a non-empty array of the caller's sessions; returns ids or nil, error.
+-- Checks params.session_ids: a non-empty array (or one id string) of the caller's sessions; returns the
+-- ids without repeats, or nil, error.
 local function owned_ids(d, conn, params)
   local ids = params.session_ids
   if type(ids) == "string" then ids = { ids } end
@@ -51,7 +52,7 @@ local function check_timeout(params)
   if params.timeout == json.null then params.timeout = nil end
 end
 
--- Sessions of orchestrator orch that have a live agent.
+-- Ids (sorted) of the sessions with a live agent that pred(s) accepts.
 local function live_sessions(d, pred)
   local out = {}
   for id, s in pairs(d.sessions) do
