@@ -867,7 +867,6 @@ function M.drain(s)
     text_cut = rt.text.cut, thought_cut = rt.thought.cut, full_text_cut = rt.full_text.cut, full_thought_cut = rt.full_thought.cut,
     counters = rt.counters, config = effective_config(s),
     last_turn_text = (s.status == "idle" or s.status == "exited" or s.status == "orphaned") and s.last_text or nil,
-    agent_pid = rt.agent and rt.agent:pid() or nil,
   }
   rt.text, rt.thought, rt.turns, rt.events, rt.event_t = buf_new(), buf_new(), {}, {}, {}
   rt.noncritical, rt.events_overflow, rt.turns_dropped = 0, 0, 0
