@@ -103,7 +103,7 @@ function M.watch(d, conn, req_id, ids, params, poll_opts, reply)
               poll_opts = poll_opts }
   for _, sid in ipairs(ids) do
     local old = d.watch_by_session[sid]
-    if old and old ~= w then
+    if old then
       log.info("watch %s on %s superseded by a newer watch", tostring(old.req_id), sid)
       finish(d, old, { results = {}, superseded = true })
     end
