@@ -10,7 +10,7 @@ function M.default_grace(s)
   if s.keep_alive then return nil end
   local t = s.idle_timeout
   if t == nil then t = config.idle_timeout() end
-  if t == nil or t < 0 then return nil end
+  if t < 0 then return nil end
   return t
 end
 
