@@ -19,11 +19,13 @@ function M.result(properties, required)
   return s
 end
 
-function M.session_id(what)
+-- The session_id argument of the single-session tools.
+function M.session_id()
   return { type = "string", minLength = 1,
-           description = what or "The session_id returned by reasonix_spawn (see reasonix_list)." }
+           description = "The session_id returned by reasonix_spawn (see reasonix_list)." }
 end
 
+-- The session_ids argument of watch and wait.
 function M.session_ids()
   return { type = "array", minItems = 1, items = { type = "string", minLength = 1 },
            description = "Session ids to watch (from reasonix_spawn / reasonix_list). Drop an id once you are done with it." }
@@ -160,6 +162,8 @@ M.keep_alive = {
   description = "Keep the agent for interactive follow-up turns: never cleaned up after a turn; reasonix_stop it when done.",
 }
 
+-- The idle_timeout argument of spawn and resume; built per call so its default follows
+-- REASONIX_MCP_IDLE_TIMEOUT.
 function M.idle_timeout()
   return {
     type = "number", default = config.idle_timeout(),
