@@ -22,6 +22,7 @@ local function emit(level, fmt, ...)
     require("luv").os_getpid(), level, text))
 end
 
+-- Logs string.format(fmt, ...) at that level (a bad format logs fmt as it is).
 function M.debug(fmt, ...) emit("debug", fmt, ...) end
 function M.info(fmt, ...) emit("info", fmt, ...) end
 function M.warn(fmt, ...) emit("warn", fmt, ...) end
