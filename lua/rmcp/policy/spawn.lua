@@ -35,7 +35,7 @@ function M.options(p, is_resume)
     if not advertised then return nil, "tool_approval must be ask, auto or yolo" end
   end
   if p.work_mode and not M.work_modes[p.work_mode] then return nil, "work_mode must be economy, balanced or delivery" end
-  if p.effort and not M.efforts[p.effort] then return nil, "effort must be one of auto, disabled, low, high, max" end
+  if p.effort and not M.efforts[p.effort] then return nil, "effort must be one of auto, disabled, low, medium, high, xhigh, max" end
   local o = { explicit = {} }
   for _, k in ipairs({ "model", "effort", "work_mode", "tool_approval" }) do
     o.explicit[k] = p[k] ~= nil
