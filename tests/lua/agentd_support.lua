@@ -2,6 +2,7 @@
 -- environment an autostarted agentd inherits, clients, and a shutdown that waits for the daemon to go.
 local uv = require "luv"
 local rh = require "reasonix_home"
+local procs = require "procs"
 local client = require "rmcp.agentd.client"
 
 local M = {}
@@ -9,35 +10,14 @@ local M = {}
 M.bin = rh.find_agent()
 M.repo = rh.REPO
 
--- True while process pid exists (and is not a zombie).
-function M.alive(pid)
-  local f = io.open(string.format("/proc/%d/stat", math.tointeger(tonumber(pid)) or -1), "rb")
-  if not f then return false end
-  local stat = f:read("a") or ""
-  f:close()
-  return not stat:match("^%d+ %b() Z")
-end
+-- True while pid exists and is not a zombie.
+M.alive = procs.alive
 
 -- Pids of live processes whose command line contains needle and whose environment has env_mark.
 function M.find_procs(needle, env_mark)
-  local out = {}
-  local dir = uv.fs_scandir("/proc")
-  while dir do
-    local name = uv.fs_scandir_next(dir)
-    if not name then break end
-    if name:match("^%d+$") then
-      local cf = io.open("/proc/" .. name .. "/cmdline", "rb")
-      local cmd = cf and (cf:read("a") or ""):gsub("%z", " ") or ""
-      if cf then cf:close() end
-      if cmd:find(needle, 1, true) and M.alive(name) then
-        local ef = io.open("/proc/" .. name .. "/environ", "rb")
-        local env = ef and ef:read("a") or ""
-        if ef then ef:close() end
-        if not env_mark or env:find(env_mark, 1, true) then out[#out + 1] = tonumber(name) end
-      end
-    end
-  end
-  return out
+  local pids = {}
+  for _, p in ipairs(procs.find(env_mark, needle)) do pids[#pids + 1] = p.pid end
+  return pids
 end
 
 -- Sets up one case: provider with scenario, agent home, REASONIX_MCP_HOME, env for the daemon.

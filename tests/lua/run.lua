@@ -8,6 +8,7 @@ local sys = require "rmcp.sys"
 local here = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
 package.path = here .. "?.lua;" .. here .. "../support/?.lua;" .. package.path
 local testing = require "testing"
+local procs = require "procs"
 
 local spec = arg[1]
 if not spec then
@@ -24,34 +25,6 @@ local cases = {}
 _G.test = function(name, fn, opts) cases[#cases + 1] = { name = name, fn = fn, opts = opts or {} } end
 local chunk = assert(loadfile(spec))
 chunk()
-
--- Lists live processes (other than us) whose environment carries this run's marker.
-local function leftovers()
-  local found = {}
-  local me = tostring(uv.os_getpid())
-  local dir = uv.fs_scandir("/proc")
-  while dir do
-    local name = uv.fs_scandir_next(dir)
-    if not name then break end
-    if name:match("^%d+$") and name ~= me then
-      local f = io.open("/proc/" .. name .. "/environ", "rb")
-      if f then
-        local env = f:read("a") or ""
-        f:close()
-        if env:find("RMCP_TEST_RUN=" .. run_id, 1, true) then
-          local cf = io.open("/proc/" .. name .. "/cmdline", "rb")
-          local cmd = cf and (cf:read("a") or ""):gsub("%z", " ") or "?"
-          if cf then cf:close() end
-          local sf = io.open("/proc/" .. name .. "/stat", "rb")
-          local stat = sf and sf:read("a") or ""
-          if sf then sf:close() end
-          if not stat:match("^%d+ %b() Z") then found[#found + 1] = { pid = tonumber(name), cmd = cmd } end
-        end
-      end
-    end
-  end
-  return found
-end
 
 async.run(function()
   local passed, failed, skipped = 0, 0, 0
@@ -78,7 +51,7 @@ async.run(function()
   -- Give reaped-but-closing processes a moment, then insist nothing is left.
   local left
   for _ = 1, 50 do
-    left = leftovers()
+    left = procs.find("RMCP_TEST_RUN=" .. run_id)
     if #left == 0 then break end
     async.sleep(100)
   end
