@@ -55,6 +55,7 @@ local P = QUICK and {
 local here = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "."
 local REPO = uv.fs_realpath(here .. "/..") or (here .. "/..")
 package.path = REPO .. "/tests/support/?.lua;" .. package.path
+local procs = require "procs"
 local EXE = host.exe
 local FAKE = REPO .. "/tests/fake_agent/fake_acp.lua"
 
@@ -109,9 +110,17 @@ local function self_cpu()
   return r.utime.sec + r.utime.usec / 1e6 + r.stime.sec + r.stime.usec / 1e6
 end
 
-local function alive(pid)
-  local s = read_file(string.format("/proc/%d/stat", pid))
-  return s ~= nil and not s:match("^%d+ %b() Z")
+-- Times measured and baseline calls alternately n times, after 20 warm-up pairs, so host load
+-- hits both sides alike; returns both lists of seconds, sorted.
+local function interleaved(n, measured, baseline)
+  for _ = 1, 20 do measured(); baseline() end
+  local m, b = {}, {}
+  for i = 1, n do
+    local t0 = uv.hrtime(); baseline(); b[i] = (uv.hrtime() - t0) / 1e9
+    t0 = uv.hrtime(); measured(); m[i] = (uv.hrtime() - t0) / 1e9
+  end
+  table.sort(m); table.sort(b)
+  return m, b
 end
 
 local function percentile(sorted, q)
@@ -362,7 +371,7 @@ local function shutdown_daemon(home)
     c:close()
   end
   for _ = 1, 100 do
-    if not alive(dmn.pid) then return true end
+    if not procs.alive(dmn.pid) then return true end
     async.sleep(50)
   end
   io.stderr:write("bench: agentd ", dmn.pid, " did not exit; killing it\n")
@@ -386,25 +395,6 @@ local function start_mcp_server(env)
   assert(r, "MCP initialize: " .. tostring(err))
   peer:notify("notifications/initialized", {})
   return peer, p
-end
-
--- ---- leftovers -----------------------------------------------------------------------------
-
-local function leftovers()
-  local found, me = {}, tostring(uv.os_getpid())
-  local dir = uv.fs_scandir("/proc")
-  while dir do
-    local name = uv.fs_scandir_next(dir)
-    if not name then break end
-    if name:match("^%d+$") and name ~= me then
-      local env = read_file("/proc/" .. name .. "/environ") or ""
-      if env:find("RMCP_BENCH_RUN=" .. RUN_ID, 1, true) and alive(tonumber(name)) then
-        local cmd = (read_file("/proc/" .. name .. "/cmdline") or "?"):gsub("%z", " ")
-        found[#found + 1] = { pid = tonumber(name), cmd = cmd }
-      end
-    end
-  end
-  return found
 end
 
 -- ---- the phases ----------------------------------------------------------------------------
@@ -570,15 +560,8 @@ local function run()
 
   -- 9. poll round trip on the socket, interleaved with the trivial-method baseline
   phase("round trips")
-  local polls, nops = {}, {}
-  local function do_poll() call(c, "poll", { session_id = fsid }) end
-  local function do_nop() call(c, "$/cancel", { id = -1 }) end
-  for _ = 1, 20 do do_poll(); do_nop() end
-  for i = 1, P.rtt do
-    local t0 = uv.hrtime(); do_nop(); nops[i] = (uv.hrtime() - t0) / 1e9
-    t0 = uv.hrtime(); do_poll(); polls[i] = (uv.hrtime() - t0) / 1e9
-  end
-  table.sort(polls); table.sort(nops)
+  local polls, nops = interleaved(P.rtt, function() call(c, "poll", { session_id = fsid }) end,
+    function() call(c, "$/cancel", { id = -1 }) end)
   row({ section = "latency", what = "agentd socket: poll (idle session) p50", value = percentile(polls, 0.5),
         base = percentile(nops, 0.5), fmt = fmt_us, target = { on = "ratio", op = "<=", limit = 1.5, text = "<= 1.5x trivial" } })
   row({ section = "latency", what = "agentd socket: poll p99", value = percentile(polls, 0.99),
@@ -591,13 +574,7 @@ local function run()
     assert(r and not r.isError, "reasonix_poll: " .. tostring(err or (r and r.content and r.content[1].text)))
   end
   local function mcp_ping() assert(async.request(peer, "ping", {})) end
-  local mpolls, mpings = {}, {}
-  for _ = 1, 20 do mcp_poll(); mcp_ping() end
-  for i = 1, P.mcp_rtt do
-    local t0 = uv.hrtime(); mcp_ping(); mpings[i] = (uv.hrtime() - t0) / 1e9
-    t0 = uv.hrtime(); mcp_poll(); mpolls[i] = (uv.hrtime() - t0) / 1e9
-  end
-  table.sort(mpolls); table.sort(mpings)
+  local mpolls, mpings = interleaved(P.mcp_rtt, mcp_poll, mcp_ping)
   row({ section = "latency", what = "MCP stdio: tools/call reasonix_poll p50", value = percentile(mpolls, 0.5),
         base = percentile(mpings, 0.5), fmt = fmt_us, target = { on = "ratio", op = "<=", limit = 5, text = "<= 5x ping" } })
   row({ section = "latency", what = "MCP stdio: tools/call reasonix_poll p99", value = percentile(mpolls, 0.99),
@@ -719,7 +696,7 @@ async.run(function()
   local crashed
   watchdog:start(P.deadline_s * 1000, 0, function()
     io.stderr:write("bench: over the ", P.deadline_s, " s deadline; stopping everything\n")
-    for _, p in ipairs(leftovers()) do uv.kill(p.pid, "sigkill") end
+    for _, p in ipairs(procs.find("RMCP_BENCH_RUN=" .. RUN_ID)) do uv.kill(p.pid, "sigkill") end
     os.execute("rm -rf " .. sh_quote(DIR))
     sys.stop(2)
   end)
@@ -732,7 +709,7 @@ async.run(function()
   end
   local left
   for _ = 1, 50 do
-    left = leftovers()
+    left = procs.find("RMCP_BENCH_RUN=" .. RUN_ID)
     if #left == 0 then break end
     async.sleep(100)
   end
