@@ -307,7 +307,7 @@ local function dispatch(d, conn, method, params, reply)
   if conn.hello and conn.client.warnings == true then
     for _, w in ipairs(reload.take_warnings()) do conn.peer:notify("reload_warning", { message = w }) end
   end
-  fn(d, conn, params, reply, conn.current_id)
+  fn(d, conn, params, reply, conn.peer.current_id)
 end
 
 -- Takes over an accepted socket fd: NDJSON JSON-RPC with the API methods.
@@ -328,14 +328,7 @@ function M.accept(d, fd, peer_uid, peer_pid)
   ch, err = channel.open(fd, {
     mode = "ndjson",
     max_line = config.limit("max_line"),
-    on_line = function(line)
-      -- decoded once: the id is read here, the peer gets the decoded message
-      local msg = json.decode(line)
-      if msg == nil then return conn.peer:receive(line) end -- the peer reports the parse error
-      conn.current_id = type(msg) == "table" and msg.id ~= json.null and msg.id or nil
-      conn.peer:receive_message(msg, line)
-      conn.current_id = nil
-    end,
+    on_line = function(line) conn.peer:receive(line) end,
     on_oversize = function(n)
       log.warn("conn %d: dropped a %d-byte line", conn.id, n)
       conn.peer:respond_error(nil, jsonrpc.INVALID_REQUEST,

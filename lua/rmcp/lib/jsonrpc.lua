@@ -193,8 +193,7 @@ function Peer:receive(line)
   return self:receive_message(msg, line)
 end
 
--- Feeds one already decoded message (for a caller that had to look into it first, so the line is
--- not decoded twice); line, when given, is only passed on to on_protocol_error.
+-- Feeds one decoded message; line, when given, is only passed on to on_protocol_error.
 function Peer:receive_message(msg, line)
   if type(msg) ~= "table" or msg[1] ~= nil then
     self:protocol_error("not a JSON-RPC object", line)
@@ -218,19 +217,27 @@ function Peer:receive_message(msg, line)
     if id ~= nil then return self:respond_error(id, M.INVALID_PARAMS, "Invalid params: params must be an object or array") end
     return
   end
-  local reply = make_reply(self, id)
-  local fn = self.methods[msg.method]
-  if fn then return run_handler(self, fn, params or {}, reply, msg.method) end
+  local outer = self.current_id
+  self.current_id = id
+  self:dispatch(msg.method, params or {}, id, make_reply(self, id))
+  self.current_id = outer
+end
+
+-- Runs the handler for one valid request or notification. While it runs synchronously,
+-- self.current_id is the request's id (nil for a notification), for handlers that key state by it.
+function Peer:dispatch(method, params, id, reply)
+  local fn = self.methods[method]
+  if fn then return run_handler(self, fn, params, reply, method) end
   if id == nil then
     if self.on_notification then
-      run_handler(self, function(p) self.on_notification(msg.method, p, self) end, params or {}, reply, msg.method)
+      run_handler(self, function(p) self.on_notification(method, p, self) end, params, reply, method)
     end
     return
   end
   if self.on_request then
-    return run_handler(self, function(p, r) self.on_request(msg.method, p, r, self) end, params or {}, reply, msg.method)
+    return run_handler(self, function(p, r) self.on_request(method, p, r, self) end, params, reply, method)
   end
-  return reply(nil, M.error(M.METHOD_NOT_FOUND, "Method not found: " .. msg.method))
+  return reply(nil, M.error(M.METHOD_NOT_FOUND, "Method not found: " .. method))
 end
 
 return M

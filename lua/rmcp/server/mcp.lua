@@ -55,7 +55,6 @@ function M.new(opts)
     calls = {},                   -- id_key -> in-flight tools/call
     progress_calls = {},          -- agentd request id -> call with a progressToken
     elicitations = {},            -- open elicitation forms (see elicitation.lua)
-    current = nil,                -- the message being dispatched
     orchestrator_id = nil,
   }, Server)
   local methods = {}
@@ -124,14 +123,9 @@ function Server:with_warnings(result)
   return result
 end
 
--- Feeds one line from the host. The decoded message is kept so handlers can see the request id; it
--- is decoded once here and handed to the peer as is (receive_message), not decoded again.
+-- Feeds one line from the host.
 function Server:receive(line)
-  local msg = json.decode(line)
-  if msg == nil then return self.peer:receive(line) end -- the peer reports the parse error
-  self.current = type(msg) == "table" and msg or nil
-  self.peer:receive_message(msg, line)
-  self.current = nil
+  self.peer:receive(line)
 end
 
 -- Answers a line over the size limit that was dropped unread.
@@ -369,12 +363,12 @@ M.methods["tools/call"] = function(self, params, reply)
   if not ok then return reply(self:tool_error(name, "invalid arguments: " .. err)) end
   schema.conform(tool.inputSchema, args)
 
-  local msg = self.current or {}
+  local request_id = self.peer.current_id
   local meta = type(params._meta) == "table" and params._meta or {}
   local token = meta.progressToken
   if token ~= nil and type(token) ~= "string" and type(token) ~= "number" then token = nil end
-  local call = { id = msg.id, tool = tool, agentd_ids = {}, progress_token = token, progress_n = 0 }
-  local key = id_key(msg.id)
+  local call = { id = request_id, tool = tool, agentd_ids = {}, progress_token = token, progress_n = 0 }
+  local key = id_key(request_id)
   if key then self.calls[key] = call end
   local finished = false
   local function done(result, derr)
@@ -382,7 +376,7 @@ M.methods["tools/call"] = function(self, params, reply)
     finished = true
     if key and self.calls[key] == call then self.calls[key] = nil end
     if call.cancelled then
-      log.info("tool %s: result dropped, the client cancelled request %s", name, tostring(msg.id))
+      log.info("tool %s: result dropped, the client cancelled request %s", name, tostring(request_id))
       return
     end
     if derr ~= nil then reply(self:with_warnings(self:tool_error(name, derr)))
