@@ -1,7 +1,7 @@
 -- A small deterministic fake of `reasonix acp` (ACP v1, NDJSON JSON-RPC over stdio), for the scale,
 -- fault and benchmark tests only: behaviour tests run the real agent against the mock provider.
--- Runs as `lua5.4 fake_acp.lua [MODE]` or `reasonix-mcp script fake_acp.lua [MODE]`; uses only
--- luv, cjson and the Lua stdlib. Shapes and error texts copy shared/reasonix-acp-notes.md.
+-- Runs as `reasonix-mcp script fake_acp.lua [MODE]` (the project's own binary: no other Lua is
+-- needed); uses only luv, cjson and the Lua stdlib. Shapes and error texts copy shared/reasonix-acp-notes.md.
 --
 -- Mode: FAKE_ACP_MODE, `--mode M`, a bare `M` argument, or `[fake:M]` inside one prompt's text.
 -- A bare `acp` argument is ignored, so `fake_acp.lua acp` stands in for `reasonix acp`.

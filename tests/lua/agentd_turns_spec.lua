@@ -1,5 +1,6 @@
 -- agentd turns against the real `reasonix acp` on the offline provider: spawn → turn end, mid-turn
 -- steer, forced steer when idle, permissions, questions, plan, errored turn, crash, stop.
+-- needs: agent python3
 local uv = require "luv"
 local support = require "agentd_support"
 
@@ -302,7 +303,8 @@ test("a flood of chunks stays bounded; critical events are never dropped", funct
   local dir = t.tmpdir("rmcp-fake")
   local wrapper = dir .. "/reasonix"
   local f = assert(io.open(wrapper, "w"))
-  f:write("#!/bin/sh\nexec lua5.4 ", support.repo, "/tests/fake_agent/fake_acp.lua \"$@\"\n")
+  -- the fake agent runs on our own binary: no second Lua interpreter is needed
+  f:write("#!/bin/sh\nexec '", require("rmcp.host").exe, "' script ", support.repo, "/tests/fake_agent/fake_acp.lua \"$@\"\n")
   f:close()
   uv.fs_chmod(wrapper, 493)
   local ctx = support.setup(t, { env = { REASONIX_BIN = wrapper, FAKE_ACP_FLOOD = "6000" } })

@@ -1,6 +1,6 @@
 -- Self-check of the Lua side of the rig: reasonix_home.lua starts the mock provider and a private
 -- home, the REAL agent answers one prompt through it, and the fake agent answers one too.
--- Runs as `lua5.4 tests/support/check_rig.lua` or `reasonix-mcp script tests/support/check_rig.lua`.
+-- Runs as `reasonix-mcp script tests/support/check_rig.lua` (the project's binary is the only Lua it needs).
 -- Prints "N passed, N failed"; exits non-zero on a failure; leaves no process behind.
 local uv = require "luv"
 local cjson = require "cjson"
@@ -99,12 +99,9 @@ local co = coroutine.create(function()
   local st, body = rh.http(prov.port, "GET", "/_mock/scenario")
   check(st == 200 and body:find("swapped", 1, true), "scenario swapped", body)
 
-  local lua = arg and arg[-1] or "lua5.4"
-  if package.loaded["rmcp.host"] then lua = uv.exepath() end
-  local fargs = { rh.REPO .. "/tests/fake_agent/fake_acp.lua", "acp" }
-  if package.loaded["rmcp.host"] then table.insert(fargs, 1, "script") end
-  local f = acp_spawn(lua, fargs, rh.env_list({ PATH = os.getenv("PATH"), FAKE_ACP_MODE = "normal",
-    RMCP_TEST_RUN = os.getenv("RMCP_TEST_RUN"), LUA_PATH = os.getenv("LUA_PATH"), LUA_CPATH = os.getenv("LUA_CPATH") }), "/")
+  local fargs = { "script", rh.REPO .. "/tests/fake_agent/fake_acp.lua", "acp" }
+  local f = acp_spawn(require("rmcp.host").exe, fargs, rh.env_list({ PATH = os.getenv("PATH"), FAKE_ACP_MODE = "normal",
+    RMCP_TEST_RUN = os.getenv("RMCP_TEST_RUN") }), "/")
   local resp = turn(f, "/tmp", "echo me")
   check(resp and resp.result and resp.result.stopReason == "end_turn" and f.text() == "echo me", "fake agent echoes",
     f.text())
@@ -122,11 +119,6 @@ local function finish()
   io.stdout:flush()
   os.exit(failed == 0 and coroutine.status(co) == "dead" and 0 or 1)
 end
-if package.loaded["rmcp.host"] then
-  -- The host runs the loop: report once the coroutine is done.
-  local t = uv.new_timer()
-  t:start(50, 50, function() if coroutine.status(co) == "dead" then t:close(); finish() end end)
-else
-  uv.run()
-  finish()
-end
+-- The host runs the loop: report once the coroutine is done.
+local t = uv.new_timer()
+t:start(50, 50, function() if coroutine.status(co) == "dead" then t:close(); finish() end end)

@@ -1,6 +1,6 @@
 -- Private homes for the real `reasonix acp` agent, and the mock provider it talks to.
--- Same behaviour as tests/support/reasonix_home.py; uses only luv, cjson and the Lua stdlib, so it
--- runs under plain lua5.4 and under `reasonix-mcp script`. Async calls take a callback, or, when
+-- Same behaviour as tests/support/reasonix_home.py; uses only luv, cjson and the Lua stdlib, and runs
+-- under `reasonix-mcp script`. Async calls take a callback, or, when
 -- called without one from inside a coroutine, wait and return the results. See README.md here.
 --
 --   local rh = require "reasonix_home"
