@@ -1,14 +1,14 @@
 // Cross-cwd writes (the spec's selftest_allow_write.py): an agent rooted in the project writes into
 // a [sandbox] allow_write dir; the spawn posture lists that dir; a dir not listed stays closed.
+// needs: agent python3 clients
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, existsSync, readFileSync, realpathSync } from 'node:fs';
 import { join } from 'node:path';
-import { useFixture, tool, haveAgent, watchUntil, writeConfig } from './helpers.mjs';
+import { useFixture, tool, watchUntil, writeConfig } from './helpers.mjs';
 
 let shared;
 let closed;
-const skip = !haveAgent() && 'agent binary missing';
 const fx = useFixture({}, async (fx) => {
   shared = join(fx.sb.root, 'shared');
   closed = join(fx.sb.root, 'closed');
@@ -26,7 +26,7 @@ const fx = useFixture({}, async (fx) => {
 
 const finished = (r) => !r.permission_request && r.status !== 'running' && r.status !== 'starting';
 
-test('an agent in the project writes into an allow_write dir; other dirs stay closed', { skip }, async () => {
+test('an agent in the project writes into an allow_write dir; other dirs stay closed', async () => {
   const { client } = await fx.connect({ name: 'allow-write' });
   const ok = await tool(client, 'reasonix_spawn', { task: 'CROSS-TASK write the shared file', tool_approval: 'auto' });
   assert.ok(ok.posture.allow_write.includes(realpathSync(shared)), JSON.stringify(ok.posture));

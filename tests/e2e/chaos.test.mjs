@@ -1,16 +1,16 @@
 // Confinement and death (the spec's selftest_chaos.py): spawn cwd must be the project dir, a subdir
 // or an allow_write dir (symlinks resolved; REASONIX_MCP_ALLOW_ANY_CWD=1 lifts it); agents carry
 // PDEATHSIG, so a killed agentd takes its agents with it and the sessions come back as resumable.
+// needs: agent python3 clients
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, symlinkSync, realpathSync } from 'node:fs';
 import { join } from 'node:path';
-import { useFixture, tool, callTool, haveAgent, watchUntil, agentdPid, agentProcesses, alive, until, shutdownAgentd, writeConfig } from './helpers.mjs';
+import { useFixture, tool, callTool, watchUntil, agentdPid, agentProcesses, alive, until, shutdownAgentd, writeConfig } from './helpers.mjs';
 
 const scenario = { rules: [{ name: 'quick', last_role: 'user', user_contains: 'QUICK-TASK', text: 'quick' }] };
 
 let allowed;
-const skip = !haveAgent() && 'agent binary missing';
 const fx = useFixture({ scenario }, (fx) => {
   allowed = join(fx.sb.root, 'allowed');
   mkdirSync(allowed);
@@ -20,7 +20,7 @@ const fx = useFixture({ scenario }, (fx) => {
   writeConfig(fx.sb, fx.provider.port, { extraToml: `[sandbox]\nallow_write = [${JSON.stringify(allowed)}]` });
 });
 
-test('spawn cwd is confined to the project dir and the allow_write dirs', { skip }, async () => {
+test('spawn cwd is confined to the project dir and the allow_write dirs', async () => {
   const { client } = await fx.connect({ name: 'confined' });
   for (const cwd of ['/', '/tmp', join(fx.sb.root, 'outside'), 'escape', '../outside']) {
     const r = await callTool(client, 'reasonix_spawn', { task: 'QUICK-TASK escape', cwd });
@@ -38,7 +38,7 @@ test('spawn cwd is confined to the project dir and the allow_write dirs', { skip
   assert.equal(list.sessions.length, 2, 'refused spawns leave nothing behind');
 });
 
-test('a killed agentd takes its agents with it (PDEATHSIG); sessions come back resumable', { skip }, async () => {
+test('a killed agentd takes its agents with it (PDEATHSIG); sessions come back resumable', async () => {
   const { client } = await fx.connect({ name: 'deathsig' });
   const ids = [];
   for (let i = 0; i < 2; i++) ids.push((await tool(client, 'reasonix_spawn', { task: `QUICK-TASK ${i}`, keep_alive: true })).session_id);
@@ -60,7 +60,7 @@ test('a killed agentd takes its agents with it (PDEATHSIG); sessions come back r
   await tool(client, 'reasonix_stop', { session_id: ids[0] });
 });
 
-test('REASONIX_MCP_ALLOW_ANY_CWD=1 lifts the confinement', { skip }, async () => {
+test('REASONIX_MCP_ALLOW_ANY_CWD=1 lifts the confinement', async () => {
   await shutdownAgentd(fx.sb);
   const { client } = await fx.connect({ name: 'anywhere', env: fx.env({ REASONIX_MCP_ALLOW_ANY_CWD: '1' }) });
   const r = await tool(client, 'reasonix_spawn', { task: 'QUICK-TASK outside', cwd: join(fx.sb.root, 'outside') });

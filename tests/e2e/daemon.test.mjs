@@ -2,9 +2,10 @@
 // sees them; stop + resume revives a session with its history; six agents run concurrently; and
 // reasonix_restart_agentd restarts the shared daemon, refusing while another orchestrator has live
 // agents, with the next call reconnecting transparently.
+// needs: agent python3 clients
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { useFixture, tool, callTool, haveAgent, withTimeout, watchUntil, agentdPid, agentProcesses, alive, until } from './helpers.mjs';
+import { useFixture, tool, callTool, withTimeout, watchUntil, agentdPid, agentProcesses, alive, until } from './helpers.mjs';
 
 const scenario = {
   rules: [
@@ -16,7 +17,6 @@ const scenario = {
 };
 
 const fx = useFixture({ scenario });
-const skip = !haveAgent() && 'agent binary missing';
 
 // Kills a connected server with SIGKILL and waits until its transport saw it go.
 async function killServer(c) {
@@ -25,7 +25,7 @@ async function killServer(c) {
   await withTimeout(gone, 5000, 'server exit');
 }
 
-test('agents survive a killed MCP server; stop + resume revives a session with its history', { skip }, async () => {
+test('agents survive a killed MCP server; stop + resume revives a session with its history', async () => {
   const a = await fx.connect({ name: 'survivor' });
   const { session_id: sid } = await tool(a.client, 'reasonix_spawn', { task: 'FIRST-TURN learn a word', keep_alive: true });
   await watchUntil(a.client, [sid]);
@@ -58,7 +58,7 @@ test('agents survive a killed MCP server; stop + resume revives a session with i
   await tool(b.client, 'reasonix_stop', { session_id: sid });
 });
 
-test('six agents run concurrently and each result comes back', { skip }, async () => {
+test('six agents run concurrently and each result comes back', async () => {
   const { client } = await fx.connect({ name: 'six-way' });
   const t0 = Date.now();
   const spawned = await Promise.all([1, 2, 3, 4, 5, 6].map((n) => tool(client, 'reasonix_spawn', { task: `ECHO-TASK number ${n}` })));
@@ -75,7 +75,7 @@ test('six agents run concurrently and each result comes back', { skip }, async (
   await Promise.all(ids.map((sid) => tool(client, 'reasonix_stop', { session_id: sid })));
 });
 
-test('restart_agentd refuses while another orchestrator has live agents, then restarts and reconnects', { skip }, async () => {
+test('restart_agentd refuses while another orchestrator has live agents, then restarts and reconnects', async () => {
   const mine = await fx.connect({ name: 'restarter' });
   const theirs = await fx.connect({ name: 'bystander' });
   const { session_id: other } = await tool(theirs.client, 'reasonix_spawn', { task: 'ECHO-TASK bystander', keep_alive: true });

@@ -1,11 +1,12 @@
 // Decisions (the spec's selftest_permission.py, selftest_question.py, selftest_elicitation.py):
 // ask-mode permission round trip; an agent question answered through MCP elicitation, through
 // reasonix_respond_permission when the client has no elicitation, and left pending on decline.
+// needs: agent python3 clients
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { useFixture, tool, haveAgent, watchUntil } from './helpers.mjs';
+import { useFixture, tool, watchUntil } from './helpers.mjs';
 
 const question = {
   header: 'Library', question: 'Which library?', multiSelect: false,
@@ -22,11 +23,10 @@ const scenario = {
 };
 
 const fx = useFixture({ scenario });
-const skip = !haveAgent() && 'agent binary missing';
 
 const finished = (r) => r.status !== 'running' && r.status !== 'starting' && r.status !== 'awaiting_decision' && !r.permission_request;
 
-test('ask mode: a gated write surfaces in watch, is approved with respond_permission and runs', { skip }, async () => {
+test('ask mode: a gated write surfaces in watch, is approved with respond_permission and runs', async () => {
   const { client } = await fx.connect({ name: 'perm-no-elicitation' });
   const { session_id: sid, tool_approval } = await tool(client, 'reasonix_spawn', { task: 'WRITE-TASK create perm.txt', tool_approval: 'ask' });
   assert.equal(tool_approval, 'ask');
@@ -54,7 +54,7 @@ test('ask mode: a gated write surfaces in watch, is approved with respond_permis
   assert.ok(w.results[rej].permission_request);
 });
 
-test('a permission request becomes an elicitation form; accepting it approves the tool', { skip }, async () => {
+test('a permission request becomes an elicitation form; accepting it approves the tool', async () => {
   const forms = [];
   const { client } = await fx.connect({
     name: 'perm-elicitation',
@@ -71,7 +71,7 @@ test('a permission request becomes an elicitation form; accepting it approves th
   assert.ok(field.oneOf.some((o) => o.const === 'allow_once' && o.title === 'Allow'), JSON.stringify(field));
 });
 
-test('an agent question answered through the elicitation form reaches the agent', { skip }, async () => {
+test('an agent question answered through the elicitation form reaches the agent', async () => {
   const forms = [];
   const { client, stderr } = await fx.connect({
     name: 'question-elicitation',
@@ -88,7 +88,7 @@ test('an agent question answered through the elicitation form reaches the agent'
   assert.match(stderr.join(''), /elicitation: session \S+ request \S+ answered q1:2/);
 });
 
-test('without elicitation the question waits in watch and respond_permission answers it', { skip }, async () => {
+test('without elicitation the question waits in watch and respond_permission answers it', async () => {
   const { client } = await fx.connect({ name: 'question-plain' });
   const { session_id: sid } = await tool(client, 'reasonix_spawn', { task: 'ASK-TASK pick a library' });
   const { results } = await tool(client, 'reasonix_watch', { session_ids: [sid] });
@@ -104,7 +104,7 @@ test('without elicitation the question waits in watch and respond_permission ans
   assert.match(done[sid].message, /requests/);
 });
 
-test('a declined form leaves the question pending for watch and respond_permission', { skip }, async () => {
+test('a declined form leaves the question pending for watch and respond_permission', async () => {
   let declined = 0;
   const { client, stderr } = await fx.connect({
     name: 'question-decline',

@@ -2,7 +2,7 @@
 // driven by the official MCP SDK client or over the raw wire, agentd shutdown and the leftover check.
 // Mirrors tests/support/reasonix_home.py (config.toml for the mock provider, private HOME/REASONIX_HOME).
 import { spawn, execFileSync } from 'node:child_process';
-import { mkdtempSync, mkdirSync, writeFileSync, readFileSync, readdirSync, readlinkSync, rmSync, existsSync, symlinkSync, accessSync, constants } from 'node:fs';
+import { mkdtempSync, mkdirSync, writeFileSync, readFileSync, readdirSync, readlinkSync, rmSync, existsSync, symlinkSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -29,11 +29,6 @@ export const RUN_ID = `e2e-${process.pid}-${randomBytes(3).toString('hex')}`;
 export function agentBin() {
   if (process.env.REASONIX_BIN) return process.env.REASONIX_BIN;
   return join(REPO, '.agent', 'node_modules', '@reasonix', 'cli-linux-x64', 'bin', 'reasonix');
-}
-
-// True when the real agent can run here (tests that need it skip with a reason otherwise).
-export function haveAgent() {
-  try { accessSync(agentBin(), constants.X_OK); return true; } catch { return false; }
 }
 
 // A promise with a deadline: rejects with `what` when ms pass first.

@@ -1,19 +1,19 @@
 // The MCP Inspector CLI against the server (tools/list, tools/call), and a host that passes only
 // HOME, PATH, USER, SHELL and TERM: the agent is found on PATH and its config under HOME.
+// needs: agent python3 clients
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { useFixture, tool, haveAgent, watchUntil, BIN, configToml, agentOnPath, shutdownAgentd, connectClient, sandboxProcesses, until } from './helpers.mjs';
+import { useFixture, tool, watchUntil, BIN, configToml, agentOnPath, shutdownAgentd, connectClient, sandboxProcesses, until } from './helpers.mjs';
 
 const run = promisify(execFile);
 const INSPECTOR = new URL('./node_modules/.bin/mcp-inspector', import.meta.url).pathname;
 const scenario = { rules: [{ name: 'quick', last_role: 'user', user_contains: 'QUICK-TASK', text: 'inspected reply' }] };
 
 const fx = useFixture({ scenario });
-const skip = !haveAgent() && 'agent binary missing';
 
 // Runs the Inspector CLI on the server with args; returns the parsed JSON it prints.
 async function inspector(...args) {
@@ -27,7 +27,7 @@ async function inspector(...args) {
   return JSON.parse(stdout);
 }
 
-test('Inspector CLI: tools/list and tools/call', { skip }, async () => {
+test('Inspector CLI: tools/list and tools/call', async () => {
   const listed = await inspector('--method', 'tools/list');
   assert.equal(listed.tools.length, 13);
   assert.ok(listed.tools.every((t) => t.name.startsWith('reasonix_') && t.inputSchema.type === 'object'));
@@ -45,7 +45,7 @@ test('Inspector CLI: tools/list and tools/call', { skip }, async () => {
   assert.equal(stopped.structuredContent.status, 'exited');
 });
 
-test('a host passing only HOME, PATH, USER, SHELL and TERM gets a working fleet', { skip }, async () => {
+test('a host passing only HOME, PATH, USER, SHELL and TERM gets a working fleet', async () => {
   await shutdownAgentd(fx.sb);
   const home = join(fx.sb.root, 'plainhome');
   mkdirSync(join(home, '.reasonix'), { recursive: true });

@@ -3,6 +3,7 @@
 // reasonix_restart_mcp_server swap the server while calls keep working, a mutating call lost to a
 // crash gets a clear error, a broken upgrade keeps the old server and a crash loop ends in errors and
 // exit instead of a hang, and closing stdin ends launcher and server. No process may be left.
+// needs: agent python3 clients
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { copyFileSync, chmodSync, renameSync, writeFileSync, readFileSync, readlinkSync, rmSync, mkdirSync, symlinkSync } from 'node:fs';
@@ -10,7 +11,7 @@ import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
-import { useFixture, tool, haveAgent, withTimeout, rawServer, alive, until, agentdPid, watchUntil, BIN } from './helpers.mjs';
+import { useFixture, tool, withTimeout, rawServer, alive, until, agentdPid, watchUntil, BIN } from './helpers.mjs';
 
 const scenario = {
   rules: [
@@ -22,7 +23,6 @@ const scenario = {
 };
 
 const fx = useFixture({ scenario });
-const skip = !haveAgent() && 'agent binary missing';
 
 // The live server children of a launcher (its main thread forks them).
 function serverPids(launcherPid) {
@@ -78,7 +78,7 @@ function watchWithProgress(client, sid) {
 
 const progressEnv = () => fx.env({ REASONIX_MCP_PROGRESS_INTERVAL_MS: '100' });
 
-test('killing the server child mid-watch is invisible: the launcher restarts it and the watch returns', { skip }, async (t) => {
+test('killing the server child mid-watch is invisible: the launcher restarts it and the watch returns', async (t) => {
   const c = await connectLauncher(t, { name: 'launcher-kill', env: progressEnv() });
   const before = await serverPid(c.pid);
   const { session_id: sid } = await tool(c.client, 'reasonix_spawn', { task: 'HOLD-TASK survive a crash' });
@@ -102,7 +102,7 @@ test('killing the server child mid-watch is invisible: the launcher restarts it 
   t.diagnostic(`kill -> new server took over in ${restartMs} ms`);
 });
 
-test('a mutating call in flight when the server dies gets a clear JSON-RPC error; the client keeps working', { skip }, async (t) => {
+test('a mutating call in flight when the server dies gets a clear JSON-RPC error; the client keeps working', async (t) => {
   const c = await connectLauncher(t, { name: 'launcher-mutating' });
   await tool(c.client, 'reasonix_list', {}); // starts agentd and links the server to it
   const daemon = agentdPid(fx.sb);
@@ -129,7 +129,7 @@ test('a mutating call in flight when the server dies gets a clear JSON-RPC error
   assert.notEqual(await serverPid(c.pid), server);
 });
 
-test('reasonix_restart_mcp_server swaps the server; a watch in flight moves to the new one', { skip }, async (t) => {
+test('reasonix_restart_mcp_server swaps the server; a watch in flight moves to the new one', async (t) => {
   const c = await connectLauncher(t, { name: 'launcher-restart', env: progressEnv() });
   const before = await serverPid(c.pid);
   const { session_id: sid } = await tool(c.client, 'reasonix_spawn', { task: 'HOLD-TASK survive a restart' });
@@ -153,7 +153,7 @@ test('reasonix_restart_mcp_server swaps the server; a watch in flight moves to t
   t.diagnostic(`restart call -> new server took over in ${swapMs} ms`);
 });
 
-test('replacing the binary (cp + mv over it) swaps the server while the client keeps working', { skip }, async (t) => {
+test('replacing the binary (cp + mv over it) swaps the server while the client keeps working', async (t) => {
   const exe = join(fx.sb.bin, 'reasonix-mcp');
   copyFileSync(BIN, exe);
   chmodSync(exe, 0o755);
@@ -200,7 +200,7 @@ test('an install behind a symlink: repointing the symlink swaps the server to th
   assert.equal((await c.client.listTools()).tools.length, 13);
 });
 
-test('a broken upgrade keeps the old server; a crash then ends in errors and exit, not a hang', { skip }, async (t) => {
+test('a broken upgrade keeps the old server; a crash then ends in errors and exit, not a hang', async (t) => {
   const exe = join(fx.sb.bin, 'reasonix-mcp-broken');
   copyFileSync(BIN, exe);
   chmodSync(exe, 0o755);
@@ -233,7 +233,7 @@ test('a broken upgrade keeps the old server; a crash then ends in errors and exi
   t.diagnostic(`kill with a broken binary -> gave up and exited in ${giveUpMs} ms`);
 });
 
-test('an elicitation form reaches the host through the launcher; a replaced server\'s open form is withdrawn', { skip }, async () => {
+test('an elicitation form reaches the host through the launcher; a replaced server\'s open form is withdrawn', async () => {
   const forms = [];
   let formOpen;
   const opened = new Promise((r) => { formOpen = r; });

@@ -1,8 +1,9 @@
 // spawn → poll → steer → stop against the real agent on the offline provider (the spec's selftest.py),
 // plus the lean-poll budget: a default poll of a finished short turn is under 1 KB of JSON.
+// needs: agent python3 clients
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { useFixture, tool, callTool, haveAgent } from './helpers.mjs';
+import { useFixture, tool, callTool } from './helpers.mjs';
 
 const SLOW = 'abcdefghij'.repeat(6);
 const scenario = {
@@ -19,7 +20,7 @@ const scenario = {
 
 const fx = useFixture({ scenario });
 
-test('spawn → poll → steer → watch → stop → resume-needed error', { skip: !haveAgent() && 'agent binary missing' }, async () => {
+test('spawn → poll → steer → watch → stop → resume-needed error', async () => {
   const { client } = await fx.connect();
   const spawned = await tool(client, 'reasonix_spawn', { task: 'SLOW-TASK: write a greeting' });
   assert.match(spawned.session_id, /\S/);
@@ -65,7 +66,7 @@ test('spawn → poll → steer → watch → stop → resume-needed error', { sk
   assert.match(unknown.result.content[0].text, /reasonix_list/);
 });
 
-test('a default poll of a finished short turn is under 1 KB of JSON', { skip: !haveAgent() && 'agent binary missing' }, async () => {
+test('a default poll of a finished short turn is under 1 KB of JSON', async () => {
   const c = await fx.connect({ name: 'lean-poll' });
   const { session_id: sid } = await tool(c.client, 'reasonix_spawn', { task: 'SHORT-TASK: answer briefly' });
   await c.waitEvent((e) => e.session_id === sid && e.event === 'turn_end', 60000, 'turn_end event');
@@ -86,7 +87,7 @@ test('a default poll of a finished short turn is under 1 KB of JSON', { skip: !h
   await tool(c.client, 'reasonix_stop', { session_id: sid });
 });
 
-test('long output is capped and reported; thought and full text are opt-in', { skip: !haveAgent() && 'agent binary missing' }, async () => {
+test('long output is capped and reported; thought and full text are opt-in', async () => {
   const c = await fx.connect({ name: 'caps' });
   const { session_id: sid } = await tool(c.client, 'reasonix_spawn', { task: 'LONG-TASK write a lot' });
   const { results } = await tool(c.client, 'reasonix_watch', { session_ids: [sid] });

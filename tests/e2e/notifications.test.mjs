@@ -1,9 +1,10 @@
 // Diagnostic event frames on the raw wire (the SDK may drop custom notifications): every agent
 // event reaches the host as `reasonix/agent_event` plus `notifications/message`, with transcript
 // path and error text, each relay is logged, and logging/setLevel filters only the standard one.
+// needs: agent python3 clients
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { useFixture, rawServer, strictEnvelope, haveAgent } from './helpers.mjs';
+import { useFixture, rawServer, strictEnvelope } from './helpers.mjs';
 
 const scenario = {
   rules: [
@@ -27,7 +28,7 @@ async function call(srv, name, args) {
 
 const isEvent = (sid, event) => (m) => m.method === 'reasonix/agent_event' && m.params.session_id === sid && m.params.event === event;
 
-test('turn_end, error and exit events arrive as reasonix/agent_event + notifications/message', { skip: !haveAgent() && 'agent binary missing' }, async () => {
+test('turn_end, error and exit events arrive as reasonix/agent_event + notifications/message', async () => {
   const srv = rawServer(fx.sb);
   await srv.initialize();
   const ok = await call(srv, 'reasonix_spawn', { task: 'HELLO-TASK say hello' });
@@ -69,7 +70,7 @@ test('turn_end, error and exit events arrive as reasonix/agent_event + notificat
   console.log(`# ${srv.frames.filter((m) => m.method === 'reasonix/agent_event').length} agent_event frames, e.g. ${JSON.stringify(end)}`);
 });
 
-test('2025-06-18 client: elicitation/create uses enum + enumNames, and is withdrawn once answered elsewhere', { skip: !haveAgent() && 'agent binary missing' }, async () => {
+test('2025-06-18 client: elicitation/create uses enum + enumNames, and is withdrawn once answered elsewhere', async () => {
   const srv = rawServer(fx.sb);
   const init = await srv.initialize({ protocolVersion: '2025-06-18', capabilities: { elicitation: {} }, clientInfo: { name: 'legacy-elicit', version: '1' } });
   assert.equal(init.result.protocolVersion, '2025-06-18');

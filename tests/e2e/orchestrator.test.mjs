@@ -1,10 +1,11 @@
 // Fleet view (the spec's selftest_orchestrator.py): sandbox posture, list with previews, counts and
 // pending_only, wait, poll event filtering and caps, models, and orchestrator isolation.
+// needs: agent python3 clients
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { realpathSync } from 'node:fs';
 import { join } from 'node:path';
-import { useFixture, tool, callTool, haveAgent } from './helpers.mjs';
+import { useFixture, tool, callTool } from './helpers.mjs';
 
 const scenario = {
   rules: [
@@ -14,11 +15,10 @@ const scenario = {
 };
 
 const fx = useFixture({ scenario });
-const skip = !haveAgent() && 'agent binary missing';
 
 const LONG = 'QUICK-TASK ' + 'describe the module layout in detail, '.repeat(8);
 
-test('spawn reports posture; list shows previews, counts, pending_only; wait wakes on output', { skip }, async () => {
+test('spawn reports posture; list shows previews, counts, pending_only; wait wakes on output', async () => {
   const c = await fx.connect({ name: 'fleet' });
   const a = await tool(c.client, 'reasonix_spawn', { task: LONG });
   assert.ok(['bwrap', 'none'].includes(a.posture.sandbox), JSON.stringify(a.posture));
@@ -61,7 +61,7 @@ test('spawn reports posture; list shows previews, counts, pending_only; wait wak
   await tool(c.client, 'reasonix_stop', { session_id: hold.session_id });
 });
 
-test('pending_only also lists active sessions', { skip }, async () => {
+test('pending_only also lists active sessions', async () => {
   const c = await fx.connect({ name: 'pending-active' });
   const { session_id: sid } = await tool(c.client, 'reasonix_spawn', { task: 'HOLD-TASK keep running' });
   const pending = await tool(c.client, 'reasonix_list', { pending_only: true });
@@ -72,7 +72,7 @@ test('pending_only also lists active sessions', { skip }, async () => {
   }
 });
 
-test('poll filters static setup events by default; include/exclude/max_events change it', { skip }, async () => {
+test('poll filters static setup events by default; include/exclude/max_events change it', async () => {
   const c = await fx.connect({ name: 'filters' });
   const sids = [];
   for (let i = 0; i < 4; i++) sids.push((await tool(c.client, 'reasonix_spawn', { task: `QUICK-TASK filter ${i}` })).session_id);
@@ -98,14 +98,14 @@ test('poll filters static setup events by default; include/exclude/max_events ch
   console.log(`# detail poll sizes (bytes): ${JSON.stringify(sizes)}`);
 });
 
-test('models lists the configured refs', { skip }, async () => {
+test('models lists the configured refs', async () => {
   const { client } = await fx.connect({ name: 'models' });
   const m = await tool(client, 'reasonix_models', {});
   assert.ok(m.models.some((x) => x.ref === 'mock/mock-model'), JSON.stringify(m));
   assert.ok(m.models.every((x) => Array.isArray(x.supported_efforts)));
 });
 
-test('sessions are scoped to their orchestrator; REASONIX_MCP_ORCHESTRATOR_ID shares a scope', { skip }, async () => {
+test('sessions are scoped to their orchestrator; REASONIX_MCP_ORCHESTRATOR_ID shares a scope', async () => {
   const owner = await fx.connect({ name: 'owner-cli' });
   const { session_id: sid } = await tool(owner.client, 'reasonix_spawn', { task: 'QUICK-TASK mine' });
   const other = await fx.connect({ name: 'other-cli' });

@@ -2,6 +2,7 @@
 // $REASONIX_MCP_HOME/policy/ while the server and agentd run (hot reload picks each up on the next
 // call and drops it when removed), against the real agent on the offline provider; example 6, the
 // demo orchestrator, as `reasonix-mcp script examples/demo_fleet.lua` with a private HOME.
+// needs: agent python3 clients
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -10,7 +11,7 @@ import { once } from 'node:events';
 import { join } from 'node:path';
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import {
-  REPO, BIN, RUN_ID, useFixture, tool, callTool, haveAgent, agentBin, watchUntil, withTimeout, until,
+  REPO, BIN, RUN_ID, useFixture, tool, callTool, agentBin, watchUntil, withTimeout, until,
 } from './helpers.mjs';
 
 const BIG = 'The quick brown fox jumps over the lazy dog. '.repeat(70); // ~3150 bytes
@@ -32,7 +33,6 @@ const fx = useFixture({ scenario }, (f) => {
   f.policyDir = join(f.sb.mcp, 'policy');
   mkdirSync(f.policyDir, { mode: 0o700 });
 });
-const skip = !haveAgent() && 'agent binary missing';
 
 // Installs example files into the policy dir for the duration of fn, then removes them.
 async function withExample(files, fn) {
@@ -58,7 +58,7 @@ async function watchOne(client, sid) {
   }
 }
 
-test('example 1 permissions.lua: writes inside cwd approved, rm -rf denied, the rest passed on', { skip }, async () => {
+test('example 1 permissions.lua: writes inside cwd approved, rm -rf denied, the rest passed on', async () => {
   await withExample(['permissions.lua'], async () => {
     const c = await connect('ex1');
     const { client } = c;
@@ -104,7 +104,7 @@ test('example 1 permissions.lua: writes inside cwd approved, rm -rf denied, the 
   });
 });
 
-test('example 2 fanout_tool.lua: reasonix_fanout spawns one agent per task and returns the ids', { skip }, async () => {
+test('example 2 fanout_tool.lua: reasonix_fanout spawns one agent per task and returns the ids', async () => {
   const c = await connect('ex2');
   let changed = 0;
   c.client.setNotificationHandler(ToolListChangedNotificationSchema, () => { changed += 1; });
@@ -127,7 +127,7 @@ test('example 2 fanout_tool.lua: reasonix_fanout spawns one agent per task and r
   assert.ok(!after.tools.some((t) => t.name === 'reasonix_fanout'), 'removing the file removes the tool');
 });
 
-test('example 3 idle_cleanup.lua: idle agents are stopped and reported, keep_alive ones stay', { skip }, async () => {
+test('example 3 idle_cleanup.lua: idle agents are stopped and reported, keep_alive ones stay', async () => {
   const c = await connect('ex3');
   const idle = await tool(c.client, 'reasonix_spawn', { task: 'EX3 finish quickly' });
   const kept = await tool(c.client, 'reasonix_spawn', { task: 'EX3 stay around', keep_alive: true });
@@ -153,7 +153,7 @@ test('example 3 idle_cleanup.lua: idle agents are stopped and reported, keep_ali
   });
 });
 
-test('example 4 small_caps.lua: watch and poll results obey the tight caps and say so', { skip }, async () => {
+test('example 4 small_caps.lua: watch and poll results obey the tight caps and say so', async () => {
   await withExample(['small_caps.lua'], async () => {
     const { client } = await connect('ex4');
     const { session_id: sid } = await tool(client, 'reasonix_spawn', { task: 'EX4-BIG long answer' });
@@ -174,7 +174,7 @@ test('example 4 small_caps.lua: watch and poll results obey the tight caps and s
   });
 });
 
-test('example 5 agent_wrapper.lua: agents start through the wrapper script', { skip }, async () => {
+test('example 5 agent_wrapper.lua: agents start through the wrapper script', async () => {
   await withExample(['agent_wrapper.lua', 'agent-wrapper.sh'], async () => {
     chmodSync(join(fx.policyDir, 'agent-wrapper.sh'), 0o755);
     const { client } = await connect('ex5');
@@ -189,7 +189,7 @@ test('example 5 agent_wrapper.lua: agents start through the wrapper script', { s
   });
 });
 
-test('example 6 demo_fleet.lua: the demo orchestrator runs a fleet on the offline provider', { skip }, async () => {
+test('example 6 demo_fleet.lua: the demo orchestrator runs a fleet on the offline provider', async () => {
   const home = join(fx.sb.root, 'demo-home');
   mkdirSync(home, { mode: 0o700 });
   const child = spawn(BIN, ['script', join(REPO, 'examples', 'demo_fleet.lua')], {

@@ -4,12 +4,13 @@
 // warnings, notifications/message); editing a built-in module under lua/ is picked up the same way,
 // in the server and in agentd. Every process here runs a private copy of the lua/ tree
 // (REASONIX_MCP_LUA_DIR), so the repository's files are never touched.
+// needs: agent python3 clients
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { cpSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
-import { REPO, useFixture, tool, callTool, haveAgent, agentdPid, withTimeout, until } from './helpers.mjs';
+import { REPO, useFixture, tool, callTool, agentdPid, withTimeout, until } from './helpers.mjs';
 
 const LONG = 'L'.repeat(120) + '-middle-' + 'l'.repeat(120);
 const SLOW = 'slow-stream-'.repeat(25); // 300 bytes in 30 chunks over ~1.5 s
@@ -28,7 +29,6 @@ const fx = useFixture({ scenario }, (f) => {
   f.policyDir = join(f.sb.mcp, 'policy');
   mkdirSync(f.policyDir, { mode: 0o700 });
 });
-const skip = !haveAgent() && 'agent binary missing';
 
 // Writes a file through a rename, as editors do (a new inode: the change is seen at once).
 function write(path, text) {
@@ -73,7 +73,7 @@ const warningsOf = (result) => result._meta?.['reasonix/warnings'] ?? [];
 
 let session; // the agent that lives through every reload in this file
 
-test('editing a policy while an agent runs applies on the next call; session and in-flight watch survive', { skip }, async () => {
+test('editing a policy while an agent runs applies on the next call; session and in-flight watch survive', async () => {
   const probe = join(fx.policyDir, '10-probe.lua');
   write(probe, probePolicy(1, 60));
   const c = await connect('reload-policy');
@@ -112,7 +112,7 @@ test('editing a policy while an agent runs applies on the next call; session and
   assert.equal(agentdPid(fx.sb), daemon, 'no restart');
 });
 
-test('a broken policy keeps the old one; the error is reported once with file:line', { skip }, async () => {
+test('a broken policy keeps the old one; the error is reported once with file:line', async () => {
   const probe = join(fx.policyDir, '10-probe.lua');
   const c = await connect('reload-broken');
   assert.equal((await tool(c.client, 'policy_probe', {})).version, 2);
@@ -142,7 +142,7 @@ test('a broken policy keeps the old one; the error is reported once with file:li
   assert.deepEqual(warningsOf(fixed.result), []);
 });
 
-test('editing a built-in module under lua/ is picked up on the next call, in the server and in agentd', { skip }, async () => {
+test('editing a built-in module under lua/ is picked up on the next call, in the server and in agentd', async () => {
   const c = await connect('reload-builtin');
   const listFile = join(fx.lua, 'rmcp', 'server', 'tools', 'list.lua');
   const watchFile = join(fx.lua, 'rmcp', 'policy', 'watch.lua');

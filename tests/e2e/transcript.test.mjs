@@ -1,9 +1,10 @@
 // Transcript and plan fields (the spec's selftest_transcript.py) and the once-per-session status
 // contract (selftest_prompt_injection.py): the agent plans with todo_write, writes and reads a file;
 // watch/poll carry the plan and current work, reasonix_transcript what it actually did.
+// needs: agent python3 clients
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { useFixture, tool, haveAgent } from './helpers.mjs';
+import { useFixture, tool } from './helpers.mjs';
 
 const todos = [{ content: 'Inspect code', status: 'completed' }, { content: 'Write notes', status: 'in_progress' }];
 const scenario = {
@@ -18,7 +19,7 @@ const scenario = {
 
 const fx = useFixture({ scenario });
 
-test('plan, current work, turns and the transcript of tool calls and files', { skip: !haveAgent() && 'agent binary missing' }, async () => {
+test('plan, current work, turns and the transcript of tool calls and files', async () => {
   const { client } = await fx.connect({ name: 'transcript' });
   const { session_id: sid } = await tool(client, 'reasonix_spawn', { task: 'PLAN-TASK write notes/hello.txt', keep_alive: true });
   // detail=true: the poll-shaped result right away (a compact watch would consume the turn detail).

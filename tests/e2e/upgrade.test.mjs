@@ -3,13 +3,14 @@
 // watch, then hands over to a fresh daemon from the new file; the host's next calls (list, resume,
 // a new turn) reach it without any help. With REASONIX_MCP_LIVE_HANDOVER=1 the same upgrade keeps
 // the daemon's pid and the agent process, even mid-turn. No process may be left.
+// needs: agent python3 clients
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { copyFileSync, chmodSync, renameSync, readlinkSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { useFixture, tool, haveAgent, withTimeout, until, alive, agentdPid, agentProcesses, watchUntil, shutdownAgentd, BIN } from './helpers.mjs';
+import { useFixture, tool, withTimeout, until, alive, agentdPid, agentProcesses, watchUntil, shutdownAgentd, BIN } from './helpers.mjs';
 
 const scenario = {
   rules: [
@@ -19,7 +20,6 @@ const scenario = {
 };
 
 const fx = useFixture({ scenario });
-const skip = !haveAgent() && 'agent binary missing';
 
 // Copies the build's binary to a private install path the test can upgrade.
 function install(name) {
@@ -46,7 +46,7 @@ async function connect(t, exe, env) {
   return client;
 }
 
-test('an upgrade swaps the server and, once the running turn was delivered, reloads agentd; the host just goes on', { skip }, async (t) => {
+test('an upgrade swaps the server and, once the running turn was delivered, reloads agentd; the host just goes on', async (t) => {
   const exe = install('reasonix-mcp');
   const client = await connect(t, exe, fx.env({ REASONIX_MCP_RELOAD_GRACE_MS: '100' }));
   const { session_id: sid } = await tool(client, 'reasonix_spawn', { task: 'HOLD-TASK survive the upgrade' });
@@ -74,7 +74,7 @@ test('an upgrade swaps the server and, once the running turn was delivered, relo
   t.diagnostic(`rename -> turn delivered and fresh agentd up in ${reloadMs} ms (the turn itself takes ~2 s)`);
 });
 
-test('with live handover an upgrade mid-turn keeps the agentd pid and the agent, and the watch gets the whole turn', { skip }, async (t) => {
+test('with live handover an upgrade mid-turn keeps the agentd pid and the agent, and the watch gets the whole turn', async (t) => {
   await shutdownAgentd(fx.sb); // the daemon of the previous case: ours must start from this install
   const exe = install('reasonix-mcp-live');
   const client = await connect(t, exe, fx.env({ REASONIX_MCP_RELOAD_GRACE_MS: '100', REASONIX_MCP_LIVE_HANDOVER: '1' }));

@@ -1,9 +1,10 @@
 // Watch safety (the spec's selftest_watch.py): a newer watch supersedes an older one at once; a
 // cancelled watch is released in agentd and loses nothing; progress while blocked; timeouts; an
 // undelivered terminal state survives a server kill and is returned by the next watch.
+// needs: agent python3 clients
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { useFixture, tool, haveAgent, withTimeout } from './helpers.mjs';
+import { useFixture, tool, withTimeout } from './helpers.mjs';
 
 const scenario = {
   rules: [
@@ -13,9 +14,8 @@ const scenario = {
 };
 
 const fx = useFixture({ scenario });
-const skip = !haveAgent() && 'agent binary missing';
 
-test('a newer watch on the same session supersedes the older one at once', { skip }, async () => {
+test('a newer watch on the same session supersedes the older one at once', async () => {
   const { client } = await fx.connect({ name: 'watch-overlap' });
   const { session_id: sid } = await tool(client, 'reasonix_spawn', { task: 'HOLD-TASK overlap' });
   const first = tool(client, 'reasonix_watch', { session_ids: [sid] });
@@ -30,7 +30,7 @@ test('a newer watch on the same session supersedes the older one at once', { ski
   assert.match(second.results[sid].message, /held reply/);
 });
 
-test('a cancelled watch is released, reports progress while blocked, and loses no terminal state', { skip }, async () => {
+test('a cancelled watch is released, reports progress while blocked, and loses no terminal state', async () => {
   const c = await fx.connect({ name: 'watch-cancel', env: fx.env({ REASONIX_MCP_PROGRESS_INTERVAL_MS: '100' }) });
   const { session_id: sid } = await tool(c.client, 'reasonix_spawn', { task: 'HOLD-TASK cancel me' });
   const abort = new AbortController();
@@ -54,7 +54,7 @@ test('a cancelled watch is released, reports progress while blocked, and loses n
   assert.match(log, /client cancelled reasonix_watch/);
 });
 
-test('an undelivered terminal state survives a server kill; the next server returns it', { skip }, async () => {
+test('an undelivered terminal state survives a server kill; the next server returns it', async () => {
   const a = await fx.connect({ name: 'watch-restart' });
   const { session_id: sid } = await tool(a.client, 'reasonix_spawn', { task: 'QUICK-TASK finish while nobody watches' });
   await a.waitEvent((e) => e.session_id === sid && e.event === 'turn_end', 60000, 'turn_end');
@@ -71,7 +71,7 @@ test('an undelivered terminal state survives a server kill; the next server retu
   assert.ok(!after.sessions.some((s) => s.session_id === sid));
 });
 
-test('wait reports progress while blocked and returns the ready ids', { skip }, async () => {
+test('wait reports progress while blocked and returns the ready ids', async () => {
   const c = await fx.connect({ name: 'wait-progress', env: fx.env({ REASONIX_MCP_PROGRESS_INTERVAL_MS: '100' }) });
   const { session_id: sid } = await tool(c.client, 'reasonix_spawn', { task: 'HOLD-TASK wait for me' });
   let gotProgress;

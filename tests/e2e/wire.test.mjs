@@ -1,5 +1,6 @@
 // The MCP protocol surface on the raw wire, without agentd: strict envelopes, version negotiation,
 // server/discover, malformed input, unknown methods, wrong param types, size limit, stdin EOF.
+// needs: clients
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, chmodSync } from 'node:fs';

@@ -1,6 +1,7 @@
 -- agentd's socket API under bad input and between orchestrators: malformed lines, wrong types,
 -- unknown and foreign sessions, hostile paths, oversize lines, cwd confinement (symlinks too),
 -- watch supersede/cancel, restart refusal, and ctl on the same API.
+-- needs: agent python3
 local uv = require "luv"
 local json = require "rmcp.lib.json"
 local sock = require "rmcp.sock"

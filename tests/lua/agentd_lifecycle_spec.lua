@@ -1,5 +1,6 @@
 -- agentd as a process: one daemon per home under racing autostarts, survival across a daemon kill
 -- (list + resume), no agent left when agentd is killed, six agents at once, idle cleanup.
+-- needs: agent python3
 local uv = require "luv"
 local async = require "rmcp.lib.async"
 local support = require "agentd_support"
@@ -193,4 +194,32 @@ test("an autostart that cannot bring agentd up fails with a clear error naming t
   local r, rerr = c:call("list", {})
   t.eq(r, nil)
   t.match(rerr.message, "agentd did not answer")
+end)
+
+test("an unused agentd exits after the idle period; a live session or a connected client keeps it", function(t)
+  local ctx = support.setup(t, { env = { REASONIX_MCP_DAEMON_IDLE_EXIT = "1" },
+                                 scenario = { rules = { { last_role = "user", text = "ok" } } } })
+  local c = ctx.client()
+  t.ok(c:wait_connected())
+  local daemon = c.info.agentd_pid
+  -- Staying up has no event to wait for: look again after 2.5 idle periods.
+  t.sleep(2500)
+  t.ok(support.alive(daemon), "a connected client keeps agentd up")
+  local sid = ctx.call(c, "spawn", { task = "hello" }).session_id
+  ctx.watch_until(c, { sid }, function(_, x) return x.status == "idle" end)
+  c:close()
+  t.sleep(2500)
+  t.ok(support.alive(daemon), "a live (idle) session keeps agentd up with no client")
+  local c2 = ctx.client()
+  ctx.call(c2, "stop", { session_id = sid })
+  c2:close()
+  -- exited sessions are not live: the daemon goes within the period (+10%)
+  t.wait_for(function() return not support.alive(daemon) end, 5000, "unused agentd to exit by itself")
+  local log = assert(io.open(ctx.mcp_home .. "/agentd.log")):read("a")
+  t.match(log, "no live session and no connection for 1s")
+  local c3 = ctx.client()
+  local row = ctx.call(c3, "list", {}).sessions[1]
+  t.ne(c3.info.agentd_pid, daemon, "the next client starts a fresh daemon")
+  t.eq(row.session_id, sid)
+  t.eq(row.status, "exited")
 end)

@@ -3,6 +3,7 @@
 -- from the new binary takes over and sessions resume; restart refuses live agents unless forced; and
 -- C-level stderr follows the rotated log. agentd runs from a private copy of the binary so the test
 -- can replace it (cp to a temp name + mv, as an install does).
+-- needs: agent python3
 local uv = require "luv"
 local support = require "agentd_support"
 

@@ -24,7 +24,6 @@ end
 -- opts: scenario, home_opts (make_home options), env (extra env). Returns ctx.
 function M.setup(t, opts)
   opts = opts or {}
-  if not M.bin then t.skip("real agent not installed (scripts/install-agent.sh)") end
   local prov = assert(rh.start_provider({ scenario = opts.scenario or {} }))
   t.defer(function() prov:stop() end)
   local home = rh.make_home(prov.port, opts.home_opts)
@@ -33,6 +32,7 @@ function M.setup(t, opts)
   local env = {
     HOME = home.home, REASONIX_HOME = home.rxhome, MOCK_API_KEY = "mock-key", REASONIX_BIN = M.bin,
     REASONIX_MCP_HOME = mcp_home, REASONIX_LANG = "en", REASONIX_MCP_IDLE_TIMEOUT = "",
+    REASONIX_MCP_DAEMON_IDLE_EXIT = "",
     REASONIX_MCP_ALLOW_ANY_CWD = "", REASONIX_MCP_ORCHESTRATOR_ID = "",
   }
   for k, v in pairs(opts.env or {}) do env[k] = v end

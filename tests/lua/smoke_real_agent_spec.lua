@@ -2,6 +2,7 @@
 -- process group, PDEATHSIG) with NDJSON framing and the JSON-RPC peer, on the offline provider,
 -- answers initialize, session/new and one session/prompt whose streamed text and reasoning match
 -- the scenario. The fake agent gets the same treatment for its fault modes (crash, hang).
+-- needs: agent python3
 local uv = require "luv"
 local proc = require "rmcp.proc"
 local jsonrpc = require "rmcp.lib.jsonrpc"
@@ -47,8 +48,7 @@ local function text_of(updates, kind)
 end
 
 test("real reasonix acp: initialize, session/new, a streamed prompt", function(t)
-  local bin = rh.find_agent()
-  if not bin then t.skip("real agent not installed (scripts/install-agent.sh)") end
+  local bin = assert(rh.find_agent())
   local prov = assert(rh.start_provider{ scenario = { rules = {
     { last_role = "user", user_contains = "SMOKE", reasoning = "thinking it over", text = "smoke answer: 42", chunk = 5 } } } })
   t.defer(function() prov:stop() end)

@@ -1,5 +1,6 @@
 -- Assertions and per-case plumbing for Lua specs (see run.lua): t.eq, t.ok, t.match, t.await,
--- t.wait_for, t.defer, t.skip, t.tmpdir.
+-- t.wait_for, t.defer, t.tmpdir. A spec that needs the real agent says so in a `-- needs:` line
+-- (tests/support/needs.sh checks it before the spec runs).
 local uv = require "luv"
 local async = require "rmcp.lib.async"
 local json = require "rmcp.lib.json"
@@ -7,7 +8,6 @@ local json = require "rmcp.lib.json"
 local M = {}
 
 local failure_mt = { __tostring = function(f) return f.message end }
-local skip_mt = {}
 
 -- Raises a test failure carrying message and where it happened.
 local function fail(message, level)
@@ -51,7 +51,6 @@ local function new_t(case)
     end
   end
   function t.fail(msg) fail(msg, 2) end
-  function t.skip(why) error(setmetatable({ message = why }, skip_mt), 0) end
   -- Registers cleanup to run after the case, newest first, even when it fails.
   function t.defer(fn) t.deferred[#t.deferred + 1] = fn end
   -- Waits for start(done) to call done(...), failing after timeout_ms (default 30 s).
@@ -100,7 +99,7 @@ function M.with_env(vars, fn)
   if not ok then error(err, 0) end
 end
 
--- Runs one case to completion with its timeout; returns true, false+message, or "skip"+why.
+-- Runs one case to completion with its timeout; returns true, or false and a message.
 function M.run_case(case)
   local t = new_t(case)
   local timeout = case.opts.timeout or 120000
@@ -112,7 +111,7 @@ function M.run_case(case)
     end)
     async.run(function()
       local ok, err = xpcall(case.fn, function(e)
-        if getmetatable(e) == failure_mt or getmetatable(e) == skip_mt then return e end
+        if getmetatable(e) == failure_mt then return e end
         return debug.traceback(tostring(e), 2)
       end, t)
       if not timer:is_closing() then timer:close() end
@@ -124,7 +123,6 @@ function M.run_case(case)
     local dok, derr = xpcall(t.deferred[i], debug.traceback)
     if not dok and ok then ok, err = false, "cleanup failed: " .. tostring(derr) end
   end
-  if not ok and getmetatable(err) == skip_mt then return "skip", err.message end
   if not ok then return false, tostring(err) end
   return true
 end

@@ -1,0 +1,55 @@
+#!/bin/sh
+# Runs one test command after checking what it needs. A missing piece fails the test with what is
+# missing and how to install it (exit 1); only when a person asks for skips (RMCP_TEST_ALLOW_SKIP=1)
+# does it skip instead (exit 77, which ctest reports as Skipped and scripts/test.sh counts).
+# usage: needs.sh [agent] [python3] [clients] -- COMMAND ARGS...
+#   agent    the pinned real agent (REASONIX_BIN, else <repo>/.agent/…)
+#   python3  the interpreter the mock provider runs on
+#   clients  Node.js >= 20 and the MCP SDK client + Inspector CLI in tests/e2e/node_modules
+repo=${RMCP_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+missing=""
+what=""
+
+# Adds one missing piece (what, and how to install it) to the report.
+lack() {
+  missing="$missing
+  - $1: $2"
+  what="${what:+$what; }$1"
+}
+
+while [ $# -gt 0 ] && [ "$1" != "--" ]; do
+  case "$1" in
+    agent)
+      bin=${REASONIX_BIN:-$repo/.agent/node_modules/@reasonix/cli-linux-x64/bin/reasonix}
+      [ -x "$bin" ] || lack "the real agent ($bin)" "scripts/install-agent.sh (npm reasonix@1.38.11 into .agent/)" ;;
+    python3)
+      python3 -c 'import sys' >/dev/null 2>&1 || lack "python3 (the mock provider runs on it)" "apt-get install python3, or scripts/install-deps.sh" ;;
+    clients)
+      if ! command -v node >/dev/null 2>&1; then
+        lack "Node.js (runs the MCP SDK client tests)" "apt-get install nodejs npm, or scripts/install-deps.sh"
+      elif [ "$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)" -lt 20 ]; then
+        lack "Node.js >= 20 (found $(node --version))" "install a newer nodejs"
+      fi
+      for p in sdk inspector; do
+        [ -f "$repo/tests/e2e/node_modules/@modelcontextprotocol/$p/package.json" ] ||
+          lack "@modelcontextprotocol/$p in tests/e2e/node_modules" "npm ci --prefix tests/e2e, or scripts/install-deps.sh"
+      done ;;
+    *) echo "needs.sh: unknown requirement '$1'" >&2; exit 2 ;;
+  esac
+  shift
+done
+[ "$1" = "--" ] && shift
+
+if [ -n "$missing" ]; then
+  if [ "${RMCP_TEST_ALLOW_SKIP:-}" = "1" ]; then
+    for file; do :; done
+    cases=$(grep -cE '^test\(' "$file" || true)
+    [ "${cases:-0}" -gt 0 ] || cases=1 # a check program without test() cases counts as one
+    echo "# skipped file: $file, $cases case(s) (RMCP_TEST_ALLOW_SKIP=1), missing $what"
+    exit 77
+  fi
+  echo "FAIL: this test cannot run; missing:$missing" >&2
+  echo "(set RMCP_TEST_ALLOW_SKIP=1 to skip such tests instead)" >&2
+  exit 1
+fi
+exec "$@"
