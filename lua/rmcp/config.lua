@@ -66,6 +66,12 @@ function M.idle_timeout()
   return tonumber(env("REASONIX_MCP_IDLE_TIMEOUT") or "") or -1
 end
 
+-- Seconds an unused agentd (no live session, no connection) waits before it exits by itself:
+-- REASONIX_MCP_DAEMON_IDLE_EXIT, default 600; 0 (or less) never.
+function M.daemon_idle_exit()
+  return tonumber(env("REASONIX_MCP_DAEMON_IDLE_EXIT") or "") or 600
+end
+
 -- The user's home directory.
 function M.user_home()
   return env("HOME") or "/"

@@ -12,6 +12,7 @@ local watch = require "rmcp.agentd.watch"
 local api = require "rmcp.agentd.api"
 local upgrade = require "rmcp.agentd.upgrade"
 local handover = require "rmcp.agentd.handover"
+local idle_exit = require "rmcp.agentd.idle_exit"
 
 local M = {}
 
@@ -65,6 +66,7 @@ local function shutdown(d, reason)
   d.shutting_down = true
   log.info("shutting down: %s", reason)
   upgrade.close(d)
+  idle_exit.stop(d)
   if d.server then d.server:close(); d.server = nil end
   for _, s in pairs(d.sessions) do
     if s.rt.agent then s.rt.agent:stop(nil, 100) end
@@ -139,6 +141,7 @@ function M.main(_)
   end
   d.server = srv
   upgrade.init(d)
+  idle_exit.start(d, d.shutdown)
   for _, name in ipairs({ "sigterm", "sigint" }) do
     local sig = uv.new_signal()
     sig:start(name, function() shutdown(d, name) end)
