@@ -199,6 +199,7 @@ static void host_open_modules(lua_host_t *h)
     {"rmcp.sock", luaopen_rmcp_sock},
     {"rmcp.sys", luaopen_rmcp_sys},
     {"rmcp.fswatch", luaopen_rmcp_fswatch},
+    {"rmcp.json", luaopen_rmcp_json},
     {NULL, NULL},
   };
   luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);

@@ -250,6 +250,15 @@ local function capped_args(v, depth)
   return out
 end
 
+-- True when two plans have the same entries (content and status) in the same order.
+local function same_plan(a, b)
+  if #a ~= #b then return false end
+  for i = 1, #a do
+    if a[i].content ~= b[i].content or a[i].status ~= b[i].status then return false end
+  end
+  return true
+end
+
 -- Folds one ACP session/update into the session.
 function M.on_update(d, s, update)
   local rt = s.rt
@@ -300,7 +309,7 @@ function M.on_update(d, s, update)
     for _, e in ipairs(type(update.entries) == "table" and update.entries or {}) do
       if type(e) == "table" then entries[#entries + 1] = { content = e.content, status = e.status } end
     end
-    local same = json.encode(entries) == json.encode(json.array(s.plan or {}))
+    local same = same_plan(entries, s.plan or {})
     s.plan = entries
     if not same then
       rt.plan_rev = rt.plan_rev + 1

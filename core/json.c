@@ -1,0 +1,568 @@
+/* json.c: rmcp.json, JSON at C speed through lua-cjson (Debian's 2.1.0) plus the small pass it
+ * lacks. cjson does the parsing and the serialising; this file only fixes what 2.1.0 gets wrong for
+ * us, around each call:
+ *  - encode: an empty table marked with json.array() is written [] (cjson writes {}); integers of 15
+ *    digits or more are written exactly (cjson prints them with %.14g); a float is written in the
+ *    shortest form that reads back the same (never 0.40000000000000002), NaN and infinities as null;
+ *    json.raw(text) splices already-encoded JSON in; "\/" becomes "/"; invalid UTF-8 becomes U+FFFD, so
+ *    every byte written is valid UTF-8 JSON; a table with both 1 and "1" as keys is refused.
+ *  - decode: integral numbers come back as Lua integers (cjson 2.1.0 decodes every number as a float)
+ *    and an empty JSON array comes back marked as one, so it encodes as [] again.
+ * The values cjson cannot write are swapped for sentinel strings (with a per-process random nonce) for
+ * the length of the call, then the sentinels are replaced in the output; the caller's tables are
+ * restored before encode returns, also on error. */
+#include <lauxlib.h>
+#include <lua.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdint.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#define ARRAY_MT "rmcp.json.array"
+#define RAW_MT "rmcp.json.raw"
+#define MAX_DEPTH 1000
+#define EXACT_LIMIT 100000000000000LL /* 1e14: from here on %.14g loses integer digits */
+
+/* Upvalues of encode and decode: cjson's encode, cjson's decode, the sentinel prefix (string). */
+#define UP_ENCODE lua_upvalueindex(1)
+#define UP_DECODE lua_upvalueindex(2)
+#define UP_PREFIX lua_upvalueindex(3)
+
+/* State of one encode: the stack slots of the restore and replacement lists. */
+typedef struct enc {
+  lua_State *L;
+  int saved;      /* table: t, key, old value, ... (what to put back) */
+  int fixes;      /* table: replacement JSON text per sentinel number */
+  int nsaved, nfixes;
+  const char *prefix;
+} enc_t;
+
+/* True when the value at idx has the metatable registered under name. */
+static int json_has_mt(lua_State *L, int idx, const char *name)
+{
+  if (!lua_getmetatable(L, idx)) return 0;
+  luaL_getmetatable(L, name);
+  int same = lua_rawequal(L, -1, -2);
+  lua_pop(L, 2);
+  return same;
+}
+
+/* True when the table at idx has no entries. */
+static int json_is_empty(lua_State *L, int idx)
+{
+  lua_pushnil(L);
+  if (lua_next(L, idx)) {
+    lua_pop(L, 2);
+    return 0;
+  }
+  return 1;
+}
+
+/* Writes the shortest of %.14g..%.17g that reads back as d into buf; returns its length. */
+static int json_shortest(char *buf, size_t size, double d)
+{
+  int n = 0;
+  for (int prec = 14; prec <= 17; prec++) {
+    n = snprintf(buf, size, "%.*g", prec, d);
+    if (strtod(buf, NULL) == d) break;
+  }
+  return n;
+}
+
+/* The JSON text cjson cannot write right for the number on top of the stack (pushed), or nothing
+ * (returns 0) when cjson's own %.14g form is exact. */
+static int json_number_fix(lua_State *L)
+{
+  char buf[64];
+  if (lua_isinteger(L, -1)) {
+    lua_Integer i = lua_tointeger(L, -1);
+    if (i < EXACT_LIMIT && i > -EXACT_LIMIT) return 0;
+    lua_pushfstring(L, "%I", i);
+    return 1;
+  }
+  double d = lua_tonumber(L, -1);
+  if (!isfinite(d)) {
+    lua_pushliteral(L, "null");
+    return 1;
+  }
+  snprintf(buf, sizeof buf, "%.14g", d);
+  if (strtod(buf, NULL) == d) return 0;
+  json_shortest(buf, sizeof buf, d);
+  lua_pushstring(L, buf);
+  return 1;
+}
+
+/* Records t[key] = old for the restore, and stores the sentinel of fix number n in t[key].
+ * Stack on entry: ... key ; t is absolute; old is the current value of t[key]. Leaves the stack as is. */
+static void json_replace(enc_t *e, int t, int n)
+{
+  lua_State *L = e->L;
+  int key = lua_gettop(L);
+  lua_pushvalue(L, t);
+  lua_rawseti(L, e->saved, ++e->nsaved);
+  lua_pushvalue(L, key);
+  lua_rawseti(L, e->saved, ++e->nsaved);
+  lua_pushvalue(L, key);
+  lua_rawget(L, t);
+  lua_rawseti(L, e->saved, ++e->nsaved);
+  lua_pushvalue(L, key);
+  lua_pushfstring(L, "%s%d\x01", e->prefix, n);
+  lua_rawset(L, t);
+}
+
+/* Refuses a table that has both a number key and a string key that cjson would write the same. */
+static void json_check_keys(lua_State *L, int t)
+{
+  char buf[64];
+  lua_pushnil(L);
+  while (lua_next(L, t)) {
+    lua_pop(L, 1);
+    if (lua_type(L, -1) != LUA_TNUMBER) continue;
+    if (lua_isinteger(L, -1)) snprintf(buf, sizeof buf, "%lld", (long long)lua_tointeger(L, -1));
+    else snprintf(buf, sizeof buf, "%.14g", lua_tonumber(L, -1));
+    if (lua_getfield(L, t, buf) != LUA_TNIL) {
+      lua_pop(L, 2);
+      luaL_error(L, "json: cannot encode a table with both %s and \"%s\" as keys", buf, buf);
+    }
+    lua_pop(L, 1);
+  }
+}
+
+/* Walks the table at index t, swapping in a sentinel for every value cjson would write wrong. */
+static void json_walk(enc_t *e, int t, int depth)
+{
+  lua_State *L = e->L;
+  if (depth > MAX_DEPTH) luaL_error(L, "json: cannot encode a table nested over %d levels (a cycle?)", MAX_DEPTH);
+  luaL_checkstack(L, 8, "json: nesting");
+  int has_number_key = 0, has_string_key = 0;
+  lua_pushnil(L);
+  while (lua_next(L, t)) {
+    int kt = lua_type(L, -2);
+    if (kt == LUA_TNUMBER) has_number_key = 1;
+    else if (kt == LUA_TSTRING) has_string_key = 1;
+    int vt = lua_type(L, -1);
+    if (vt == LUA_TTABLE) {
+      int v = lua_gettop(L);
+      if (json_has_mt(L, v, RAW_MT)) {
+        lua_rawgeti(L, v, 1);
+        lua_remove(L, v);        /* stack: key text */
+        lua_rawseti(L, e->fixes, ++e->nfixes);
+        json_replace(e, t, e->nfixes);
+        continue;
+      }
+      if (json_has_mt(L, v, ARRAY_MT) && json_is_empty(L, v)) {
+        lua_pop(L, 1);
+        lua_pushliteral(L, "[]");
+        lua_rawseti(L, e->fixes, ++e->nfixes);
+        json_replace(e, t, e->nfixes);
+        continue;
+      }
+      json_walk(e, v, depth + 1);
+    } else if (vt == LUA_TNUMBER) {
+      if (json_number_fix(L)) {
+        lua_remove(L, -2);       /* stack: key text */
+        lua_rawseti(L, e->fixes, ++e->nfixes);
+        json_replace(e, t, e->nfixes);
+        continue;
+      }
+    }
+    lua_pop(L, 1);
+  }
+  if (has_number_key && has_string_key) json_check_keys(L, t);
+}
+
+/* Puts back every value json_walk swapped out. */
+static void json_restore(enc_t *e)
+{
+  lua_State *L = e->L;
+  for (int i = e->nsaved - 2; i >= 1; i -= 3) {
+    lua_rawgeti(L, e->saved, i);
+    lua_rawgeti(L, e->saved, i + 1);
+    lua_rawgeti(L, e->saved, i + 2);
+    lua_rawset(L, -3);
+    lua_pop(L, 1);
+  }
+  e->nsaved = 0;
+}
+
+/* Protected part of encode: the walk, then cjson's encode. Arguments: the enc_t, the value,
+ * cjson's encode, the restore list, the fix list (the lists are the caller's, seen in this frame). */
+static int json_encode_body(lua_State *L)
+{
+  enc_t *e = lua_touserdata(L, 1);
+  e->saved = 4;
+  e->fixes = 5;
+  if (lua_type(L, 2) == LUA_TTABLE) json_walk(e, 2, 1);
+  lua_pushvalue(L, 3); /* cjson's encode */
+  lua_pushvalue(L, 2);
+  lua_call(L, 1, 1);
+  return 1;
+}
+
+/* Length of the valid UTF-8 sequence at s (n bytes left), or 0 when it is not one. */
+static size_t json_utf8_len(const unsigned char *s, size_t n)
+{
+  unsigned c = s[0];
+  size_t len;
+  unsigned min;
+  if (c < 0x80) return 1;
+  if (c >= 0xc2 && c <= 0xdf) { len = 2; min = 0x80; }
+  else if (c >= 0xe0 && c <= 0xef) { len = 3; min = 0x800; }
+  else if (c >= 0xf0 && c <= 0xf4) { len = 4; min = 0x10000; }
+  else return 0;
+  if (n < len) return 0;
+  unsigned cp = c & (0x3f >> (len - 1));
+  for (size_t i = 1; i < len; i++) {
+    if ((s[i] & 0xc0) != 0x80) return 0;
+    cp = (cp << 6) | (s[i] & 0x3f);
+  }
+  if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
+  return len;
+}
+
+/* True when cjson's output needs the rewrite pass: an escape, a non-ASCII byte. */
+static int json_needs_rewrite(const char *s, size_t n)
+{
+  for (size_t i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)s[i];
+    if (c == '\\' || c >= 0x80) return 1;
+  }
+  return 0;
+}
+
+/* Rewrites cjson's output s into b: "\/" as "/", invalid UTF-8 as \ufffd, and each quoted sentinel
+ * as its fix (from the fixes table at index fixes). */
+static void json_rewrite(lua_State *L, luaL_Buffer *b, const char *s, size_t n, const char *prefix, int fixes)
+{
+  /* the sentinel as cjson writes it: "\u0001rmcp<nonce>:<n>\u0001" (prefix starts with \x01) */
+  char quoted[64];
+  int qlen = snprintf(quoted, sizeof quoted, "\"\\u0001%s", prefix + 1);
+  size_t i = 0, start = 0;
+  int in_string = 0;
+  while (i < n) {
+    unsigned char c = (unsigned char)s[i];
+    if (!in_string) {
+      if (c == '"') {
+        if (fixes && n - i > (size_t)qlen && memcmp(s + i, quoted, qlen) == 0) {
+          size_t j = i + qlen;
+          long num = 0;
+          while (j < n && s[j] >= '0' && s[j] <= '9') num = num * 10 + (s[j++] - '0');
+          if (n - j >= 7 && memcmp(s + j, "\\u0001\"", 7) == 0) {
+            luaL_addlstring(b, s + start, i - start);
+            lua_rawgeti(L, fixes, num);
+            luaL_addvalue(b);
+            i = start = j + 7;
+            continue;
+          }
+        }
+        in_string = 1;
+      }
+      i++;
+      continue;
+    }
+    if (c == '"') {
+      in_string = 0;
+      i++;
+    } else if (c == '\\') {
+      if (i + 1 < n && s[i + 1] == '/') {
+        luaL_addlstring(b, s + start, i - start);
+        start = i + 1; /* drop the backslash, keep the slash */
+      }
+      i += 2;
+    } else if (c < 0x80) {
+      i++;
+    } else {
+      size_t len = json_utf8_len((const unsigned char *)s + i, n - i);
+      if (len) {
+        i += len;
+      } else {
+        luaL_addlstring(b, s + start, i - start);
+        luaL_addstring(b, "\\ufffd");
+        i = start = i + 1;
+      }
+    }
+  }
+  luaL_addlstring(b, s + start, n - start);
+}
+
+/* json.encode(value) -> text | nil, message. Never raises for what it cannot encode. */
+static int json_encode(lua_State *L)
+{
+  lua_settop(L, 1);
+  int vt = lua_type(L, 1);
+  if (vt == LUA_TTABLE && json_has_mt(L, 1, RAW_MT)) {
+    lua_rawgeti(L, 1, 1);
+    return 1;
+  }
+  if (vt == LUA_TTABLE && json_has_mt(L, 1, ARRAY_MT) && json_is_empty(L, 1)) {
+    lua_pushliteral(L, "[]");
+    return 1;
+  }
+  if (vt == LUA_TNUMBER) {
+    lua_pushvalue(L, 1);
+    if (json_number_fix(L)) return 1;
+    lua_pop(L, 1);
+  }
+  if (vt == LUA_TNIL) {
+    lua_pushliteral(L, "null");
+    return 1;
+  }
+  const char *prefix = lua_tostring(L, UP_PREFIX);
+  enc_t e = { L, 0, 0, 0, 0, prefix };
+  lua_newtable(L);
+  e.saved = lua_gettop(L);
+  lua_newtable(L);
+  e.fixes = lua_gettop(L);
+  int saved = e.saved, fixes = e.fixes;
+  lua_pushcfunction(L, json_encode_body);
+  lua_pushlightuserdata(L, &e);
+  lua_pushvalue(L, 1);
+  lua_pushvalue(L, UP_ENCODE);
+  lua_pushvalue(L, saved);
+  lua_pushvalue(L, fixes);
+  int status = lua_pcall(L, 5, 1, 0);
+  e.saved = saved;
+  e.fixes = fixes;
+  json_restore(&e);
+  if (status != LUA_OK) {
+    if (status == LUA_ERRMEM) return lua_error(L);
+    lua_pushnil(L);
+    lua_insert(L, -2);
+    return 2;
+  }
+  size_t n;
+  const char *s = lua_tolstring(L, -1, &n);
+  if (e.nfixes == 0 && !json_needs_rewrite(s, n)) return 1;
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  json_rewrite(L, &b, s, n, prefix, e.nfixes ? e.fixes : 0);
+  luaL_pushresult(&b);
+  return 1;
+}
+
+/* Number of empty arrays ("[" blanks "]") outside strings in text; scans without parsing. */
+static size_t json_count_empty_arrays(const char *s, size_t n)
+{
+  size_t count = 0;
+  int in_string = 0;
+  for (size_t i = 0; i < n; i++) {
+    char c = s[i];
+    if (in_string) {
+      if (c == '\\') i++;
+      else if (c == '"') in_string = 0;
+    } else if (c == '"') {
+      in_string = 1;
+    } else if (c == '[') {
+      size_t j = i + 1;
+      while (j < n && (s[j] == ' ' || s[j] == '\t' || s[j] == '\n' || s[j] == '\r')) j++;
+      if (j < n && s[j] == ']') count++;
+    }
+  }
+  return count;
+}
+
+/* text with every empty array outside strings written as a one-element array of the marker. */
+static void json_mark_empty_arrays(lua_State *L, const char *s, size_t n, const char *marker)
+{
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  size_t start = 0;
+  int in_string = 0;
+  for (size_t i = 0; i < n; i++) {
+    char c = s[i];
+    if (in_string) {
+      if (c == '\\') i++;
+      else if (c == '"') in_string = 0;
+    } else if (c == '"') {
+      in_string = 1;
+    } else if (c == '[') {
+      size_t j = i + 1;
+      while (j < n && (s[j] == ' ' || s[j] == '\t' || s[j] == '\n' || s[j] == '\r')) j++;
+      if (j < n && s[j] == ']') {
+        luaL_addlstring(&b, s + start, i + 1 - start);
+        luaL_addstring(&b, marker);
+        start = j;
+        i = j;
+      }
+    }
+  }
+  luaL_addlstring(&b, s + start, n - start);
+  luaL_pushresult(&b);
+}
+
+/* Walks a decoded value at index v: integral floats become integers; a table holding only the empty
+ * array marker (at index marker) becomes an empty table marked as an array. */
+static void json_fix_decoded(lua_State *L, int v, int marker, int depth)
+{
+  luaL_checkstack(L, 6, "json: nesting");
+  if (marker && lua_rawlen(L, v) == 1) {
+    lua_rawgeti(L, v, 1);
+    int is_marker = lua_rawequal(L, -1, marker);
+    lua_pop(L, 1);
+    if (is_marker) {
+      lua_pushnil(L);
+      lua_rawseti(L, v, 1);
+      luaL_setmetatable(L, ARRAY_MT);
+      return;
+    }
+  }
+  lua_pushnil(L);
+  while (lua_next(L, v)) {
+    int vt = lua_type(L, -1);
+    if (vt == LUA_TNUMBER && !lua_isinteger(L, -1)) {
+      lua_Integer i;
+      if (lua_numbertointeger(lua_tonumber(L, -1), &i) && (lua_Number)i == lua_tonumber(L, -1)) {
+        lua_pushvalue(L, -2);
+        lua_pushinteger(L, i);
+        lua_rawset(L, v);
+      }
+    } else if (vt == LUA_TTABLE && depth < MAX_DEPTH) {
+      json_fix_decoded(L, lua_gettop(L), marker, depth + 1);
+    }
+    lua_pop(L, 1);
+  }
+}
+
+/* json.decode(text) -> value | nil, message. Never raises. */
+static int json_decode(lua_State *L)
+{
+  size_t n;
+  if (lua_type(L, 1) != LUA_TSTRING) {
+    lua_pushnil(L);
+    lua_pushfstring(L, "expected a JSON string, got %s", luaL_typename(L, 1));
+    return 2;
+  }
+  const char *s = lua_tolstring(L, 1, &n);
+  lua_settop(L, 1);
+  int marker = 0;
+  if (json_count_empty_arrays(s, n) > 0) {
+    const char *prefix = lua_tostring(L, UP_PREFIX);
+    lua_pushfstring(L, "%sE\x01", prefix);                   /* 2: the marker as Lua sees it */
+    marker = 2;
+    lua_pushfstring(L, "\"\\u0001%sE\\u0001\"", prefix + 1); /* 3: as JSON writes it */
+    json_mark_empty_arrays(L, s, n, lua_tostring(L, 3));    /* 4: the marked text */
+    lua_replace(L, 1);
+    lua_settop(L, 2);
+  }
+  lua_pushvalue(L, UP_DECODE);
+  lua_pushvalue(L, 1);
+  int status = lua_pcall(L, 1, 1, 0);
+  if (status != LUA_OK) {
+    if (status == LUA_ERRMEM) return lua_error(L);
+    lua_pushnil(L);
+    lua_insert(L, -2);
+    return 2;
+  }
+  int v = lua_gettop(L);
+  if (lua_type(L, v) == LUA_TTABLE) {
+    json_fix_decoded(L, v, marker, 1);
+  } else if (lua_type(L, v) == LUA_TNUMBER && !lua_isinteger(L, v)) {
+    lua_Integer i;
+    if (lua_numbertointeger(lua_tonumber(L, v), &i) && (lua_Number)i == lua_tonumber(L, v)) lua_pushinteger(L, i);
+  }
+  return 1;
+}
+
+/* json.array([t]) -> t marked as a JSON array (so an empty one encodes as []). */
+static int json_array(lua_State *L)
+{
+  if (lua_isnoneornil(L, 1)) {
+    lua_settop(L, 0);
+    lua_newtable(L);
+  }
+  luaL_checktype(L, 1, LUA_TTABLE);
+  lua_settop(L, 1);
+  luaL_setmetatable(L, ARRAY_MT);
+  return 1;
+}
+
+/* json.is_array(v) -> true when v was marked with json.array (or decoded from an empty array). */
+static int json_is_array(lua_State *L)
+{
+  lua_pushboolean(L, lua_type(L, 1) == LUA_TTABLE && json_has_mt(L, 1, ARRAY_MT));
+  return 1;
+}
+
+/* json.raw(text) -> a value encode writes as text, verbatim (text must be one JSON value). */
+static int json_raw(lua_State *L)
+{
+  luaL_checktype(L, 1, LUA_TSTRING);
+  lua_createtable(L, 1, 0);
+  lua_pushvalue(L, 1);
+  lua_rawseti(L, -2, 1);
+  luaL_setmetatable(L, RAW_MT);
+  return 1;
+}
+
+/* json.raw_text(v) -> the text of a json.raw value, or nil for any other value. */
+static int json_raw_text(lua_State *L)
+{
+  if (lua_type(L, 1) == LUA_TTABLE && json_has_mt(L, 1, RAW_MT)) {
+    lua_rawgeti(L, 1, 1);
+    return 1;
+  }
+  lua_pushnil(L);
+  return 1;
+}
+
+/* Pushes the sentinel prefix: \x01 "rmcp" 16 hex digits of kernel randomness ":". */
+static void json_push_prefix(lua_State *L)
+{
+  unsigned char r[8];
+  char hex[17];
+  if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r) {
+    uint64_t x = (uint64_t)time(NULL) * 6364136223846793005ULL ^ (uint64_t)getpid();
+    memcpy(r, &x, sizeof r);
+  }
+  for (int i = 0; i < 8; i++) snprintf(hex + 2 * i, 3, "%02x", r[i]);
+  lua_pushfstring(L, "\x01rmcp%s:", hex);
+}
+
+/* require "rmcp.json": encode, decode, array, is_array, raw, raw_text, null. */
+int luaopen_rmcp_json(lua_State *L)
+{
+  luaL_newmetatable(L, ARRAY_MT);
+  lua_pushliteral(L, "json.array");
+  lua_setfield(L, -2, "__name");
+  lua_pop(L, 1);
+  luaL_newmetatable(L, RAW_MT);
+  lua_pushliteral(L, "json.raw");
+  lua_setfield(L, -2, "__name");
+  lua_pop(L, 1);
+
+  /* a private cjson instance: our settings never touch another user's */
+  lua_getglobal(L, "require");
+  lua_pushliteral(L, "cjson");
+  lua_call(L, 1, 1);
+  lua_getfield(L, -1, "new");
+  lua_call(L, 0, 1);
+  int cj = lua_gettop(L);
+  lua_getfield(L, cj, "encode_sparse_array");
+  lua_pushboolean(L, 1); /* excessively sparse arrays become objects instead of an error */
+  lua_call(L, 1, 0);
+
+  lua_newtable(L);
+  int mod = lua_gettop(L);
+  lua_getfield(L, cj, "encode");
+  lua_getfield(L, cj, "decode");
+  json_push_prefix(L);
+  lua_pushvalue(L, -3);
+  lua_pushvalue(L, -3);
+  lua_pushvalue(L, -3);
+  lua_pushcclosure(L, json_encode, 3);
+  lua_setfield(L, mod, "encode");
+  lua_pushcclosure(L, json_decode, 3);
+  lua_setfield(L, mod, "decode");
+  static const luaL_Reg fns[] = {
+    {"array", json_array}, {"is_array", json_is_array}, {"raw", json_raw}, {"raw_text", json_raw_text},
+    {NULL, NULL},
+  };
+  luaL_setfuncs(L, fns, 0);
+  lua_getfield(L, cj, "null");
+  lua_setfield(L, mod, "null");
+  return 1;
+}

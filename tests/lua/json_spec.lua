@@ -1,0 +1,73 @@
+-- rmcp.json (core/json.c) through lib/json.lua: what lua-cjson 2.1.0 gets wrong for us and the pass
+-- fixes — empty arrays, big integers, shortest floats, raw splices, "\/", invalid UTF-8, colliding
+-- keys — and that the caller's tables come back untouched, also after an error.
+local json = require "rmcp.lib.json"
+
+test("empty arrays stay arrays both ways; empty objects stay objects", function(t)
+  t.eq(json.encode(json.array()), "[]")
+  t.eq(json.encode({}), "{}")
+  t.eq(json.encode({ a = json.array() }), '{"a":[]}')
+  t.eq(json.encode({ json.array(), json.array({ json.array() }) }), "[[],[[]]]")
+  local d = json.decode('{"a":[],"b":[ \n],"c":"[]","d":{"e":[[]]},"f":{}}')
+  t.ok(json.is_array(d.a) and json.is_array(d.b) and json.is_array(d.d.e[1]), "decoded [] is marked")
+  t.eq(d.c, "[]", "a string that looks like [] is left alone")
+  t.ok(not json.is_array(d.f), "{} is not an array")
+  t.eq(json.decode(json.encode(d)).d.e[1], json.array())
+  t.match(json.encode(d), '"a":%[%]')
+  t.ok(json.is_array(json.decode("[]")), "a top-level [] too")
+end)
+
+test("numbers: integers stay integers and exact; floats are the shortest form that reads back", function(t)
+  t.eq(math.type(json.decode("[3]")[1]), "integer")
+  t.eq(math.type(json.decode("3")), "integer")
+  t.eq(math.type(json.decode("3.5")), "float")
+  t.eq(json.encode(123456789012345), "123456789012345")
+  t.eq(json.encode(math.maxinteger), "9223372036854775807")
+  t.eq(json.encode({ n = -100000000000001 }), '{"n":-100000000000001}')
+  t.eq(json.encode(0.40000000000000002), "0.4")
+  t.eq(json.encode(1733000000.1229999), "1733000000.123")
+  t.eq(json.encode(0.1 + 0.2), "0.30000000000000004", "17 digits when 14 do not read back")
+  t.eq(json.decode(json.encode(2 ^ 60)), 2 ^ 60)
+  t.eq(json.encode({ 0 / 0, math.huge, -math.huge }), "[null,null,null]")
+end)
+
+test("strings: slashes unescaped, control characters escaped, invalid UTF-8 replaced", function(t)
+  t.eq(json.encode("/tmp/a\\b"), '"/tmp/a\\\\b"')
+  t.eq(json.encode("a\nb\0c"), '"a\\nb\\u0000c"')
+  t.eq(json.encode("ok \xe2\x82\xac bad \xff \xc0\xaf \xed\xa0\x80"), '"ok € bad \\ufffd \\ufffd\\ufffd \\ufffd\\ufffd\\ufffd"')
+  t.eq(json.decode('"a\\/b"'), "a/b")
+  local line = json.encode({ ["k\xfe"] = "v" })
+  t.eq(line, '{"k\\ufffd":"v"}', "keys are made valid too")
+end)
+
+test("json.raw splices encoded JSON in as it is", function(t)
+  local raw = json.raw('{"x":[1,2],"s":"/"}')
+  t.eq(json.raw_text(raw), '{"x":[1,2],"s":"/"}')
+  t.eq(json.raw_text({}), nil)
+  t.eq(json.encode(raw), '{"x":[1,2],"s":"/"}')
+  t.eq(json.encode({ result = raw, n = 1 }), json.encode({ n = 1, result = raw }))
+  t.eq(json.decode(json.encode({ a = { raw } })).a[1].x[2], 2)
+end)
+
+test("what cannot be encoded is an error, never a raise, and the tables come back as they were", function(t)
+  local ok, err = json.encode({ [1] = "a", ["1"] = "b" })
+  t.eq(ok, nil)
+  t.match(err, 'both 1 and "1"')
+  local cyc = {}
+  cyc.self = cyc
+  t.eq(select(2, json.encode(cyc)):match("nested over"), "nested over")
+  t.eq(json.encode({ f = print }), nil)
+  local inner = json.array()
+  local v = { a = inner, big = 2 ^ 62 // 1, f = 0.1 + 0.2, bad = print }
+  t.eq(json.encode(v), nil, "fails on the function")
+  t.ok(rawequal(v.a, inner) and v.big == 2 ^ 62 // 1 and v.f == 0.1 + 0.2 and v.bad == print,
+    "every swapped value is restored after the failure")
+  t.eq(select(2, json.decode("{nope")) ~= nil, true)
+  t.eq(select(2, json.decode(nil)), "expected a JSON string, got nil")
+end)
+
+test("a sentinel-looking string in the input is data, not a splice", function(t)
+  local s = "\1rmcp0000000000000000:1\1"
+  t.eq(json.decode(json.encode({ s = s, a = json.array() })).s, s)
+  t.eq(json.decode(json.encode({ "\1rmcp:E\1" }))[1], "\1rmcp:E\1")
+end)
