@@ -216,7 +216,7 @@ function Client:send(h)
       return self:dispatch(h)
     end
     h.cb(result, err)
-  end)
+  end, h.raw)
 end
 
 -- Sends h now when connected, else queues it behind a connect.
@@ -227,12 +227,13 @@ function Client:dispatch(h)
   self:ensure_connecting()
 end
 
--- Sends a request; cb(result, err) runs once (err is a JSON-RPC error object). Returns the request
--- id, which is also its id on the wire (watch_progress notifications carry it; cancel takes it).
-function Client:request(method, params, cb)
+-- Sends a request; cb(result, err) runs once (err is a JSON-RPC error object; with raw, a result is
+-- its JSON text as json.raw). Returns the request id, which is also its id on the wire
+-- (watch_progress notifications carry it; cancel takes it).
+function Client:request(method, params, cb, raw)
   self.next_id = self.next_id + 1
   if method == "shutdown" then self.shutdown_sent = true end
-  local h = { id = self.next_id, method = method, params = params or {}, cb = cb, attempts = 0 }
+  local h = { id = self.next_id, method = method, params = params or {}, cb = cb, attempts = 0, raw = raw }
   self:dispatch(h)
   return h.id
 end

@@ -5,6 +5,7 @@
 -- quick crashes). Repeatable in-flight requests move to the new server; other ones finish on the old
 -- server (graceful swap) or get a JSON-RPC error (crash). The host never sees a second answer.
 local json = require "rmcp.lib.json"
+local jsonrpc = require "rmcp.lib.jsonrpc"
 local log = require "rmcp.lib.log"
 local config = require "rmcp.config"
 local wire = require "rmcp.launcher.wire"
@@ -179,8 +180,24 @@ end
 
 -- ---- server → host ----
 
--- Feeds one line from a server child.
+-- Notifications of a server the launcher must look into; every other one passes through unread.
+local INSPECTED = { ["notifications/progress"] = true, ["notifications/cancelled"] = true }
+
+-- Feeds one line from a server child. The server writes id-first envelopes, so answers and plain
+-- notifications are routed by their prefix (jsonrpc.envelope) without decoding the line: a 20 KB
+-- tools/list answer costs a few string compares. Other lines are decoded.
 function Proxy:from_child(child, line)
+  local kind, raw_id, at = jsonrpc.envelope(line)
+  if kind == "result" or kind == "error" then
+    local id = raw_id ~= "null" and wire.normalize_id(json.decode(raw_id)) or nil
+    return self:child_response(child, line, id, kind)
+  elseif kind == "notification" then
+    local method = line:match('^"([^"\\]*)"', at)
+    if method and not INSPECTED[method] and method:sub(1, 7) ~= "$/rmcp/" then
+      if child == self.active then self.send_host(line) end
+      return
+    end
+  end
   local msg = json.decode(line)
   if type(msg) ~= "table" or msg[1] ~= nil then
     log.warn("server pid %d wrote a line that is not a JSON-RPC object; dropped: %s", child.pid, line:sub(1, 200))
@@ -191,6 +208,11 @@ function Proxy:from_child(child, line)
     if id ~= nil then return self:child_request(child, line, id) end
     return self:child_notification(child, line, msg)
   end
+  return self:child_response(child, line, id, msg.error ~= nil and "error" or "result")
+end
+
+-- Routes a server's answer (kind "result" or "error") to request id back to the host.
+function Proxy:child_response(child, line, id, kind)
   if id == nil then
     -- an error about a host line the server could not read: it is the host's
     if child == self.active then self.send_host(line) end
@@ -199,7 +221,7 @@ function Proxy:from_child(child, line)
   if type(id) == "string" and child.own[id] then
     local cb = child.own[id]
     child.own[id] = nil
-    return cb(msg)
+    return cb(json.decode(line) or {})
   end
   local entry = self.pending[wire.id_key(id)]
   if not entry then
@@ -207,12 +229,12 @@ function Proxy:from_child(child, line)
     return
   end
   if child == entry.owner then
-    self:settle(entry, msg)
+    self:settle(entry, kind == "result" and line or nil)
     self.send_host(line)
-  elseif child == entry.prev and not wire.superseded(msg) then
+  elseif child == entry.prev and not wire.superseded(json.decode(line)) then
     -- the replaced server answered before it saw our cancel: that answer is real (a watch result
     -- it already took from agentd); the copy on the new server is cancelled
-    self:settle(entry, msg)
+    self:settle(entry, kind == "result" and line or nil)
     self.send_host(line)
     if entry.owner then entry.owner:send(wire.cancel_line(entry.id, "answered by the previous server")) end
   else
@@ -274,16 +296,18 @@ end
 
 -- ---- requests in flight ----
 
--- Forgets a host request (answered or cancelled); records the handshake from its answer; lets a
--- draining server stop once its last request is done.
-function Proxy:settle(entry, msg)
+-- Forgets a host request (answered or cancelled); records the handshake from its successful answer
+-- (result_line, undecoded: only initialize's is read); lets a draining server stop once its last
+-- request is done.
+function Proxy:settle(entry, result_line)
   if self.pending[entry.key] == entry then self.pending[entry.key] = nil end
   if entry.token and self.tokens[entry.token] == entry then self.tokens[entry.token] = nil end
   entry.done = true
-  if msg and msg.result ~= nil and msg.error == nil then
+  if result_line then
     if entry.method == "initialize" then
+      local msg = json.decode(result_line)
       self.hs.init_line = entry.line
-      self.hs.protocol = type(msg.result) == "table" and msg.result.protocolVersion or nil
+      self.hs.protocol = type(msg) == "table" and type(msg.result) == "table" and msg.result.protocolVersion or nil
       log.info("recorded the host's MCP handshake (protocol %s)", tostring(self.hs.protocol))
     elseif entry.method == "logging/setLevel" then
       self.hs.level_line = entry.line

@@ -1,5 +1,9 @@
 -- JSON-RPC 2.0 peer over any line transport: used for ACP (agents), the agentd socket and MCP stdio.
--- Envelopes are strict (a response carries result or error, never both, and no extra keys).
+-- Envelopes are strict (a response carries result or error, never both, and no extra keys) and are
+-- written id first: `{"jsonrpc":"2.0","id":…,"result"|"error"|"method":…` and, for a notification,
+-- `{"jsonrpc":"2.0","method":…`, so a relay (the launcher) routes a line by its prefix without
+-- decoding it (M.envelope), and a request made with raw = true gets its result as json.raw text,
+-- never decoded (the MCP server passes agentd's results through that way).
 local json = require "rmcp.lib.json"
 
 local M = {}
@@ -40,22 +44,37 @@ function M.new(opts)
     name = opts.name or "peer",
     next_id = 0,
     pending = {},      -- id -> callback(result, err)
+    raw = {},          -- id -> true: hand the result over as json.raw text
     pending_n = 0,
     closed = false,
   }, Peer)
 end
 
--- Encodes and sends one message; returns false, message when it cannot be encoded.
-function Peer:send(msg)
+-- Sends one envelope: head (`{"jsonrpc":"2.0",…` up to the last member's colon) + the encoding of
+-- value + "}"; returns true, or false and a message when value cannot be encoded.
+function Peer:send_envelope(head, value)
   if self.closed then return false, "connection closed" end
-  local line, err = json.encode(msg)
-  if not line then return false, err end
-  self.send_line(line)
+  local body, err = json.encode(value)
+  if not body then return false, err end
+  self.send_line(head .. body .. "}")
   return true
 end
 
--- Sends a request; cb(result, err) runs once with the result or an error object. Returns the id.
-function Peer:request(method, params, cb)
+-- Sends a request (id) or a notification (id nil) for method; params nil leaves "params" out.
+function Peer:send_call(id, method, params)
+  local head = id == nil and '{"jsonrpc":"2.0","method":' or ('{"jsonrpc":"2.0","id":' .. json.encode(id) .. ',"method":')
+  head = head .. (json.encode(method) or '""')
+  if params == nil then
+    if self.closed then return false, "connection closed" end
+    self.send_line(head .. "}")
+    return true
+  end
+  return self:send_envelope(head .. ',"params":', params)
+end
+
+-- Sends a request; cb(result, err) runs once with the result or an error object. With raw, a result
+-- comes as json.raw(text) (its JSON text, not decoded). Returns the id.
+function Peer:request(method, params, cb, raw)
   self.next_id = self.next_id + 1
   local id = self.next_id
   if self.closed then
@@ -64,10 +83,10 @@ function Peer:request(method, params, cb)
   end
   self.pending[id] = cb
   self.pending_n = self.pending_n + 1
-  local ok, err = self:send({ jsonrpc = "2.0", id = id, method = method, params = params })
+  if raw then self.raw[id] = true end
+  local ok, err = self:send_call(id, method, params)
   if not ok then
-    self.pending[id] = nil
-    self.pending_n = self.pending_n - 1
+    self:forget(id)
     cb(nil, M.error(M.INTERNAL_ERROR, err))
   end
   return id
@@ -75,13 +94,14 @@ end
 
 -- Sends a notification (no reply expected).
 function Peer:notify(method, params)
-  return self:send({ jsonrpc = "2.0", method = method, params = params })
+  return self:send_call(nil, method, params)
 end
 
 -- Forgets a pending request without calling its callback (after $/cancel, say).
 function Peer:forget(id)
   if self.pending[id] then
     self.pending[id] = nil
+    self.raw[id] = nil
     self.pending_n = self.pending_n - 1
   end
 end
@@ -96,16 +116,20 @@ function Peer:close(reason)
   if self.closed then return end
   self.closed = true
   local pending = self.pending
-  self.pending, self.pending_n = {}, 0
+  self.pending, self.pending_n, self.raw = {}, 0, {}
   for _, cb in pairs(pending) do
     cb(nil, M.error(M.INTERNAL_ERROR, reason or "connection closed"))
   end
 end
 
+-- The head of a response envelope for id (nil: null) up to the colon after member ("result"/"error").
+local function response_head(id, member)
+  return '{"jsonrpc":"2.0","id":' .. (id == nil and "null" or json.encode(id)) .. ',"' .. member .. '":'
+end
+
 -- Sends an error response for id.
 function Peer:respond_error(id, code, message, data)
-  return self:send({ jsonrpc = "2.0", id = id == nil and json.null or id,
-                     error = { code = code, message = message, data = data } })
+  return self:send_envelope(response_head(id, "error"), { code = code, message = message, data = data })
 end
 
 -- The request id each live reply function answers (weak: a reply that is gone is forgotten), so a
@@ -125,7 +149,12 @@ local function make_reply(peer, id)
       return peer:respond_error(id, err.code or M.INTERNAL_ERROR, err.message or "error", err.data)
     end
     if result == nil then result = {} end
-    return peer:send({ jsonrpc = "2.0", id = id, result = result })
+    local ok, eerr = peer:send_envelope(response_head(id, "result"), result)
+    if not ok and eerr ~= "connection closed" then
+      -- a result that cannot be encoded still gets an answer
+      return peer:respond_error(id, M.INTERNAL_ERROR, "result not encodable: " .. tostring(eerr))
+    end
+    return ok
   end
   if id ~= nil then reply_ids[reply] = id end
   return reply
@@ -168,8 +197,7 @@ end
 function Peer:handle_response(msg)
   local cb = self.pending[msg.id]
   if not cb then return end
-  self.pending[msg.id] = nil
-  self.pending_n = self.pending_n - 1
+  self:forget(msg.id)
   if msg.error ~= nil then
     local e = type(msg.error) == "table" and msg.error or { message = tostring(msg.error) }
     cb(nil, M.error(tonumber(e.code) or M.INTERNAL_ERROR, tostring(e.message or "error"), e.data))
@@ -183,8 +211,44 @@ function Peer:protocol_error(message, line)
   if self.on_protocol_error then self.on_protocol_error(message, line) end
 end
 
--- Feeds one received line: dispatches requests/notifications, settles responses.
+-- What the prefix of an id-first envelope line says, without decoding it: kind ("result", "error",
+-- "method": a request, or "notification"), the raw JSON of the id (nil for a notification), and
+-- the index where the value of that member starts. nil when line does not start that way.
+function M.envelope(line)
+  if line:sub(1, 17) ~= '{"jsonrpc":"2.0",' then return nil end
+  if line:sub(18, 22) == '"id":' then
+    local id_end
+    if line:byte(23) == 34 then -- a string id: up to its closing quote
+      local pos = 24
+      while true do
+        local q = line:find('["\\]', pos)
+        if not q then return nil end
+        if line:byte(q) == 92 then pos = q + 2 else id_end = q; break end
+      end
+    else
+      id_end = (line:find("[,}]", 23) or 0) - 1
+      if id_end < 23 then return nil end
+    end
+    local kind, value_at = line:match('^,"(%a+)":()', id_end + 1)
+    if kind ~= "result" and kind ~= "error" and kind ~= "method" then return nil end
+    return kind, line:sub(23, id_end), value_at
+  end
+  if line:sub(18, 27) == '"method":"' then return "notification", nil, 27 end
+  return nil
+end
+
+-- Feeds one received line: dispatches requests/notifications, settles responses (a raw request's
+-- result is handed over undecoded when the line is an id-first envelope).
 function Peer:receive(line)
+  if next(self.raw) ~= nil then
+    local id = line:match('^{"jsonrpc":"2.0","id":(%d+),"result":')
+    id = id and math.tointeger(tonumber(id))
+    if id and self.raw[id] and line:byte(-1) == 125 then
+      local cb = self.pending[id]
+      self:forget(id)
+      return cb(json.raw(line:sub(#'{"jsonrpc":"2.0","id":' + #tostring(id) + #',"result":' + 1, -2)))
+    end
+  end
   local msg, err = json.decode(line)
   if msg == nil then
     self:protocol_error("parse error: " .. tostring(err), line)

@@ -46,9 +46,10 @@ function M.new(server)
   return self
 end
 
--- Sends a request; cb(result, err) once. Returns the request id (also its id on the wire, which
--- agentd's watch_progress names and cancel takes), or nil when there is no client.
-function Link:request(method, params, cb)
+-- Sends a request; cb(result, err) once (with raw, the result is agentd's JSON text as json.raw).
+-- Returns the request id (also its id on the wire, which agentd's watch_progress names and cancel
+-- takes), or nil when there is no client.
+function Link:request(method, params, cb, raw)
   if not self.conn then
     cb(nil, unavailable(self.failure or "no connection to agentd"))
     return nil
@@ -56,7 +57,7 @@ function Link:request(method, params, cb)
   return self.conn:request(method, params, function(result, err)
     if err ~= nil and type(err) ~= "table" then err = unavailable(tostring(err)) end
     cb(result, err)
-  end)
+  end, raw)
 end
 
 -- Releases a blocked watch/wait in agentd ($/cancel).

@@ -76,6 +76,18 @@ function M.new(opts)
   return self
 end
 
+-- True when two decoded JSON values are equal (key order aside).
+local function same_value(a, b)
+  if type(a) ~= "table" or type(b) ~= "table" then return a == b end
+  for k, v in pairs(a) do
+    if not same_value(v, b[k]) then return false end
+  end
+  for k in pairs(b) do
+    if a[k] == nil then return false end
+  end
+  return true
+end
+
 -- Hot reload at the start of a call: picks up changed modules and policy files, rebuilds the tool
 -- list when anything was swapped in, and tells the client when that changed what tools/list shows.
 function Server:refresh()
@@ -88,14 +100,10 @@ function Server:refresh()
     log.error("tool list rebuild failed, keeping the previous tools: %s", tostring(list))
     return reload.warn("the tool list could not be rebuilt, the previous tools stay: " .. tostring(list):match("^[^\n]*"), true)
   end
-  local function shown(l)
-    local out = {}
-    for _, t in ipairs(l) do out[#out + 1] = json.encode(self:describe_tool(t)) or t.name end
-    return table.concat(out, "\n")
-  end
-  local before = shown(self.tool_list)
+  local before = self:tools_json()
   self.tool_list, self.tools_by_name = list, by_name
-  if shown(list) ~= before and self:ready_for_requests() then
+  self.tools_cache = nil
+  if not same_value(json.decode(self:tools_json()), json.decode(before)) and self:ready_for_requests() then
     log.info("tool list changed by a reload (%d tools)", #list)
     self:notify("notifications/tools/list_changed")
   end
@@ -193,8 +201,16 @@ function Server:tool_error(tool_name, err)
   return { content = json.array({ { type = "text", text = tool_name .. ": " .. text } }), isError = true }
 end
 
--- Wraps a structured tool result as a CallToolResult for the negotiated version.
+-- Wraps a structured tool result as a CallToolResult for the negotiated version. A json.raw
+-- result (agentd's answer, passed through undecoded) is its own text block and structuredContent:
+-- encoded once, in agentd.
 function Server:tool_result(tool, result)
+  local raw = json.raw_text(result)
+  if raw then
+    local out = { content = json.array({ { type = "text", text = raw } }) }
+    if self.protocol_version >= "2025-06-18" then out.structuredContent = result end
+    return out
+  end
   if type(result) ~= "table" or result == json.null or schema.json_type(result) == "array" then
     result = { value = result }
   end
@@ -203,6 +219,17 @@ function Server:tool_result(tool, result)
   local out = { content = json.array({ { type = "text", text = text } }) }
   if self.protocol_version >= "2025-06-18" then out.structuredContent = result end
   return out
+end
+
+-- The tools/list array as JSON for the negotiated version, built once per tool list and version.
+function Server:tools_json()
+  local cache = self.tools_cache
+  if cache and cache.version == self.protocol_version then return cache.text end
+  local list = json.array()
+  for _, tool in ipairs(self.tool_list) do list[#list + 1] = self:describe_tool(tool) end
+  local text = assert(json.encode(list))
+  self.tools_cache = { version = self.protocol_version, text = text }
+  return text
 end
 
 -- The tool definition as tools/list shows it under the negotiated version.
@@ -224,8 +251,9 @@ end
 local Ctx = {}
 Ctx.__index = Ctx
 
--- Sends method to agentd for this call; cb(result, err). Long requests are cancellable and carry progress.
-function Ctx:agentd(method, params, cb)
+-- Sends method to agentd for this call; cb(result, err). Long requests are cancellable and carry
+-- progress. With raw, the result comes as agentd's JSON text (json.raw), never decoded.
+function Ctx:agentd(method, params, cb, raw)
   local server, call = self.server, self.call
   local settled, aid = false, nil
   aid = server:link():request(method, params, function(result, err)
@@ -235,7 +263,7 @@ function Ctx:agentd(method, params, cb)
       server.progress_calls[aid] = nil
     end
     cb(result, err)
-  end)
+  end, raw)
   if aid and not settled then
     call.agentd_ids[aid] = true
     if call.progress_token ~= nil then server.progress_calls[aid] = call end
@@ -336,9 +364,7 @@ M.methods["tools/list"] = function(self, params, reply)
     return reply(nil, jsonrpc.error(jsonrpc.INVALID_PARAMS, "tools/list: params.cursor must be a string"))
   end
   self:refresh()
-  local list = json.array()
-  for _, tool in ipairs(self.tool_list) do list[#list + 1] = self:describe_tool(tool) end
-  reply(self:with_warnings({ tools = list }))
+  reply(self:with_warnings({ tools = json.raw(self:tools_json()) }))
 end
 
 -- Validates and runs one tool; tool failures are isError results, protocol errors JSON-RPC errors.

@@ -184,7 +184,8 @@ function M.blocking(args, ctx)
   return params
 end
 
--- Makes a handler that sends the arguments to agentd method and returns its result.
+-- Makes a handler that sends the arguments to agentd method and returns its result as agentd
+-- wrote it (json.raw: the server passes it on without decoding it again).
 -- prepare(args, ctx) may adjust the params (returning nil, message refuses the call).
 function M.forward(method, prepare)
   return function(ctx, args, done)
@@ -194,7 +195,7 @@ function M.forward(method, prepare)
       if not p then return done(nil, err) end
       params = p
     end
-    ctx:agentd(method, params, done)
+    ctx:agentd(method, params, done, true)
   end
 end
 
