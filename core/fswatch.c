@@ -15,8 +15,8 @@
 #include "lua_host.h"
 
 #define FSWATCH_MT "rmcp.fswatch"
-#define FSWATCH_EVENTS (IN_CREATE | IN_DELETE | IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_MOVED_FROM | \
-                        IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF)
+#define FSWATCH_ENTRIES (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF)
+#define FSWATCH_EVENTS (FSWATCH_ENTRIES | IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE)
 
 /* Open a non-blocking, close-on-exec inotify queue. */
 int fswatch_open(int *fdp)
@@ -27,10 +27,12 @@ int fswatch_open(int *fdp)
   return 0;
 }
 
-/* Watch dir for entries created, changed, removed or renamed, and for the dir itself going. */
-int fswatch_add(int fd, const char *dir, int *wdp)
+/* Watch dir for entries created, changed, removed or renamed, and for the dir itself going; with
+ * entries_only, not for changes to what is in the entries (a dir where a log is written, watched
+ * only for a subdir to appear, then queues nothing per log line). */
+int fswatch_add(int fd, const char *dir, int entries_only, int *wdp)
 {
-  int wd = inotify_add_watch(fd, dir, FSWATCH_EVENTS | IN_ONLYDIR);
+  int wd = inotify_add_watch(fd, dir, (entries_only ? FSWATCH_ENTRIES : FSWATCH_EVENTS) | IN_ONLYDIR);
   if (wd < 0) return -errno;
   *wdp = wd;
   return 0;
@@ -89,13 +91,13 @@ static int lfswatch_open(lua_State *L)
   return 1;
 }
 
-/* w:add(dir) -> wd | nil, err, code */
+/* w:add(dir[, entries_only]) -> wd | nil, err, code */
 static int lfswatch_add(lua_State *L)
 {
   lfswatch_t *w = lfswatch_check(L, 1);
   const char *dir = luaL_checkstring(L, 2);
   int wd = -1;
-  int r = fswatch_add(w->fd, dir, &wd);
+  int r = fswatch_add(w->fd, dir, lua_toboolean(L, 3), &wd);
   if (r < 0) return lua_host_fail(L, r, dir);
   lua_pushinteger(L, wd);
   return 1;

@@ -319,3 +319,33 @@ test("examples idle_cleanup, small_caps, agent_wrapper and fanout_tool load and 
   t.eq(#list, 1)
   t.eq(list[1].tool.name, "reasonix_fanout")
 end)
+
+test("a policy dir under a home that does not exist yet is watched from the nearest existing dir", function(t)
+  local ctx = setup(t)
+  local home = ctx.root .. "/home/mcp"
+  local policy = home .. "/policy"
+  reload.init{ role = "server", policy_dirs = { policy } }
+  local stats = 0
+  local real_stat = uv.fs_stat
+  uv.fs_stat = function(...) stats = stats + 1; return real_stat(...) end
+  t.defer(function() uv.fs_stat = real_stat end)
+  for _ = 1, 5 do reload.check() end
+  t.eq(stats, 0, "covered: checks between edits cost no stats even though the home is missing")
+  assert(uv.fs_mkdir(ctx.root .. "/home", 448))
+  assert(uv.fs_mkdir(home, 448))
+  reload.check()
+  stats = 0
+  -- agentd's log lives in the home: writing it must not make checks stat again
+  for i = 1, 5 do
+    local f = assert(io.open(home .. "/agentd.log", "a"))
+    f:write("line ", i, "\n")
+    f:close()
+    reload.check()
+  end
+  t.eq(stats, 0, "log writes in the home are not changes")
+  assert(uv.fs_mkdir(policy, 448))
+  write(policy .. "/p.lua", "return { name = 'late' }\n")
+  reload.check()
+  t.eq(#reload.policies(), 1, "the policy in the new dir is loaded on the next check")
+  t.eq(reload.policies()[1].name, "late")
+end)

@@ -49,7 +49,7 @@ int main(void)
 
   int fd = -1, wd = -1;
   REQUIRE(fswatch_open(&fd) == 0);
-  REQUIRE(fswatch_add(fd, tmp, &wd) == 0);
+  REQUIRE(fswatch_add(fd, tmp, 0, &wd) == 0);
 
   TEST("an empty queue reads as nothing and does not block");
   seen_t s = {0};
@@ -79,10 +79,25 @@ int main(void)
   memset(&s, 0, sizeof(s));
   CHECK(fswatch_drain(fd, record, &s) == 0);
 
+  TEST("entries_only: a write to an existing entry queues nothing; a new entry does");
+  spit(file, "log line 1\n");
+  int wd2 = -1;
+  REQUIRE(fswatch_add(fd, tmp, 1, &wd2) == 0);
+  spit(file, "log line 2\n");
+  memset(&s, 0, sizeof(s));
+  CHECK(fswatch_drain(fd, record, &s) == 0);
+  REQUIRE(rename(file, moved) == 0);
+  memset(&s, 0, sizeof(s));
+  CHECK(fswatch_drain(fd, record, &s) >= 1);
+  CHECKF(strstr(s.names, "b.lua|") != NULL, "names: %s", s.names);
+  CHECK(fswatch_remove(fd, wd2) == 0);
+  fswatch_drain(fd, record, &s);
+  unlink(moved);
+
   TEST("a missing dir is refused with ENOENT");
   char missing[PATH_MAX + 16];
   snprintf(missing, sizeof(missing), "%s/nope", tmp);
-  CHECK(fswatch_add(fd, missing, &wd) == -ENOENT);
+  CHECK(fswatch_add(fd, missing, 0, &wd) == -ENOENT);
 
   close(fd);
   unlink(file);

@@ -12,7 +12,8 @@
 -- that can change what is loaded: the files of the loaded reloadable modules (a list precomputed
 -- when that set changes, not per call), the policy dirs (for new and removed files) and the policy
 -- files: ~15 stats, ~20-40 us. So the server and agentd (roles "server", "agentd") skip it when
---   * every dir holding such a file is watched (a missing policy dir through its parent), and
+--   * every dir holding such a file is watched (a missing policy dir through the nearest dir on its
+--     path that exists, for entries appearing only), and
 --   * check() itself found no event for them in its rmcp.fswatch queue (one non-blocking read of
 --     an inotify fd), and the last full check was less than `window` (1 s) ago.
 -- The kernel queues an edit's event before the editor's write returns, so reading the queue at the
@@ -64,6 +65,7 @@ local function new_state()
     last_full = 0,      -- uv.hrtime() of the last full check
     window = 0,         -- ns a clean (no event) state may skip the stats; 0: always stat
     dir_ids = {},       -- policy dir -> inode it was watched with ("missing": its parent is watched)
+    parent_of = {},     -- missing policy dir -> the existing dir watched for the way to it
   }
 end
 
@@ -434,7 +436,11 @@ function M.check()
   if events then
     for _, ev in ipairs(events) do
       local only = S.wd_only[ev.wd]
-      if not only or ev.name == only then S.dirty = true; break end
+      if only == false then
+        S.dirty = true
+      elseif only and ev.name == only then
+        S.dirty, S.layout = true, true -- a step on the way to a missing policy dir: watch from there
+      end -- (nil: the last event of a watch already removed)
     end
   end
   if not S.dirty and S.covered and S.window > 0 and uv.hrtime() - S.last_full < S.window then
@@ -483,13 +489,27 @@ local function unwatch(key)
   S.wds[key] = nil
 end
 
--- Adds dir to the synchronous queue under key; returns success.
+-- Adds dir to the synchronous queue under key (only: the one entry name that counts, watched for
+-- entries appearing or going, not for writes); returns success.
 local function queue_watch(key, dir, only)
   if S.wds[key] then return true end
-  local wd = S.queue and S.queue:add(dir)
+  local wd = S.queue and S.queue:add(dir, only ~= nil)
   if not wd then return false end
   S.wds[key], S.wd_only[wd] = wd, only or false
   return true
+end
+
+-- The nearest existing dir on the way to the missing dir d, and the name below it that leads to d.
+local function nearest_existing(d)
+  local parent, base = d:match("^(.*)/([^/]+)$")
+  while parent do
+    if parent == "" then parent = "/" end
+    local st = uv.fs_stat(parent)
+    if st and st.type == "directory" then return parent, base end
+    if parent == "/" then return nil end
+    parent, base = parent:match("^(.*)/([^/]+)$")
+  end
+  return nil
 end
 
 -- Starts an fs_event watch and a queue watch on dir (key: what S.watchers calls it) unless they run;
@@ -533,10 +553,18 @@ watch_dirs = function()
       S.dir_ids[d] = id
     end
     if S.dir_stamps[d] == "missing" then
-      local parent, base = d:match("^(.*)/([^/]+)$")
-      if not parent or not watch("parent:" .. d, parent == "" and "/" or parent, base) then covered = false end
-    elseif not watch(d, d) then
-      covered = false
+      -- Watched through the nearest dir that exists ($REASONIX_MCP_HOME itself may not exist yet),
+      -- for the next name on the way only, on the queue alone: a uv fs_event there would wake this
+      -- process for every line agentd writes to its log in that dir.
+      local key = "parent:" .. d
+      local parent, base = nearest_existing(d)
+      if S.parent_of[d] ~= parent then unwatch(key) end
+      S.parent_of[d] = parent
+      if not parent or not queue_watch(key, parent, base) then covered = false end
+    else
+      if S.parent_of[d] then unwatch("parent:" .. d) end
+      S.parent_of[d] = nil
+      if not watch(d, d) then covered = false end
     end
   end
   S.covered = covered
