@@ -27,21 +27,37 @@
 #define MAX_DEPTH 1000
 #define EXACT_LIMIT 100000000000000LL /* 1e14: from here on %.14g loses integer digits */
 
-/* Upvalues of encode and decode: cjson's encode, cjson's decode, the sentinel prefix (string). */
+/* Upvalues of encode and decode: cjson's encode, cjson's decode, the sentinel prefix (string), the
+ * array metatable, the raw metatable. */
 #define UP_ENCODE lua_upvalueindex(1)
 #define UP_DECODE lua_upvalueindex(2)
 #define UP_PREFIX lua_upvalueindex(3)
+#define UP_ARRAY_MT lua_upvalueindex(4)
+#define UP_RAW_MT lua_upvalueindex(5)
 
-/* State of one encode: the stack slots of the restore and replacement lists. */
+/* State of one encode: the stack slots of the restore and replacement lists (0 until the first
+ * fix needs them) and of the two metatables, and the first error. */
 typedef struct enc {
   lua_State *L;
   int saved;      /* table: t, key, old value, ... (what to put back) */
   int fixes;      /* table: replacement JSON text per sentinel number */
+  int saved_slot, fixes_slot;
   int nsaved, nfixes;
+  int array_mt, raw_mt;
   const char *prefix;
+  char err[200];
 } enc_t;
 
-/* True when the value at idx has the metatable registered under name. */
+/* True when the value at idx has the metatable at stack slot mt (works with upvalue indices too). */
+static int json_mt_is(lua_State *L, int idx, int mt)
+{
+  if (!lua_getmetatable(L, idx)) return 0;
+  int same = lua_rawequal(L, -1, mt);
+  lua_pop(L, 1);
+  return same;
+}
+
+/* True when the value at idx has the metatable registered under name (outside encode/decode). */
 static int json_has_mt(lua_State *L, int idx, const char *name)
 {
   if (!lua_getmetatable(L, idx)) return 0;
@@ -96,11 +112,22 @@ static int json_number_fix(lua_State *L)
   return 1;
 }
 
-/* Records t[key] = old for the restore, and stores the sentinel of fix number n in t[key].
- * Stack on entry: ... key ; t is absolute; old is the current value of t[key]. Leaves the stack as is. */
-static void json_replace(enc_t *e, int t, int n)
+/* Adds the JSON text on top of the stack (key below it) as the next fix, swapping t[key] for its
+ * sentinel and recording the old value for the restore; pops the text. The scratch tables are made
+ * on the first fix, in place of the two reserved nil slots. */
+static void json_fix(enc_t *e, int t)
 {
   lua_State *L = e->L;
+  if (e->fixes == 0) {
+    lua_newtable(L);
+    lua_replace(L, e->saved_slot);
+    lua_newtable(L);
+    lua_replace(L, e->fixes_slot);
+    e->saved = e->saved_slot;
+    e->fixes = e->fixes_slot;
+  }
+  lua_rawseti(L, e->fixes, ++e->nfixes);
+  int n = e->nfixes;
   int key = lua_gettop(L);
   lua_pushvalue(L, t);
   lua_rawseti(L, e->saved, ++e->nsaved);
@@ -114,9 +141,11 @@ static void json_replace(enc_t *e, int t, int n)
   lua_rawset(L, t);
 }
 
-/* Refuses a table that has both a number key and a string key that cjson would write the same. */
-static void json_check_keys(lua_State *L, int t)
+/* Finds a number key of the table at t that cjson would write like one of its string keys; returns
+ * -1 with the error in e when there is one, else 0. */
+static int json_check_keys(enc_t *e, int t)
 {
+  lua_State *L = e->L;
   char buf[64];
   lua_pushnil(L);
   while (lua_next(L, t)) {
@@ -126,17 +155,23 @@ static void json_check_keys(lua_State *L, int t)
     else snprintf(buf, sizeof buf, "%.14g", lua_tonumber(L, -1));
     if (lua_getfield(L, t, buf) != LUA_TNIL) {
       lua_pop(L, 2);
-      luaL_error(L, "json: cannot encode a table with both %s and \"%s\" as keys", buf, buf);
+      snprintf(e->err, sizeof e->err, "json: cannot encode a table with both %s and \"%s\" as keys", buf, buf);
+      return -1;
     }
     lua_pop(L, 1);
   }
+  return 0;
 }
 
-/* Walks the table at index t, swapping in a sentinel for every value cjson would write wrong. */
-static void json_walk(enc_t *e, int t, int depth)
+/* Walks the table at index t, swapping in a sentinel for every value cjson would write wrong.
+ * Returns 0, or -1 with the error in e (the stack is then left as it was on entry). */
+static int json_walk(enc_t *e, int t, int depth)
 {
   lua_State *L = e->L;
-  if (depth > MAX_DEPTH) luaL_error(L, "json: cannot encode a table nested over %d levels (a cycle?)", MAX_DEPTH);
+  if (depth > MAX_DEPTH) {
+    snprintf(e->err, sizeof e->err, "json: cannot encode a table nested over %d levels (a cycle?)", MAX_DEPTH);
+    return -1;
+  }
   luaL_checkstack(L, 8, "json: nesting");
   int has_number_key = 0, has_string_key = 0;
   lua_pushnil(L);
@@ -147,38 +182,42 @@ static void json_walk(enc_t *e, int t, int depth)
     int vt = lua_type(L, -1);
     if (vt == LUA_TTABLE) {
       int v = lua_gettop(L);
-      if (json_has_mt(L, v, RAW_MT)) {
-        lua_rawgeti(L, v, 1);
-        lua_remove(L, v);        /* stack: key text */
-        lua_rawseti(L, e->fixes, ++e->nfixes);
-        json_replace(e, t, e->nfixes);
-        continue;
-      }
-      if (json_has_mt(L, v, ARRAY_MT) && json_is_empty(L, v)) {
+      if (lua_getmetatable(L, v)) {
+        int raw = lua_rawequal(L, -1, e->raw_mt), array = !raw && lua_rawequal(L, -1, e->array_mt);
         lua_pop(L, 1);
-        lua_pushliteral(L, "[]");
-        lua_rawseti(L, e->fixes, ++e->nfixes);
-        json_replace(e, t, e->nfixes);
-        continue;
+        if (raw) {
+          lua_rawgeti(L, v, 1);
+          lua_remove(L, v); /* stack: key text */
+          json_fix(e, t);
+          continue;
+        }
+        if (array && json_is_empty(L, v)) {
+          lua_pop(L, 1);
+          lua_pushliteral(L, "[]");
+          json_fix(e, t);
+          continue;
+        }
       }
-      json_walk(e, v, depth + 1);
-    } else if (vt == LUA_TNUMBER) {
-      if (json_number_fix(L)) {
-        lua_remove(L, -2);       /* stack: key text */
-        lua_rawseti(L, e->fixes, ++e->nfixes);
-        json_replace(e, t, e->nfixes);
-        continue;
+      if (json_walk(e, v, depth + 1) < 0) {
+        lua_pop(L, 2);
+        return -1;
       }
+    } else if (vt == LUA_TNUMBER && json_number_fix(L)) {
+      lua_remove(L, -2); /* stack: key text */
+      json_fix(e, t);
+      continue;
     }
     lua_pop(L, 1);
   }
-  if (has_number_key && has_string_key) json_check_keys(L, t);
+  if (has_number_key && has_string_key) return json_check_keys(e, t);
+  return 0;
 }
 
 /* Puts back every value json_walk swapped out. */
 static void json_restore(enc_t *e)
 {
   lua_State *L = e->L;
+  if (e->saved == 0) return;
   for (int i = e->nsaved - 2; i >= 1; i -= 3) {
     lua_rawgeti(L, e->saved, i);
     lua_rawgeti(L, e->saved, i + 1);
@@ -187,20 +226,6 @@ static void json_restore(enc_t *e)
     lua_pop(L, 1);
   }
   e->nsaved = 0;
-}
-
-/* Protected part of encode: the walk, then cjson's encode. Arguments: the enc_t, the value,
- * cjson's encode, the restore list, the fix list (the lists are the caller's, seen in this frame). */
-static int json_encode_body(lua_State *L)
-{
-  enc_t *e = lua_touserdata(L, 1);
-  e->saved = 4;
-  e->fixes = 5;
-  if (lua_type(L, 2) == LUA_TTABLE) json_walk(e, 2, 1);
-  lua_pushvalue(L, 3); /* cjson's encode */
-  lua_pushvalue(L, 2);
-  lua_call(L, 1, 1);
-  return 1;
 }
 
 /* Length of the valid UTF-8 sequence at s (n bytes left), or 0 when it is not one. */
@@ -294,11 +319,11 @@ static int json_encode(lua_State *L)
 {
   lua_settop(L, 1);
   int vt = lua_type(L, 1);
-  if (vt == LUA_TTABLE && json_has_mt(L, 1, RAW_MT)) {
+  if (vt == LUA_TTABLE && json_mt_is(L, 1, UP_RAW_MT)) {
     lua_rawgeti(L, 1, 1);
     return 1;
   }
-  if (vt == LUA_TTABLE && json_has_mt(L, 1, ARRAY_MT) && json_is_empty(L, 1)) {
+  if (vt == LUA_TTABLE && json_mt_is(L, 1, UP_ARRAY_MT) && json_is_empty(L, 1)) {
     lua_pushliteral(L, "[]");
     return 1;
   }
@@ -312,21 +337,20 @@ static int json_encode(lua_State *L)
     return 1;
   }
   const char *prefix = lua_tostring(L, UP_PREFIX);
-  enc_t e = { L, 0, 0, 0, 0, prefix };
-  lua_newtable(L);
-  e.saved = lua_gettop(L);
-  lua_newtable(L);
-  e.fixes = lua_gettop(L);
-  int saved = e.saved, fixes = e.fixes;
-  lua_pushcfunction(L, json_encode_body);
-  lua_pushlightuserdata(L, &e);
-  lua_pushvalue(L, 1);
+  enc_t e = { .L = L, .prefix = prefix, .saved_slot = 2, .fixes_slot = 3, .array_mt = 4, .raw_mt = 5 };
+  lua_pushnil(L);                    /* 2: the restore list, once needed */
+  lua_pushnil(L);                    /* 3: the fix list, once needed */
+  lua_pushvalue(L, UP_ARRAY_MT);     /* 4 */
+  lua_pushvalue(L, UP_RAW_MT);       /* 5 */
+  if (vt == LUA_TTABLE && json_walk(&e, 1, 1) < 0) {
+    json_restore(&e);
+    lua_pushnil(L);
+    lua_pushstring(L, e.err);
+    return 2;
+  }
   lua_pushvalue(L, UP_ENCODE);
-  lua_pushvalue(L, saved);
-  lua_pushvalue(L, fixes);
-  int status = lua_pcall(L, 5, 1, 0);
-  e.saved = saved;
-  e.fixes = fixes;
+  lua_pushvalue(L, 1);
+  int status = lua_pcall(L, 1, 1, 0);
   json_restore(&e);
   if (status != LUA_OK) {
     if (status == LUA_ERRMEM) return lua_error(L);
@@ -335,11 +359,11 @@ static int json_encode(lua_State *L)
     return 2;
   }
   size_t n;
-  const char *s = lua_tolstring(L, -1, &n);
-  if (e.nfixes == 0 && !json_needs_rewrite(s, n)) return 1;
+  const char *out = lua_tolstring(L, -1, &n);
+  if (e.nfixes == 0 && !json_needs_rewrite(out, n)) return 1;
   luaL_Buffer b;
   luaL_buffinit(L, &b);
-  json_rewrite(L, &b, s, n, prefix, e.nfixes ? e.fixes : 0);
+  json_rewrite(L, &b, out, n, prefix, e.nfixes ? e.fixes : 0);
   luaL_pushresult(&b);
   return 1;
 }
@@ -406,7 +430,8 @@ static void json_fix_decoded(lua_State *L, int v, int marker, int depth)
     if (is_marker) {
       lua_pushnil(L);
       lua_rawseti(L, v, 1);
-      luaL_setmetatable(L, ARRAY_MT);
+      lua_pushvalue(L, UP_ARRAY_MT);
+      lua_setmetatable(L, v);
       return;
     }
   }
@@ -439,7 +464,7 @@ static int json_decode(lua_State *L)
   const char *s = lua_tolstring(L, 1, &n);
   lua_settop(L, 1);
   int marker = 0;
-  if (json_count_empty_arrays(s, n) > 0) {
+  if (memchr(s, '[', n) && json_count_empty_arrays(s, n) > 0) {
     const char *prefix = lua_tostring(L, UP_PREFIX);
     lua_pushfstring(L, "%sE\x01", prefix);                   /* 2: the marker as Lua sees it */
     marker = 2;
@@ -550,12 +575,13 @@ int luaopen_rmcp_json(lua_State *L)
   lua_getfield(L, cj, "encode");
   lua_getfield(L, cj, "decode");
   json_push_prefix(L);
-  lua_pushvalue(L, -3);
-  lua_pushvalue(L, -3);
-  lua_pushvalue(L, -3);
-  lua_pushcclosure(L, json_encode, 3);
+  luaL_getmetatable(L, ARRAY_MT);
+  luaL_getmetatable(L, RAW_MT);
+  int first = lua_gettop(L) - 4;
+  for (int i = 0; i < 5; i++) lua_pushvalue(L, first + i);
+  lua_pushcclosure(L, json_encode, 5);
   lua_setfield(L, mod, "encode");
-  lua_pushcclosure(L, json_decode, 3);
+  lua_pushcclosure(L, json_decode, 5);
   lua_setfield(L, mod, "decode");
   static const luaL_Reg fns[] = {
     {"array", json_array}, {"is_array", json_is_array}, {"raw", json_raw}, {"raw_text", json_raw_text},
