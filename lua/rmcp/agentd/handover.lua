@@ -15,6 +15,7 @@ local config = require "rmcp.config"
 local sys = require "rmcp.sys"
 local acp = require "rmcp.acp.client"
 local session = require "rmcp.agentd.session"
+local store = require "rmcp.agentd.store"
 
 local M = {}
 
@@ -138,6 +139,7 @@ function M.exec(d, exe, st, paused, reason)
     if s.rt.idle_timer then s.rt.idle_timer:close(); s.rt.idle_timer = nil end
     session.persist(d, s)
   end
+  store.flush()
   local env = {}
   for k, v in pairs(uv.os_environ()) do
     if k ~= M.ENV then env[#env + 1] = k .. "=" .. v end
@@ -190,6 +192,7 @@ function M.adopt_all(d, st)
       agent, err = acp.adopt({
         max_line = config.limit("max_line"), stderr_tail = config.limit("stderr_tail"),
         on_update = function(_, update) session.on_update(d, s, update) end,
+        on_chunk = function(kind, text) session.on_chunk(d, s, kind, text) end,
         on_permission = function(params, reply) session.on_permission(d, s, params, reply) end,
         on_exit = function(code, signal) session.on_exit(d, s, agent, code, signal) end,
       }, hs.agent)

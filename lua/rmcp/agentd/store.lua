@@ -62,81 +62,77 @@ local function encode(s)
   return text .. "\n"
 end
 
--- Per metadata path: { seq = writes started, s = session, busy = an async write is in flight,
--- again = the session changed while it was }.
-local saves = {}
+-- Saves of live sessions waiting for the end of this loop iteration: metadata path -> session.
+local deferred = {}
+local flush_timer
 
--- Writes s to path off the loop: open, write, fsync and close on the thread pool, then the rename on
--- the loop, skipped when a synchronous save overtook it (seq). Coalesced: while one write is in
--- flight, further saves only mark the session, and one more write of its latest state follows.
-local function save_async(path, st)
-  local text = encode(st.s)
-  if not text then return end
-  st.busy, st.again = true, false
-  st.seq = st.seq + 1
-  local seq = st.seq
-  local tmp = path .. ".tmp" .. uv.os_getpid() .. "a"
-  local function done(err)
-    if err then
-      uv.fs_unlink(tmp, function() end)
-      log.error("session %s: cannot save metadata: %s", st.s.id, tostring(err))
-    end
-    st.busy = false
-    if st.again then return save_async(path, st) end
-    if saves[path] == st then saves[path] = nil end
-  end
-  uv.fs_open(tmp, "w", 384, function(oerr, fd) -- 0600
-    if not fd then return done(oerr) end
-    uv.fs_write(fd, text, -1, function(werr)
-      if werr then uv.fs_close(fd, function() end); return done(werr) end
-      uv.fs_fsync(fd, function(ferr)
-        uv.fs_close(fd, function()
-          if ferr then return done(ferr) end
-          if st.seq ~= seq then uv.fs_unlink(tmp, function() end); return done() end
-          local ok, rerr = uv.fs_rename(tmp, path)
-          if not ok then return done(rerr) end
-          done()
-        end)
-      end)
-    end)
-  end)
+-- Open journal fds by session id (O_APPEND, close-on-exec), so an event costs one write, not an
+-- open, a seek, a write and a close; journal_n counts them (bounded by MAX_OPEN_JOURNALS).
+local journals, journal_n = {}, 0
+local MAX_OPEN_JOURNALS = 256
+
+-- Writes session s to path now (tmp + rename, fsync when asked); returns true or false (logged).
+local function write_now(path, s, fsync)
+  local text = encode(s)
+  if not text then return false end
+  local ok, werr = M.write_atomic(path, text, fsync)
+  if not ok then log.error("session %s: cannot save metadata: %s", s.id, werr) end
+  return ok == true
 end
 
--- Persists the metadata of session s into dir. now: written at once and fsynced (a session that
--- ends, daemon shutdown); also at once, without fsync, when the file does not exist yet, so a
--- session is listed after a crash right after it began. Otherwise the write is coalesced and
--- fsynced off the loop (save_async); the file on disk is always a whole record (tmp + rename).
--- Returns false when a synchronous write failed (logged).
+-- Writes every deferred save (each session once, however often it changed in the iteration).
+local function flush_deferred()
+  local batch = deferred
+  deferred = {}
+  for path, s in pairs(batch) do write_now(path, s, false) end
+end
+
+-- Persists the metadata of session s into dir; the file on disk is always a whole record (tmp +
+-- rename). now: written at once and fsynced (a session that ends, daemon shutdown), returning false
+-- when that failed (logged). Otherwise (a live session changing: several times per turn) the write
+-- is deferred to the end of this loop iteration and coalesced, and not fsynced: it survives a
+-- daemon crash at once, a power loss once the kernel writes it back.
 function M.save(dir, s, now)
   local path = M.meta_path(dir, s.id)
-  local st = saves[path]
-  if not now and not st and not uv.fs_stat(path) then now = "nosync" end
   if now then
-    if st then st.seq = st.seq + 1; st.again = false end -- an in-flight async write must not rename over this one
-    local text = encode(s)
-    if not text then return false end
-    local ok, werr = M.write_atomic(path, text, now ~= "nosync")
-    if not ok then log.error("session %s: cannot save metadata: %s", s.id, werr) end
-    if ok and now == "nosync" then return M.save(dir, s) end -- made durable off the loop
-    return ok == true
+    deferred[path] = nil
+    return write_now(path, s, true)
   end
-  if st then
-    st.s = s
-    if st.busy then st.again = true; return true end
-  else
-    st = { seq = 0, s = s }
-    saves[path] = st
+  deferred[path] = s
+  if not flush_timer then
+    flush_timer = uv.new_timer()
+    flush_timer:unref()
   end
-  save_async(path, st)
+  if not flush_timer:is_active() then flush_timer:start(0, 0, flush_deferred) end
   return true
 end
 
--- Removes the metadata file of session id (a spawn that failed); a pending async write is cancelled.
+-- Writes the deferred saves at once (shutdown, handover).
+function M.flush()
+  flush_deferred()
+end
+
+-- Removes the metadata file of session id (a spawn that failed); a deferred save is dropped.
 function M.remove(dir, id)
   local path = M.meta_path(dir, id)
-  local st = saves[path]
-  if st then st.seq, st.again = st.seq + 1, false end
+  deferred[path] = nil
+  M.close_journal(id)
   os.remove(path)
+end
+
+-- Closes the open journal fd of session id, if any (the session ended; the next append reopens it).
+function M.close_journal(id)
+  local fd = journals[id]
+  if fd then
+    uv.fs_close(fd)
+    journals[id] = nil
+    journal_n = journal_n - 1
+  end
+end
+
+-- Closes every open journal fd (shutdown, or too many open).
+function M.close_journals()
+  for id in pairs(journals) do M.close_journal(id) end
 end
 
 -- Appends one record (a table; t added) to the journal of session id.
@@ -147,13 +143,23 @@ function M.append(dir, id, rec)
     log.warn("session %s: journal record not encodable: %s", id, err)
     return false
   end
-  local f, ferr = io.open(M.journal_path(dir, id), "a")
-  if not f then
-    log.warn("session %s: cannot open journal: %s", id, ferr)
+  local fd = journals[id]
+  if not fd then
+    if journal_n >= MAX_OPEN_JOURNALS then M.close_journals() end
+    local ferr
+    fd, ferr = uv.fs_open(M.journal_path(dir, id), "a", 384) -- 0600
+    if not fd then
+      log.warn("session %s: cannot open journal: %s", id, ferr)
+      return false
+    end
+    journals[id], journal_n = fd, journal_n + 1
+  end
+  local ok, werr = uv.fs_write(fd, line .. "\n", -1)
+  if not ok then
+    log.warn("session %s: cannot write journal: %s", id, werr)
+    M.close_journal(id)
     return false
   end
-  f:write(line, "\n")
-  f:close()
   return true
 end
 

@@ -6,6 +6,7 @@ local levels = { debug = 10, info = 20, warn = 30, error = 40 }
 local threshold = levels[os.getenv("REASONIX_MCP_LOG_LEVEL") or "info"] or levels.info
 local role = "reasonix-mcp"
 local sink = function(line) io.stderr:write(line) end
+local pid = require("luv").os_getpid() -- a process that re-executes itself loads this module anew
 
 -- Names the process in every line (server, agentd, ...).
 function M.set_role(name) role = name end
@@ -18,8 +19,7 @@ local function emit(level, fmt, ...)
   if levels[level] < threshold then return end
   local ok, text = pcall(string.format, fmt, ...)
   if not ok then text = tostring(fmt) end
-  sink(string.format("%s %s[%d] %s: %s\n", os.date("!%Y-%m-%dT%H:%M:%SZ"), role,
-    require("luv").os_getpid(), level, text))
+  sink(string.format("%s %s[%d] %s: %s\n", os.date("!%Y-%m-%dT%H:%M:%SZ"), role, pid, level, text))
 end
 
 -- Logs string.format(fmt, ...) at that level (a bad format logs fmt as it is).
