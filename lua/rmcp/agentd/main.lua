@@ -83,6 +83,7 @@ local function shutdown(d, reason)
     if alive > 0 then session.kill_all(d) end
     timer:close()
     for conn in pairs(d.conns) do api.close(d, conn) end
+    store.close_journals()
     for _, sig in ipairs(d.signals) do sig:close() end
     log.info("agentd %d exits", d.pid)
     if d.lock then sys.unlock(d.lock) end
@@ -122,9 +123,10 @@ function M.main(_)
     pid = uv.os_getpid(), version = require("rmcp.host").version,
   }
   watch.init(d)
+  -- A waiting watch gets its reply first; the agent_event fan-out follows.
   d.on_change = function(s, event, extra)
-    if event then api.emit(d, s, event, extra) end
     watch.check(d, s)
+    if event then api.emit(d, s, event, extra) end
   end
   d.on_output = function(s) watch.check(d, s) end
   d.shutdown = function(reason) shutdown(d, reason) end

@@ -132,7 +132,7 @@ function M.restore(d, rec)
 end
 
 -- Writes the session's metadata: at once (and fsynced) when the session ends or the daemon stops,
--- else coalesced and fsynced off the loop (store.save).
+-- else at the end of this loop iteration, coalesced (store.save).
 function M.persist(d, s)
   s.updated_at = store.now()
   store.save(d.paths.sessions, s, d.shutting_down or not live_status[s.status])
@@ -166,8 +166,20 @@ local function push_event(s, ev, t)
   rt.noncritical = rt.noncritical + 1
   local max = limits().event_buffer
   if rt.noncritical > max then
-    -- compacted in place; critical events are never dropped
+    -- compacted in place, the oldest tenth at a time; critical events are never dropped
     local drop = rt.noncritical - max + math.max(1, max // 10)
+    local plain = true -- the oldest `drop` events are all droppable (a flood): one move does it
+    for i = 1, drop do
+      local e = events[i]
+      if type(e) ~= "string" and critical_types[e.type] then plain = false; break end
+    end
+    if plain then
+      table.move(events, drop + 1, n + drop, 1)
+      table.move(times, drop + 1, n + drop, 1)
+      rt.noncritical = rt.noncritical - drop
+      rt.events_overflow = rt.events_overflow + drop
+      return
+    end
     local j, dropped = 0, 0
     for i = 1, n do
       local e = events[i]
@@ -260,29 +272,34 @@ local function same_plan(a, b)
 end
 
 -- Folds one ACP session/update into the session.
+-- Folds one text chunk (kind: agent_message_chunk, agent_thought_chunk or user_message_chunk) into
+-- the session: the bulk of what an agent sends, so it is kept lean.
+function M.on_chunk(d, s, kind, text)
+  local rt = s.rt
+  rt.counters.chunks = rt.counters.chunks + 1
+  local l = limits()
+  if kind == "agent_message_chunk" then
+    buf_add(rt.text, text, l.max_delta_text)
+    -- a stored turn keeps at most max_delta_text (tail), and last_text its last 20000 bytes
+    buf_add(rt.turn_text, text, math.max(l.max_delta_text, 20000))
+    buf_add(rt.full_text, text, l.max_full_text)
+  elseif kind == "agent_thought_chunk" then
+    buf_add(rt.thought, text, l.max_full_text)
+    buf_add(rt.full_thought, text, l.max_full_text)
+  end
+  -- a message chunk event is kept as its text (shared with the buffers, not copied)
+  if kind == "agent_message_chunk" then push_event(s, text, l.now) else push_event(s, { type = kind, text = text }, l.now) end
+  rt.wait_dirty = true
+  if d.on_output then d.on_output(s) end
+end
+
 function M.on_update(d, s, update)
   local rt = s.rt
   local kind = update.sessionUpdate
   if type(kind) ~= "string" then return end
   if kind == "agent_message_chunk" or kind == "agent_thought_chunk" or kind == "user_message_chunk" then
     local text = type(update.content) == "table" and update.content.text or ""
-    if type(text) ~= "string" then text = "" end
-    rt.counters.chunks = rt.counters.chunks + 1
-    local l = limits()
-    if kind == "agent_message_chunk" then
-      buf_add(rt.text, text, l.max_delta_text)
-      -- a stored turn keeps at most max_delta_text (tail), and last_text its last 20000 bytes
-      buf_add(rt.turn_text, text, math.max(l.max_delta_text, 20000))
-      buf_add(rt.full_text, text, l.max_full_text)
-    elseif kind == "agent_thought_chunk" then
-      buf_add(rt.thought, text, l.max_full_text)
-      buf_add(rt.full_thought, text, l.max_full_text)
-    end
-    -- a message chunk event is kept as its text (shared with the buffers, not copied)
-    if kind == "agent_message_chunk" then push_event(s, text, l.now) else push_event(s, { type = kind, text = text }, l.now) end
-    rt.wait_dirty = true
-    if d.on_output then d.on_output(s) end
-    return
+    return M.on_chunk(d, s, kind, type(text) == "string" and text or "")
   end
   if kind == "tool_call" then
     local id = update.toolCallId
@@ -459,10 +476,11 @@ local function end_turn(d, s, stop_reason, err_text)
   end
   push_event(s, { type = "turn_end", stop_reason = stop_reason, error_text = err_text })
   rt.wait_dirty = true
-  M.journal(d, s, { type = "turn_end", stop_reason = stop_reason, text = s.last_text, error_text = err_text })
   s.status = "idle"
-  M.persist(d, s)
+  -- the watch waiting for this turn gets its reply first; the journal and the save follow
   changed(d, s, "turn_end", { stop_reason = stop_reason, error_text = err_text })
+  M.journal(d, s, { type = "turn_end", stop_reason = stop_reason, text = s.last_text, error_text = err_text })
+  M.persist(d, s)
   rt.idle_since = uv.now()
   schedule_cleanup(d, s)
 end
@@ -669,6 +687,7 @@ function M.on_exit(d, s, agent, code, signal)
   push_event(s, { type = "process_exited", code = code, signal = signal, error_text = err_text })
   rt.wait_dirty = true
   M.journal(d, s, { type = "process_exit", code = code, signal = signal, reason = s.exit_reason, error_text = err_text })
+  store.close_journal(s.id)
   s.status = "exited"
   M.persist(d, s)
   changed(d, s, "process_exited", { error_text = err_text, note = s.exit_reason })
@@ -695,6 +714,7 @@ function M.setup(d, s, o, mode)
     bin = bin, args = { table.unpack(argv, 2) }, cwd = s.cwd, env = env,
     max_line = config.limit("max_line"), stderr_tail = config.limit("stderr_tail"),
     on_update = function(_, update) M.on_update(d, s, update) end,
+    on_chunk = function(kind, text) M.on_chunk(d, s, kind, text) end,
     on_permission = function(params, reply) M.on_permission(d, s, params, reply) end,
     on_exit = function(code, signal) M.on_exit(d, s, agent, code, signal) end,
   })
