@@ -178,20 +178,30 @@ function Peer:expect(id, cb)
   if id > self.next_id then self.next_id = id end
 end
 
+-- The xpcall message handler of every handler call: keeps an error object, wraps anything else.
+local function handler_error(e)
+  if M.is_error(e) then return e end
+  return M.error(M.INTERNAL_ERROR, tostring(e), { traceback = debug.traceback(nil, 2) })
+end
+
+-- Logs a handler's error and answers it (a notification's reply sends nothing).
+local function handler_failed(peer, err, reply, method)
+  if err.data and err.data.traceback then
+    io.stderr:write(string.format("%s: handler %s failed: %s\n%s\n", peer.name, method, err.message, err.data.traceback))
+    err.data = nil
+  end
+  reply(nil, err)
+end
+
 -- Runs a request handler, turning a raised error into a JSON-RPC error reply.
 local function run_handler(peer, fn, params, reply, method)
-  local ok, err = xpcall(fn, function(e)
-    if M.is_error(e) then return e end
-    return M.error(M.INTERNAL_ERROR, tostring(e), { traceback = debug.traceback(nil, 2) })
-  end, params, reply, peer, method)
-  if not ok then
-    if err.data and err.data.traceback then
-      io.stderr:write(string.format("%s: handler %s failed: %s\n%s\n", peer.name, method, err.message, err.data.traceback))
-      err.data = nil
-    end
-    reply(nil, err)
-  end
+  local ok, err = xpcall(fn, handler_error, params, reply, peer, method)
+  if not ok then return handler_failed(peer, err, reply, method) end
 end
+
+-- The reply handed to a notification's handler: there is nobody to answer.
+local function no_reply() return true end
+
 
 -- Handles a response to one of our requests.
 function Peer:handle_response(msg)
@@ -283,7 +293,7 @@ function Peer:receive_message(msg, line)
   end
   local outer = self.current_id
   self.current_id = id
-  self:dispatch(msg.method, params or {}, id, make_reply(self, id))
+  self:dispatch(msg.method, params or {}, id, id == nil and no_reply or make_reply(self, id))
   self.current_id = outer
 end
 
@@ -294,7 +304,8 @@ function Peer:dispatch(method, params, id, reply)
   if fn then return run_handler(self, fn, params, reply, method) end
   if id == nil then
     if self.on_notification then
-      run_handler(self, function(p) self.on_notification(method, p, self) end, params, reply, method)
+      local ok, err = xpcall(self.on_notification, handler_error, method, params, self)
+      if not ok then handler_failed(self, err, reply, method) end
     end
     return
   end
