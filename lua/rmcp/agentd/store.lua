@@ -14,10 +14,11 @@ M.fields = {
   "skipped_options", "warnings", "terminal_pending", "transcript_path", "work_seconds",
 }
 
--- Wall-clock time in seconds (with milliseconds).
+-- Wall-clock time in seconds, to the millisecond: one division, so the value is the double nearest
+-- to the decimal and prints as 1733000000.123 (not 1733000000.1229999).
 function M.now()
   local sec, usec = uv.gettimeofday()
-  return sec + math.floor(usec / 1000) / 1000
+  return (sec * 1000 + usec // 1000) / 1000
 end
 
 -- Path of the metadata file of session id.
