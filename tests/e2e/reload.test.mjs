@@ -151,7 +151,7 @@ test('editing a built-in module under lua/ is picked up on the next call, in the
   const watchSrc = readFileSync(watchFile, 'utf8');
   const pollSrc = readFileSync(pollFile, 'utf8');
 
-  write(listFile, listSrc.replace('List this orchestrator', 'RELOADED: List this orchestrator'));
+  write(listFile, listSrc.replace('Your sessions', 'RELOADED: Your sessions'));
   const listed = await c.client.listTools();
   assert.match(listed.tools.find((t) => t.name === 'reasonix_list').description, /^RELOADED: /, 'server module reloaded');
 

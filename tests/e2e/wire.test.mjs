@@ -150,7 +150,11 @@ test('tools/list: every tool of the spec with schemas, defaults and enums', asyn
   assert.equal(by.reasonix_watch.inputSchema.properties.session_ids.type, 'array');
   assert.ok(by.reasonix_list.inputSchema.properties.pending_only);
   assert.equal(by.reasonix_poll.annotations.readOnlyHint, true);
-  assert.equal(by.reasonix_stop.annotations.destructiveHint, true);
+  // hints equal to the spec's defaults are left out (destructiveHint defaults to true, readOnlyHint to false)
+  assert.equal(by.reasonix_stop.annotations.destructiveHint ?? true, true);
+  assert.equal(by.reasonix_spawn.annotations.destructiveHint, false);
+  assert.equal(by.reasonix_stop.annotations.readOnlyHint ?? false, false);
+  assert.ok(JSON.stringify(result.tools).length <= 8192, `tools/list is ${JSON.stringify(result.tools).length} bytes; the budget is 8 KB`);
   await srv.close();
   assertClean(srv);
 });

@@ -232,6 +232,9 @@ function Server:tools_json()
   return text
 end
 
+-- The values MCP assumes for a tool annotation that is absent.
+local ANNOTATION_DEFAULTS = { readOnlyHint = false, destructiveHint = true, idempotentHint = false, openWorldHint = true }
+
 -- The tool definition as tools/list shows it under the negotiated version.
 function Server:describe_tool(tool)
   local d = { name = tool.name, description = tool.description, inputSchema = tool.inputSchema }
@@ -240,9 +243,13 @@ function Server:describe_tool(tool)
     d.outputSchema = tool.outputSchema
   end
   if self.protocol_version >= "2025-03-26" then
-    d.annotations = {}
-    for k, v in pairs(tool.annotations or {}) do d.annotations[k] = v end
-    d.annotations.title = tool.title
+    -- only the hints that differ from the spec's defaults (every byte here is in the host's context)
+    local hints = {}
+    for k, v in pairs(tool.annotations or {}) do
+      if ANNOTATION_DEFAULTS[k] ~= v then hints[k] = v end
+    end
+    if self.protocol_version < "2025-06-18" then hints.title = tool.title end -- no top-level title yet
+    if next(hints) then d.annotations = hints end
   end
   return d
 end

@@ -7,12 +7,11 @@ local common = require "rmcp.server.tools.common"
 
 return {
   name = "reasonix_restart_mcp_server",
-  title = "Restart this MCP server",
-  description = "Restart this orchestrator's MCP server process (to load new server code) through its "
-    .. "launcher; agent sessions live in the daemon and are unaffected. Reports when no supervising "
-    .. "launcher is present; then restart the MCP server from your MCP host instead.",
+  title = "Restart MCP server",
+  description = "Restart this MCP server through its launcher (to load new server code); agents live in "
+    .. "the daemon and are unaffected.",
   inputSchema = common.object({}),
-  outputSchema = common.result({ restarting = { type = "boolean" }, message = { type = "string" } }),
+  outputSchema = common.result(),
   annotations = { readOnlyHint = false, destructiveHint = false, idempotentHint = true, openWorldHint = false },
   handler = function(ctx, _args, done)
     if not ctx.supervised then

@@ -3,17 +3,16 @@ local common = require "rmcp.server.tools.common"
 
 return {
   name = "reasonix_resume",
-  title = "Resume a stopped agent",
-  description = "Revive an exited, stopped or orphaned session (listed by reasonix_list) from its persisted "
-    .. "transcript, with the same session_id. Then reasonix_send it a message to continue the work, and "
-    .. "reasonix_watch it.",
+  title = "Resume agent",
+  description = "Revive an exited or orphaned session with its history and the same session_id; then "
+    .. "reasonix_send it the next step.",
   inputSchema = common.object({
     session_id = common.session_id(),
-    cwd = { type = "string", minLength = 1, description = "Working directory; default: the session's own cwd." },
-    keep_alive = common.keep_alive,
-    idle_timeout = common.idle_timeout(),
+    cwd = { type = "string", description = "Default: the session's cwd." },
+    keep_alive = { type = "boolean", default = false },
+    idle_timeout = { type = "number", default = require("rmcp.config").idle_timeout() },
   }, { "session_id" }),
-  outputSchema = common.spawn_result(),
+  outputSchema = common.result(),
   annotations = { readOnlyHint = false, destructiveHint = false, idempotentHint = true, openWorldHint = true },
   handler = common.forward("resume"),
 }

@@ -11,22 +11,15 @@ end
 
 return {
   name = "reasonix_send",
-  title = "Send a message to an agent",
-  description = "Send a message to an agent; it is never dropped. While a turn runs it is queued as mid-turn "
-    .. "guidance (steer); when the agent is idle it starts a new turn. expect=\"steer\" refuses to start a new "
-    .. "turn; expect=\"new_turn\" refuses to steer a running one. Exited sessions need reasonix_resume first. "
-    .. "Then reasonix_watch the session.",
+  title = "Send to agent",
+  description = "Never dropped: steers a running turn, or starts a new turn when idle. expect makes the "
+    .. "other case an error instead. An exited session needs reasonix_resume first.",
   inputSchema = common.object({
     session_id = common.session_id(),
-    message = { type = "string", minLength = 1, description = "The guidance or the next task." },
-    expect = { type = "string", enum = { "any", "steer", "new_turn" }, default = "any",
-               description = "any: steer or new turn, whichever applies; steer / new_turn: fail instead of the other." },
+    message = { type = "string", minLength = 1 },
+    expect = { type = "string", enum = { "any", "steer", "new_turn" }, default = "any" },
   }, { "session_id", "message" }),
-  outputSchema = common.result({
-    session_id = { type = "string" },
-    delivered = { type = "string", enum = { "steer", "new_turn" } },
-    status = { type = "string" },
-  }, { "session_id" }),
+  outputSchema = common.result(),
   annotations = { readOnlyHint = false, destructiveHint = false, idempotentHint = false, openWorldHint = true },
   handler = common.forward("send", prepare),
 }
