@@ -69,15 +69,17 @@ end
 
 -- Waits until the queued reload waits for exactly the entries in want (a set of strings).
 local function wait_blockers(t, ctx, c, want, what)
+  local last
   return t.wait_for(function()
     local r = ctx.call(c, "list", {})
+    last = r.reload
     if not (r.reload_pending and r.reload) then return false end
     local got = {}
     for _, w in ipairs(r.reload.waiting_for) do got[w] = true end
     for k in pairs(want) do if not got[k] then return false end end
     for k in pairs(got) do if not want[k] then return false end end
     return r.reload
-  end, 5000, what)
+  end, 5000, function() return what .. " (last seen: " .. require("testing").show(last) .. ")" end)
 end
 
 test("a new binary queues a reload that waits for a running turn, a decision and a keep_alive agent; then a fresh daemon takes over and sessions resume", function(t)

@@ -64,13 +64,16 @@ local function new_t(case)
     if results[1] == "__timeout__" then fail("timed out waiting for " .. (what or "a callback"), 2) end
     return table.unpack(results, 1, results.n)
   end
-  -- Polls pred every interval until it returns a true value (for states with no event, e.g. a pid gone).
+  -- Polls pred every interval until it returns a true value (for states with no event, e.g. a pid gone);
+  -- what (a string, or a function giving one) names it in the failure.
   function t.wait_for(pred, timeout_ms, what, interval_ms)
     local deadline = uv.now() + (timeout_ms or 10000)
     while true do
       local v = pred()
       if v then return v end
-      if uv.now() >= deadline then fail("timed out waiting for " .. (what or "a condition"), 2) end
+      if uv.now() >= deadline then
+        fail("timed out waiting for " .. (type(what) == "function" and what() or what or "a condition"), 2)
+      end
       async.sleep(interval_ms or 20)
       uv.update_time()
     end
