@@ -1,0 +1,184 @@
+-- The MCP session (server/mcp.lua) in process, with a scripted agentd link: version negotiation,
+-- what needs initialize first, the cached tool list, argument errors, agentd's results passed through
+-- undecoded, agentd errors made actionable, cancellation and the client's log level. Every line the
+-- server writes must be an id-first envelope (the launcher routes by that prefix).
+local json = require "rmcp.lib.json"
+local jsonrpc = require "rmcp.lib.jsonrpc"
+local mcp = require "rmcp.server.mcp"
+
+require("rmcp.lib.log").set_sink(function() end) -- the server's info lines are not what is tested
+
+-- A server whose writes land in out (decoded, with .line the text) and whose agentd link answers
+-- every request with answer(method, params, raw) -> result, err (nil, nil: no answer yet).
+local function server(t, answer)
+  local out, calls, cancelled = {}, {}, {}
+  local link = { conn = true }
+  function link.request(_, method, params, cb, raw)
+    calls[#calls + 1] = { method = method, params = params, raw = raw, cb = cb }
+    local result, err = answer(method, params, raw)
+    if result ~= nil or err ~= nil then cb(result, err) end
+    return #calls
+  end
+  function link.cancel(_, id) cancelled[#cancelled + 1] = id end
+  function link.close() end
+  local s = mcp.new{
+    send = function(line)
+      t.ok(jsonrpc.envelope(line), "an id-first envelope: " .. line:sub(1, 80))
+      local msg = assert(json.decode(line))
+      msg.line = line
+      out[#out + 1] = msg
+    end,
+    project_dir = "/tmp/project", version = "9.9.9", link = function() return link end,
+  }
+  local ctx = { s = s, out = out, calls = calls, cancelled = cancelled, next_id = 0 }
+  -- Sends a request and returns the server's answer (the last line written for its id).
+  function ctx.request(method, params)
+    ctx.next_id = ctx.next_id + 1
+    local id = ctx.next_id
+    s:receive(json.encode({ jsonrpc = "2.0", id = id, method = method, params = params }))
+    for i = #out, 1, -1 do
+      if out[i].id == id then return out[i] end
+    end
+    return nil
+  end
+  function ctx.notify(method, params)
+    s:receive(json.encode({ jsonrpc = "2.0", method = method, params = params }))
+  end
+  function ctx.init(version, caps)
+    local r = ctx.request("initialize", { protocolVersion = version or "2025-11-25", capabilities = caps or {},
+                                          clientInfo = { name = "spec-client", version = "1" } })
+    ctx.notify("notifications/initialized")
+    return r
+  end
+  return ctx
+end
+
+test("initialize negotiates the version, says who we are and refuses a second initialize", function(t)
+  local c = server(t, function() end)
+  local r = c.init("2025-06-18")
+  t.eq(r.result.protocolVersion, "2025-06-18")
+  t.eq(r.result.serverInfo.name, "reasonix-mcp")
+  t.eq(r.result.serverInfo.version, "9.9.9")
+  t.match(r.result.instructions, "reasonix_watch")
+  t.eq(c.request("initialize", { protocolVersion = "2025-06-18" }).error.code, jsonrpc.INVALID_REQUEST)
+  local old = server(t, function() end).init("2024-11-05").result
+  t.eq(old.instructions, nil, "no instructions before 2025-03-26")
+  t.eq(old.serverInfo.title, nil, "no title before 2025-06-18")
+  t.eq(server(t, function() end).init("2099-01-01").result.protocolVersion, mcp.VERSIONS[1], "an unknown version gets ours")
+  t.eq(server(t, function() end).request("initialize", { protocolVersion = 5 }).error.code, jsonrpc.INVALID_PARAMS)
+end)
+
+test("before initialize only ping and discovery answer; the rest say to initialize", function(t)
+  local c = server(t, function() end)
+  t.eq(c.request("ping").result, {})
+  t.eq(c.request("server/discover").result.supportedVersions[1], mcp.VERSIONS[1])
+  for _, m in ipairs({ "tools/list", "tools/call", "logging/setLevel" }) do
+    local r = c.request(m, { name = "reasonix_list" })
+    t.eq(r.error.code, -32002, m)
+    t.match(r.error.message, "initialize first")
+  end
+end)
+
+test("tools/list is encoded once per version and shows only non-default annotations", function(t)
+  local c = server(t, function() end)
+  c.init("2025-11-25")
+  local a = c.request("tools/list")
+  local b = c.request("tools/list")
+  t.eq(a.line:gsub('"id":%d+', ""), b.line:gsub('"id":%d+', ""), "the same bytes both times")
+  t.ok(#a.line < 8400, "about 8 KB: " .. #a.line)
+  local by = {}
+  for _, tool in ipairs(a.result.tools) do by[tool.name] = tool end
+  t.eq(by.reasonix_poll.annotations, { readOnlyHint = true, openWorldHint = false })
+  t.eq(by.reasonix_spawn.outputSchema, { type = "object" })
+  local old = server(t, function() end)
+  old.init("2025-03-26")
+  local tools = old.request("tools/list").result.tools
+  t.eq(tools[1].outputSchema, nil, "no outputSchema before 2025-06-18")
+  t.eq(tools[1].annotations.title, tools[1].title ~= nil and tools[1].title or "Spawn agent", "title in annotations then")
+end)
+
+test("tool arguments are checked against the schema before agentd hears of them", function(t)
+  local c = server(t, function() return {} end)
+  c.init()
+  local r = c.request("tools/call", { name = "reasonix_spawn", arguments = { task = "x", tool_approval = "root" } })
+  t.eq(r.result.isError, true)
+  t.match(r.result.content[1].text, "tool_approval must be one of ask, auto, yolo")
+  r = c.request("tools/call", { name = "reasonix_spawn", arguments = { task = "x", colour = "red" } })
+  t.match(r.result.content[1].text, "unknown argument colour")
+  r = c.request("tools/call", { name = "reasonix_poll", arguments = {} })
+  t.match(r.result.content[1].text, "missing required argument session_id")
+  t.eq(c.request("tools/call", { name = "nope" }).error.code, jsonrpc.INVALID_PARAMS)
+  t.eq(c.request("tools/call", { name = "reasonix_list", arguments = { 1, 2 } }).error.code, jsonrpc.INVALID_PARAMS)
+  t.eq(#c.calls, 0, "nothing reached agentd")
+end)
+
+test("a forwarded result is agentd's JSON as it came: the text block and structuredContent, encoded once", function(t)
+  local raw = '{"sessions":[],"counts":{},"path":"/tmp/x"}'
+  local c = server(t, function(method, _, wants_raw)
+    if method == "list" then return wants_raw and json.raw(raw) or json.decode(raw) end
+  end)
+  c.init("2025-11-25")
+  local r = c.request("tools/call", { name = "reasonix_list", arguments = { pending_only = true } })
+  t.eq(c.calls[1].raw, true, "asked for the raw result")
+  t.eq(c.calls[1].params, { pending_only = true }, "the arguments as given (agentd applies the defaults)")
+  t.eq(r.result.content[1].text, raw)
+  t.ok(r.line:find(',"structuredContent":' .. raw, 1, true) or r.line:find('"structuredContent":' .. raw, 1, true),
+    "structuredContent is the raw text, spliced")
+  t.ok(json.is_array(r.result.structuredContent.sessions))
+  local old = server(t, function() return json.raw(raw) end)
+  old.init("2025-03-26")
+  t.eq(old.request("tools/call", { name = "reasonix_list", arguments = {} }).result.structuredContent, nil)
+end)
+
+test("agentd errors become isError results that say what to do next", function(t)
+  local c = server(t, function(method)
+    if method == "poll" then return nil, jsonrpc.error(-32001, "unknown session rx-1") end
+    if method == "stop" then
+      local e = jsonrpc.error(jsonrpc.INTERNAL_ERROR, "connect refused")
+      e.unavailable, e.log_hint = true, "/tmp/h/agentd.log"
+      return nil, e
+    end
+  end)
+  c.init()
+  local r = c.request("tools/call", { name = "reasonix_poll", arguments = { session_id = "rx-1" } })
+  t.eq(r.result.isError, true)
+  t.match(r.result.content[1].text, "^reasonix_poll: unknown session rx%-1 Call reasonix_list")
+  r = c.request("tools/call", { name = "reasonix_stop", arguments = { session_id = "rx-1" } })
+  t.match(r.result.content[1].text, "/tmp/h/agentd.log")
+  t.match(r.result.content[1].text, "reasonix%-mcp doctor")
+end)
+
+test("a cancelled watch releases agentd's watch and gets no reply; progress goes to its token", function(t)
+  local c = server(t, function() end) -- watch never answers
+  c.init()
+  c.s:receive(json.encode({ jsonrpc = "2.0", id = 77, method = "tools/call",
+    params = { name = "reasonix_watch", arguments = { session_ids = { "rx-1" } }, _meta = { progressToken = "tok" } } }))
+  t.eq(c.calls[1].method, "watch")
+  t.eq(c.calls[1].params.progress, true, "agentd is asked for progress because the call has a token")
+  c.s:on_agentd_notification("watch_progress", { request_id = 1, message = "watching 1 session(s)" })
+  local last = c.out[#c.out]
+  t.eq(last.method, "notifications/progress")
+  t.eq(last.params.progressToken, "tok")
+  local before = #c.out
+  c.notify("notifications/cancelled", { requestId = 77, reason = "user" })
+  t.eq(c.cancelled, { 1 }, "agentd request 1 cancelled")
+  c.calls[1].cb({ results = {} }) -- a late answer
+  t.eq(#c.out, before, "nothing is sent for a cancelled call")
+end)
+
+test("logging/setLevel filters notifications/message; agent events still reach the host", function(t)
+  local c = server(t, function() end)
+  c.init()
+  t.eq(c.request("logging/setLevel", { level = "verbose" }).error.code, jsonrpc.INVALID_PARAMS)
+  c.request("logging/setLevel", { level = "error" })
+  local before = #c.out
+  c.s:on_agentd_notification("agent_event", { session_id = "rx-1", event = "turn_end", status = "idle" })
+  local methods = {}
+  for i = before + 1, #c.out do methods[#methods + 1] = c.out[i].method end
+  t.eq(methods, { "reasonix/agent_event" }, "an info message is below the client's level")
+  c.request("logging/setLevel", { level = "info" })
+  before = #c.out
+  c.s:on_agentd_notification("agent_event", { session_id = "rx-1", event = "turn_end", status = "idle" })
+  t.eq(c.out[#c.out].method, "notifications/message")
+  t.eq(#c.out - before, 2)
+end)
