@@ -1,6 +1,6 @@
 // Shared pieces of the end-to-end suite: private homes, the offline provider, the server binary
 // driven by the official MCP SDK client or over the raw wire, agentd shutdown and the leftover check.
-// Mirrors tests/support/reasonix_home.py (config.toml for the mock provider, private HOME/REASONIX_HOME).
+// Writes the same config.toml as tests/support/reasonix_home.lua (for the mock provider, private HOME/REASONIX_HOME).
 import { spawn, execFileSync } from 'node:child_process';
 import { mkdtempSync, mkdirSync, writeFileSync, readFileSync, readdirSync, readlinkSync, rmSync, existsSync, symlinkSync } from 'node:fs';
 import { createConnection } from 'node:net';
@@ -53,7 +53,7 @@ export function makeSandbox() {
 const tomlStr = (s) => JSON.stringify(String(s));
 const tomlValue = (v) => Array.isArray(v) ? `[${v.map(tomlValue).join(', ')}]` : (typeof v === 'string' ? tomlStr(v) : String(v));
 
-// The config.toml that points the agent at the mock provider on 127.0.0.1:port (as reasonix_home.py).
+// The config.toml that points the agent at the mock provider on 127.0.0.1:port (as reasonix_home.lua).
 export function configToml(port, { model = MOCK_MODEL, models, provider = 'mock', modelOverrides = {}, extraToml = '' } = {}) {
   if (!models) {
     models = ['mock-model'];

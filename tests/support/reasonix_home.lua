@@ -1,5 +1,6 @@
 -- Private homes for the real `reasonix acp` agent, and the mock provider it talks to.
--- Same behaviour as tests/support/reasonix_home.py; uses only luv, cjson and the Lua stdlib, and runs
+-- The one rig of private homes (tests/e2e/helpers.mjs writes the same config.toml for the Node
+-- tests); uses only luv, cjson and the Lua stdlib, and runs
 -- under `reasonix-mcp script`. Async calls take a callback, or, when
 -- called without one from inside a coroutine, wait and return the results. See README.md here.
 --
