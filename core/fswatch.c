@@ -103,6 +103,13 @@ static int lfswatch_add(lua_State *L)
   return 1;
 }
 
+/* w:fileno() -> the queue's fd, for a loop to poll it for readability (it stays ours) */
+static int lfswatch_fileno(lua_State *L)
+{
+  lua_pushinteger(L, lfswatch_check(L, 1)->fd);
+  return 1;
+}
+
 /* w:remove(wd) */
 static int lfswatch_remove(lua_State *L)
 {
@@ -147,7 +154,7 @@ static int lfswatch_close(lua_State *L)
 int luaopen_rmcp_fswatch(lua_State *L)
 {
   static const luaL_Reg methods[] = {
-    {"add", lfswatch_add}, {"remove", lfswatch_remove}, {"read", lfswatch_read},
+    {"add", lfswatch_add}, {"remove", lfswatch_remove}, {"read", lfswatch_read}, {"fileno", lfswatch_fileno},
     {"close", lfswatch_close}, {NULL, NULL},
   };
   luaL_newmetatable(L, FSWATCH_MT);

@@ -145,8 +145,8 @@ test('a broken policy keeps the old one; the error is reported once with file:li
 test('editing a built-in module under lua/ is picked up on the next call, in the server and in agentd', async () => {
   const c = await connect('reload-builtin');
   const listFile = join(fx.lua, 'rmcp', 'server', 'tools', 'list.lua');
-  const watchFile = join(fx.lua, 'rmcp', 'policy', 'watch.lua');
-  const pollFile = join(fx.lua, 'rmcp', 'policy', 'poll.lua');
+  const watchFile = join(fx.lua, 'rmcp', 'rules', 'watch.lua');
+  const pollFile = join(fx.lua, 'rmcp', 'rules', 'poll.lua');
   const listSrc = readFileSync(listFile, 'utf8');
   const watchSrc = readFileSync(watchFile, 'utf8');
   const pollSrc = readFileSync(pollFile, 'utf8');

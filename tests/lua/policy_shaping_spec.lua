@@ -1,12 +1,12 @@
 -- The stateless policy modules: poll filtering and caps, compact watch results, list rows, spawn
 -- option checks and the mapping onto what the agent advertises, cleanup grace, caps.
 local json = require "rmcp.lib.json"
-local poll = require "rmcp.policy.poll"
-local watch = require "rmcp.policy.watch"
-local list = require "rmcp.policy.list"
-local spawn = require "rmcp.policy.spawn"
-local cleanup = require "rmcp.policy.cleanup"
-local caps = require "rmcp.policy.caps"
+local poll = require "rmcp.rules.poll"
+local watch = require "rmcp.rules.watch"
+local list = require "rmcp.rules.list"
+local spawn = require "rmcp.rules.spawn"
+local cleanup = require "rmcp.rules.cleanup"
+local caps = require "rmcp.rules.caps"
 
 local with_env = require("testing").with_env
 

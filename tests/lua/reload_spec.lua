@@ -4,6 +4,7 @@
 -- environment, hooks chain and fall back, and the examples' hooks decide as their comments say.
 local uv = require "luv"
 local reload = require "rmcp.lib.reload"
+local loader = require "rmcp.policy.loader"
 local hooks = require "rmcp.policy.hooks"
 local log = require "rmcp.lib.log"
 
@@ -48,9 +49,8 @@ local function setup(t)
   function ctx.log() return table.concat(logs) end
   function ctx.start(opts)
     opts = opts or {}
-    reload.init{ role = "test", policy_dirs = { ctx.policy },
-                 reloadable = function(name) return name:match("^rtest%.") ~= nil end,
-                 on_swap = opts.on_swap }
+    reload.init{ role = "test", prefixes = { "rtest." }, on_swap = opts.on_swap }
+    loader.init{ role = "test", dirs = { ctx.policy } }
   end
   function ctx.module(name, text) write(root .. "/rtest/" .. name .. ".lua", text) end
   function ctx.policy_file(name, text) write(ctx.policy .. "/" .. name, text) end
@@ -160,7 +160,7 @@ return {
 ]])
   write(ctx.policy .. "/notes.txt", "not a policy")
   ctx.start()
-  local list = reload.policies()
+  local list = loader.policies()
   t.eq(#list, 2)
   t.eq(list[1].file, "10-first.lua")
   t.eq(list[2].file, "20-second.lua")
@@ -204,26 +204,26 @@ test("a broken policy keeps its previous version; a hook error falls back to the
   t.match(w[1], "policy/caps%.lua:1: oops")
   os.remove(ctx.policy .. "/caps.lua")
   t.eq(reload.check(), true)
-  t.eq(#reload.policies(), 0, "a removed policy is gone")
+  t.eq(#loader.policies(), 0, "a removed policy is gone")
 end)
 
 test("a new policy file is found on the next check; a broken new file is reported and skipped", function(t)
   local ctx = setup(t)
   local swaps = 0
   ctx.start({ on_swap = function() swaps = swaps + 1 end })
-  t.eq(#reload.policies(), 0)
+  t.eq(#loader.policies(), 0)
   ctx.policy_file("bad.lua", "return { tools = { { name = 'x' } } }\n")
   ctx.policy_file("ok.lua", "return { agent_command = function(argv) return { 'wrap', table.unpack(argv) } end }\n")
   t.eq(reload.check(), true)
   t.eq(swaps, 1)
-  t.eq(#reload.policies(), 1)
+  t.eq(#loader.policies(), 1)
   t.match(ctx.warnings(), "bad%.lua not loaded: .*tools%[1%]: tool x: description")
   t.eq(hooks.agent_command({ "/bin/reasonix", "acp" }, {}), { "wrap", "/bin/reasonix", "acp" })
   ctx.policy_file("open.lua", "return {}\n")
   assert(uv.fs_chmod(ctx.policy .. "/open.lua", tonumber("666", 8)))
   reload.check()
   t.match(ctx.warnings(), "open%.lua not loaded: refused: .*writable by others")
-  t.eq(#reload.policies(), 1)
+  t.eq(#loader.policies(), 1)
 end)
 
 test("spawn_defaults adjusts only what the caller left open; permission may pick a question's answer", function(t)
@@ -241,7 +241,7 @@ return {
 }
 ]])
   ctx.start()
-  local spawn = require "rmcp.policy.spawn"
+  local spawn = require "rmcp.rules.spawn"
   local o = assert(spawn.options({ task = "x", effort = "high" }))
   spawn.adjust(o, { cwd = "/w/docs", project_dir = "/w", orchestrator_id = "o" })
   t.eq({ o.model, o.effort, o.keep_alive }, { "mock/cheap", "high", true }, "the explicit effort stays")
@@ -267,8 +267,9 @@ end)
 test("tool modules and the tool registry are checked before they swap in", function(t)
   local tools = require "rmcp.server.tools"
   t.ok(tools.selfcheck())
-  t.ok(not pcall(reload.check_tool, { name = "x", description = "d", inputSchema = { type = "object" } }, "here"))
-  t.ok(pcall(reload.check_tool, { name = "x", description = "d", inputSchema = { type = "object" }, handler = print }, "here"))
+  local check_tool = require("rmcp.server.tools.common").check_tool
+  t.ok(not pcall(check_tool, { name = "x", description = "d", inputSchema = { type = "object" } }, "here"))
+  t.ok(pcall(check_tool, { name = "x", description = "d", inputSchema = { type = "object" }, handler = print }, "here"))
 end)
 
 test("example permissions.lua: approves file access inside cwd, denies destructive commands, passes the rest", function(t)
@@ -305,7 +306,7 @@ test("examples idle_cleanup, small_caps, agent_wrapper and fanout_tool load and 
   end
   ctx.start()
   t.eq(ctx.warnings(), "")
-  t.eq(#reload.policies(), 4)
+  t.eq(#loader.policies(), 4)
   local grace, note = hooks.cleanup({ status = "idle" }, nil)
   t.eq(grace, 600)
   t.match(note, "idle for 10 min")
@@ -324,7 +325,8 @@ test("a policy dir under a home that does not exist yet is watched from the near
   local ctx = setup(t)
   local home = ctx.root .. "/home/mcp"
   local policy = home .. "/policy"
-  reload.init{ role = "server", policy_dirs = { policy } }
+  reload.init{ role = "server" }
+  loader.init{ role = "server", dirs = { policy } }
   local stats = 0
   local real_stat = uv.fs_stat
   uv.fs_stat = function(...) stats = stats + 1; return real_stat(...) end
@@ -346,6 +348,6 @@ test("a policy dir under a home that does not exist yet is watched from the near
   assert(uv.fs_mkdir(policy, 448))
   write(policy .. "/p.lua", "return { name = 'late' }\n")
   reload.check()
-  t.eq(#reload.policies(), 1, "the policy in the new dir is loaded on the next check")
-  t.eq(reload.policies()[1].name, "late")
+  t.eq(#loader.policies(), 1, "the policy in the new dir is loaded on the next check")
+  t.eq(loader.policies()[1].name, "late")
 end)

@@ -13,9 +13,9 @@ local ownership = require "rmcp.agentd.ownership"
 local transcript = require "rmcp.agentd.transcript"
 local models = require "rmcp.agentd.models"
 local upgrade = require "rmcp.agentd.upgrade"
-local policy_spawn = require "rmcp.policy.spawn"
-local policy_poll = require "rmcp.policy.poll"
-local policy_list = require "rmcp.policy.list"
+local rules_spawn = require "rmcp.rules.spawn"
+local rules_poll = require "rmcp.rules.poll"
+local rules_list = require "rmcp.rules.list"
 local reload = require "rmcp.lib.reload"
 
 local M = {}
@@ -86,11 +86,11 @@ end
 
 -- spawn: a new session; returns once the agent is configured and the first prompt sent.
 function methods.spawn(d, conn, p, reply)
-  local o, err = policy_spawn.options(p)
+  local o, err = rules_spawn.options(p)
   if not o then return reply(nil, bad(err)) end
   local cwd, cerr = ownership.confine(conn.project_dir, o.cwd)
   if not cwd then return reply(nil, cerr) end
-  policy_spawn.adjust(o, { cwd = cwd, project_dir = conn.project_dir, orchestrator_id = conn.orch })
+  rules_spawn.adjust(o, { cwd = cwd, project_dir = conn.project_dir, orchestrator_id = conn.orch })
   local s = session.create(d, conn.orch, conn.project_dir, o, cwd)
   log.info("session %s: spawn for %s in %s", s.id, conn.orch, cwd)
   async.run(function()
@@ -119,7 +119,7 @@ end
 function methods.resume(d, conn, p, reply)
   local s, err = ownership.lookup(d.sessions, conn.orch, p.session_id)
   if not s then return reply(nil, err) end
-  local o, oerr = policy_spawn.options(p, true)
+  local o, oerr = rules_spawn.options(p, true)
   if not o then return reply(nil, bad(oerr)) end
   if session.is_live(s) then
     local r = session.spawn_result(s)
@@ -167,9 +167,9 @@ end
 function methods.poll(d, conn, p, reply)
   local s, err = ownership.lookup(d.sessions, conn.orch, p.session_id)
   if not s then return reply(nil, err) end
-  local o, oerr = policy_poll.options(p)
+  local o, oerr = rules_poll.options(p)
   if not o then return reply(nil, bad(oerr)) end
-  reply(policy_poll.shape(session.drain(s), o))
+  reply(rules_poll.shape(session.drain(s), o))
 end
 
 -- transcript: what the agent did, from the journal.
@@ -188,7 +188,7 @@ function methods.watch(d, conn, p, reply, req_id)
   if not ids then return reply(nil, err) end
   local terr = check_timeout(p)
   if terr then return reply(nil, terr) end
-  local o, oerr = policy_poll.options(p)
+  local o, oerr = rules_poll.options(p)
   if not o then return reply(nil, bad(oerr)) end
   if req_id == nil then return reply(nil, bad("watch must be a request (with an id)")) end
   watch.watch(d, conn, req_id, ids, p, o, reply)
@@ -210,7 +210,7 @@ function methods.list(d, conn, p, reply)
   for _, s in pairs(d.sessions) do
     if s.owner == conn.orch then mine[#mine + 1] = s end
   end
-  local r = policy_list.shape(mine, { include_task = p.include_task == true, pending_only = p.pending_only == true,
+  local r = rules_list.shape(mine, { include_task = p.include_task == true, pending_only = p.pending_only == true,
                                        detail = p.detail == true })
   r.reload = upgrade.status(d, conn.orch)
   if r.reload and r.reload.pending then r.reload_pending = true end

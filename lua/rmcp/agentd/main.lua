@@ -131,7 +131,10 @@ function M.main(_)
   d.on_output = function(s) watch.check(d, s) end
   d.shutdown = function(reason) shutdown(d, reason) end
   -- Lua hot reload of policies and stateless modules (lib/reload.lua); cleanup timers follow the new rules.
-  require("rmcp.lib.reload").init{ role = "agentd", watch = true, on_swap = function() session.policy_changed(d) end }
+  local opts = require("rmcp.reloadable").options()
+  opts.role, opts.watch, opts.on_swap = "agentd", true, function() session.policy_changed(d) end
+  require("rmcp.lib.reload").init(opts)
+  require("rmcp.policy.loader").init{ role = "agentd" }
   restore(d)
   if handed then handover.adopt_all(d, handed) end
   os.remove(paths.sock) -- we hold the lock, so any socket file left here is stale

@@ -5,7 +5,7 @@ local json = require "rmcp.lib.json"
 local jsonrpc = require "rmcp.lib.jsonrpc"
 local config = require "rmcp.config"
 local acp = require "rmcp.acp.client"
-local policy_spawn = require "rmcp.policy.spawn"
+local rules_spawn = require "rmcp.rules.spawn"
 
 local M = {}
 
@@ -22,7 +22,7 @@ end
 -- Queries a fresh agent rooted at cwd; returns the models result or nil, error (coroutine).
 local function query(cwd, version)
   local bin, berr = config.agent_bin()
-  local argv = policy_spawn.agent_argv(bin, { purpose = "models", cwd = cwd })
+  local argv = rules_spawn.agent_argv(bin, { purpose = "models", cwd = cwd })
   if not argv then return nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, berr) end
   bin = argv[1]
   local agent, err = acp.start({ bin = bin, args = { table.unpack(argv, 2) }, cwd = cwd, env = config.agent_env(),
@@ -40,8 +40,8 @@ local function query(cwd, version)
   local res, nerr = agent:call("session/new", { cwd = cwd, mcpServers = json.array() })
   if nerr then return done(nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, "session/new failed: " .. nerr.message)) end
   local sid = res.sessionId
-  local model_opt = policy_spawn.find_option(res.configOptions, "model")
-  local refs = policy_spawn.values(model_opt)
+  local model_opt = rules_spawn.find_option(res.configOptions, "model")
+  local refs = rules_spawn.values(model_opt)
   local current = model_opt and model_opt.currentValue
   local models = json.array()
   for i, ref in ipairs(refs) do
@@ -51,8 +51,8 @@ local function query(cwd, version)
       local r = agent:call("session/set_config_option", { sessionId = sid, configId = model_opt.id, value = ref })
       opts = type(r) == "table" and r.configOptions or {}
     end
-    local effort = policy_spawn.find_option(opts, "effort")
-    models[#models + 1] = { ref = ref, supported_efforts = json.array(policy_spawn.values(effort)),
+    local effort = rules_spawn.find_option(opts, "effort")
+    models[#models + 1] = { ref = ref, supported_efforts = json.array(rules_spawn.values(effort)),
                             default_effort = effort and effort.currentValue or nil }
   end
   agent:call("session/close", { sessionId = sid })

@@ -11,12 +11,12 @@ local config = require "rmcp.config"
 local acp = require "rmcp.acp.client"
 local store = require "rmcp.agentd.store"
 local posture = require "rmcp.agentd.posture"
-local policy_spawn = require "rmcp.policy.spawn"
-local policy_cleanup = require "rmcp.policy.cleanup"
-local policy_poll = require "rmcp.policy.poll"
+local rules_spawn = require "rmcp.rules.spawn"
+local rules_cleanup = require "rmcp.rules.cleanup"
+local rules_poll = require "rmcp.rules.poll"
 local hooks = require "rmcp.policy.hooks"
-local contract = require "rmcp.policy.contract"
-local caps = require "rmcp.policy.caps"
+local contract = require "rmcp.rules.contract"
+local caps = require "rmcp.rules.caps"
 
 local M = {}
 
@@ -341,7 +341,7 @@ function M.on_update(d, s, update)
   update.type = kind
   update.sessionUpdate = nil
   push_event(s, update)
-  if not policy_poll.static_types[kind] then
+  if not rules_poll.static_types[kind] then
     rt.wait_dirty = true
     if d.on_output then d.on_output(s) end
   end
@@ -413,7 +413,7 @@ local function schedule_cleanup(d, s)
   cancel_cleanup(s)
   local rt = s.rt
   if rt.stopping then return end
-  local grace = policy_cleanup.grace(s)
+  local grace = rules_cleanup.grace(s)
   if grace == nil then return end
   rt.idle_since = rt.idle_since or uv.now()
   local timer = uv.new_timer()
@@ -421,7 +421,7 @@ local function schedule_cleanup(d, s)
   timer:start(math.max(0, math.floor(grace * 1000) - (uv.now() - rt.idle_since)), 0, function()
     cancel_cleanup(s)
     if s.status ~= "idle" or s.rt ~= rt then return end
-    local now_grace, note = policy_cleanup.grace(s)
+    local now_grace, note = rules_cleanup.grace(s)
     if now_grace == nil then return end
     if now_grace > grace then return schedule_cleanup(d, s) end
     log.info("session %s: idle for %ss, cleaning up%s", s.id, tostring(now_grace), note and (": " .. note) or "")
@@ -698,13 +698,13 @@ end
 function M.setup(d, s, o, mode)
   local rt = s.rt
   local bin, berr = config.agent_bin()
-  local argv = policy_spawn.agent_argv(bin, { purpose = "session", session_id = s.id, cwd = s.cwd,
+  local argv = rules_spawn.agent_argv(bin, { purpose = "session", session_id = s.id, cwd = s.cwd,
                                               model = o.model or s.model, orchestrator_id = s.owner })
   if not argv then return nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, berr) end
   bin = argv[1]
   local env = config.agent_env()
   local probe_result, probe_waiter
-  posture.probe_cached(policy_spawn.doctor_argv(argv), s.cwd, env, function(p)
+  posture.probe_cached(rules_spawn.doctor_argv(argv), s.cwd, env, function(p)
     probe_result = p
     if probe_waiter then probe_waiter() end
   end)
@@ -753,8 +753,8 @@ function M.setup(d, s, o, mode)
   end
   local options = type(res) == "table" and res.configOptions or {}
   local skipped, warnings = json.array(), json.array()
-  for _, key in ipairs(policy_spawn.order) do
-    local step = policy_spawn.step(key, o, options)
+  for _, key in ipairs(rules_spawn.order) do
+    local step = rules_spawn.step(key, o, options)
     if step.error then return fail("spawn option refused", jsonrpc.error(jsonrpc.INVALID_PARAMS, step.error)) end
     if step.set then
       local r, serr2 = agent:call("session/set_config_option", { sessionId = s.acp_session_id, configId = step.id, value = step.set })
@@ -777,7 +777,7 @@ function M.setup(d, s, o, mode)
       s[key] = o[key]
     end
   end
-  local model_opt = policy_spawn.find_option(options, "model")
+  local model_opt = rules_spawn.find_option(options, "model")
   if model_opt then s.model = model_opt.currentValue end
   rt.config_options = options
   s.skipped_options, s.warnings = skipped, warnings

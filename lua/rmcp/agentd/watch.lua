@@ -5,8 +5,8 @@ local json = require "rmcp.lib.json"
 local jsonrpc = require "rmcp.lib.jsonrpc"
 local log = require "rmcp.lib.log"
 local session = require "rmcp.agentd.session"
-local policy_watch = require "rmcp.policy.watch"
-local policy_poll = require "rmcp.policy.poll"
+local rules_watch = require "rmcp.rules.watch"
+local rules_poll = require "rmcp.rules.poll"
 
 local M = {}
 
@@ -44,13 +44,13 @@ local function try_watch(d, w)
   local results, any = {}, false
   for _, sid in ipairs(w.ids) do
     local s = d.sessions[sid]
-    if s and policy_watch.ready(s) then
+    if s and rules_watch.ready(s) then
       any = true
       local snap = session.drain(s)
       if w.detail then
-        results[sid] = policy_poll.shape(snap, w.poll_opts)
+        results[sid] = rules_poll.shape(snap, w.poll_opts)
       else
-        results[sid] = policy_watch.compact(snap)
+        results[sid] = rules_watch.compact(snap)
       end
       s.terminal_pending = false
       for _, dec in ipairs(s.pending) do dec.delivered = true end
@@ -64,7 +64,7 @@ end
 
 -- True when a wait should return for s: new output, turn end, decision or exit.
 local function wait_ready(s)
-  return s.rt.wait_dirty or policy_watch.ready(s) ~= nil
+  return s.rt.wait_dirty or rules_watch.ready(s) ~= nil
 end
 
 -- Ends wait w if any of its sessions is ready; returns true when it did.

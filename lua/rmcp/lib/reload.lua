@@ -1,71 +1,60 @@
--- Hot reload without restart (DESIGN.md "Reload without restart"). Stateless built-in modules under
--- the lua/ tree in use and the user policy files ($REASONIX_MCP_HOME/policy/*.lua, or the dirs in
--- REASONIX_MCP_POLICY_PATH) are rebuilt when their file changes: build-and-swap, like Redis functions.
+-- Hot reload without restart (DESIGN.md "Reload without restart"). The stateless built-in modules
+-- the caller names (rmcp/reloadable.lua) and the files of registered sources (the user policies,
+-- policy/loader.lua) are rebuilt when their file changes: build-and-swap, like Redis functions.
 -- New code loads into fresh tables with a private require that resolves other changed modules to their
 -- new versions, passes a self-check, and only then is copied into the live module tables; any syntax,
 -- runtime or self-check error restores the previous versions, is logged with file:line and is reported
 -- once to the next caller (take_warnings). Changes are noticed by check() at the start of every call,
--- so the next call sees them; agentd also runs check() on fs_event for changes between calls.
--- This module holds the process's reload state, so it is never reloaded itself.
+-- so the next call sees them; agentd also checks between calls when the change queue has something.
+-- This module holds the process's reload state, so it is never reloaded itself; it knows nothing of
+-- what it reloads beyond the names and checks it is given.
 --
 -- Cost of check() (it runs on every agentd request and every MCP call). A full check stats every file
 -- that can change what is loaded: the files of the loaded reloadable modules (a list precomputed
--- when that set changes, not per call), the policy dirs (for new and removed files) and the policy
--- files: ~15 stats, ~20-40 us. So the server and agentd (roles "server", "agentd") skip it when
---   * every dir holding such a file is watched (a missing policy dir through the nearest dir on its
---     path that exists, for entries appearing only), and
---   * check() itself found no event for them in its rmcp.fswatch queue (one non-blocking read of
---     an inotify fd), and the last full check was less than `window` (1 s) ago.
+-- when that set changes, not per call) and what each source checks (~15 stats, ~20-40 us). So the
+-- server and agentd (roles "server", "agentd") skip it when
+--   * every dir holding such a file is watched on one inotify queue (rmcp.fswatch; a source's missing
+--     dir through the nearest dir on its path that exists, for entries appearing only), and
+--   * check() itself found no event for them in the queue (one non-blocking read), and the last
+--     full check was less than `window` (1 s) ago.
 -- The kernel queues an edit's event before the editor's write returns, so reading the queue at the
--- start of the call sees every edit made before the call was sent: the next call always sees it.
--- (A uv fs_event callback alone could run after that call when both are ready in one loop
--- iteration; agentd still uses fs_event to reload between calls.) The window is a safety net for a
--- watch the kernel dropped. Any other role (tests, scripts) stats on every call. A swap, a tracked
--- module loaded later, a policy dir appearing or a watch that could not start all force full
--- checks until the watches cover the new set again.
+-- start of the call sees every edit made before the call was sent: the next call always sees it. In
+-- agentd (opts.watch) a uv poll on the queue's fd also runs a check shortly after an edit between
+-- calls. The window is a safety net for a watch the kernel dropped. Any other role (tests, scripts)
+-- stats on every call. A swap, a tracked module loaded later, a source dir appearing or a watch that
+-- could not start all force full checks until the watches cover the new set again.
 local uv = require "luv"
 local fswatch = require "rmcp.fswatch"
 local log = require "rmcp.lib.log"
 
 local M = {}
 
--- Built-in modules that hold no state (verified: their state, if any, lives in tables the daemon or
--- server owns). Sessions, connections, the watch registry, the agentd client and the MCP session are
--- not here: their modules keep live state or class tables that instances point at.
-M.prefixes = { "rmcp.policy.", "rmcp.server.tools." }
-M.modules = {
-  ["rmcp.config"] = true, ["rmcp.server.tools"] = true, ["rmcp.server.schema"] = true,
-  ["rmcp.server.relay"] = true, ["rmcp.server.elicitation"] = true, ["rmcp.server.orchestrator"] = true,
-  ["rmcp.agentd.transcript"] = true, ["rmcp.agentd.posture"] = true, ["rmcp.agentd.ownership"] = true,
-  ["rmcp.agentd.models"] = true,
-}
-
 -- A fresh, empty reload state.
 local function new_state()
   return {
     started = false, checking = false, role = "?",
+    prefixes = {},      -- module name prefixes that may be reloaded (init's opts)
+    modules = {},       -- module names that may be reloaded (init's opts)
+    module_check = nil, -- check(name, value, path) a freshly built module must pass (init's opts)
     tracked = {},       -- module name -> {path, stamp}: the file each reloadable module came from
     failed_sig = nil,   -- stamps of the built-in change set whose build last failed (reported once)
-    policy_dirs = {},   -- dirs scanned for *.lua, in order
-    dir_stamps = {},    -- dir -> stamp of the listing last read
-    policy_files = {},  -- ordered policy paths from the last listing
-    by_path = {},       -- policy path -> {stamp = loaded version, failed = stamp of a broken version, policy}
-    policies = {},      -- loaded policies in load order
+    sources = {},       -- registered sources: {name, dirs(), check()} (the user policies)
     generation = 0,     -- bumped by every successful swap (the server rebuilds its tool list on a change)
     warnings = {},      -- pending warnings for the next caller
-    watchers = {},      -- dir -> fs_event handle (agentd)
-    queue = nil,        -- rmcp.fswatch queue over the same dirs, drained synchronously by check()
-    wds = {},           -- watcher key -> its watch descriptor in queue
-    wd_only = {},       -- watch descriptor -> the one name that counts (a parent dir), or false
+    queue = nil,        -- the rmcp.fswatch queue over every watched dir, drained synchronously by check()
+    poll = nil,         -- agentd: a uv poll on the queue's fd, so an edit between calls runs a check
+    wds = {},           -- watch key -> its watch descriptor in queue
+    wd_dir = {},        -- watch descriptor -> the dir it watches
+    wd_only = {},       -- watch descriptor -> the one name that counts (a missing dir's way), or false
     fixed = {},         -- loaded modules that are not reloadable: file -> {name, stamp} (agentd)
     mods = {},          -- precomputed {name, entry} of S.tracked, what check_builtins stats
-    layout = true,      -- the tracked set or a policy dir's identity changed: rebuild mods + watches
-    dirty = true,       -- an fs_event arrived (or nothing is known yet): the next check is a full one
-    covered = false,    -- every dir that holds a stamped file has a live fs_event watch
+    layout = true,      -- the tracked set or a source dir's identity changed: rebuild mods + watches
+    dirty = true,       -- an event arrived (or nothing is known yet): the next check is a full one
+    covered = false,    -- every dir that holds a stamped file is watched
     last_full = 0,      -- uv.hrtime() of the last full check
     window = 0,         -- ns a clean (no event) state may skip the stats; 0: always stat
-    dir_ids = {},       -- policy dir -> inode it was watched with ("missing": its parent is watched)
-    parent_of = {},     -- missing policy dir -> the existing dir watched for the way to it
+    dir_ids = {},       -- source dir -> inode it was watched with ("missing": its way is watched)
+    parent_of = {},     -- missing source dir -> the existing dir watched for the way to it
   }
 end
 
@@ -73,11 +62,11 @@ local S = new_state()
 
 -- True when module name may be reloaded in place.
 function M.reloadable(name)
-  if M.modules[name] then return true end
-  for _, p in ipairs(M.prefixes) do
+  if S.modules[name] then return true end
+  for _, p in ipairs(S.prefixes) do
     if name:sub(1, #p) == p then return true end
   end
-  return S.extra ~= nil and S.extra(name) == true
+  return false
 end
 
 -- A file's identity for change detection (mtime with ns, size, inode), or nil when it is missing.
@@ -110,49 +99,16 @@ function M.take_warnings()
   return w
 end
 
--- The loaded user policies, in load order: {name, file, path, dir, hooks}.
-function M.policies()
-  return S.policies
-end
-
 -- Counts successful swaps; a caller that caches something built from reloadable modules compares it.
 function M.generation()
   return S.generation
 end
 
--- The policy dirs: REASONIX_MCP_POLICY_PATH (colon-separated) or $REASONIX_MCP_HOME/policy.
-function M.policy_dirs()
-  local path = os.getenv("REASONIX_MCP_POLICY_PATH")
-  local dirs = {}
-  if path and path ~= "" then
-    for dir in path:gmatch("[^:]+") do dirs[#dirs + 1] = (dir:gsub("/+$", "")) end
-    return dirs
-  end
-  return { require("rmcp.config").home() .. "/policy" }
-end
-
--- Checks a tool definition (built-in module or policy tool); raises with what is wrong.
-function M.check_tool(tool, where)
-  local function bad(msg) error(where .. ": " .. msg, 0) end
-  if type(tool) ~= "table" then bad("a tool must be a table") end
-  if type(tool.name) ~= "string" or not tool.name:match("^[%w_%-%.]+$") or #tool.name > 64 then
-    bad("tool name must be 1-64 characters of letters, digits, _ - . (got " .. tostring(tool.name) .. ")")
-  end
-  if type(tool.description) ~= "string" or tool.description == "" then bad("tool " .. tool.name .. ": description must be a non-empty string") end
-  if type(tool.inputSchema) ~= "table" or tool.inputSchema.type ~= "object" then
-    bad("tool " .. tool.name .. ": inputSchema must be a table with type = \"object\"")
-  end
-  if type(tool.handler) ~= "function" then bad("tool " .. tool.name .. ": handler must be a function") end
-end
-
--- Self-check of one freshly built module: it returns a table, a tool module is a valid tool, and its
--- optional selfcheck() passes. Raises with the reason.
+-- Self-check of one freshly built module: it returns a table, passes the caller's check (a tool
+-- module is a valid tool), and its optional selfcheck() passes. Raises with the reason.
 local function check_module(name, value, path)
   if type(value) ~= "table" then error(path .. ": module " .. name .. " must return a table, got " .. type(value), 0) end
-  local tool_prefix = "rmcp.server.tools."
-  if name:sub(1, #tool_prefix) == tool_prefix and name ~= "rmcp.server.tools.common" then
-    M.check_tool(value, path)
-  end
+  if S.module_check then S.module_check(name, value, path) end
   if type(value.selfcheck) == "function" then
     local ok, why = value.selfcheck()
     if ok == false then error(path .. ": selfcheck failed: " .. tostring(why or "returned false"), 0) end
@@ -279,121 +235,6 @@ local function check_builtins()
   return true
 end
 
--- Why path (a policy file or dir) must not be trusted, or nil: policies run as us inside agentd,
--- so (like tmux's socket dir) they must be ours and not writable by others. (Group-writable is
--- accepted: with a umask of 002 every file is, and the group is usually the user's own.)
-local function untrusted(path)
-  local st = uv.fs_stat(path)
-  if not st then return nil end
-  local ok, sys = pcall(require, "rmcp.sys")
-  local euid = ok and sys.geteuid and sys.geteuid() or st.uid
-  if st.uid ~= euid then return string.format("%s is owned by uid %d, not by us (uid %d)", path, st.uid, euid) end
-  if st.mode & 2 ~= 0 then return string.format("%s is writable by others (mode %o)", path, st.mode & 511) end
-  return nil
-end
-
--- Loads one policy file into its own environment and checks it; returns the policy or nil, error.
-local function load_policy(path)
-  local why = untrusted(path)
-  if why then return nil, "refused: " .. why end
-  local dir, file = path:match("^(.*)/([^/]*)$")
-  local env = require("rmcp.policy.api").env(path, S.role)
-  local chunk, err = loadfile(path, "t", env)
-  if not chunk then return nil, err end
-  local ok, value = xpcall(chunk, debug.traceback)
-  if not ok then
-    log.error("policy %s raised while loading: %s", path, tostring(value))
-    return nil, first_line(value)
-  end
-  local policy = { file = file, dir = dir, path = path, hooks = value, env = env, reported = {} }
-  local cok, cerr = pcall(require("rmcp.policy.hooks").check, value, path)
-  if not cok then return nil, first_line(cerr) end
-  policy.name = type(value) == "table" and type(value.name) == "string" and value.name or file
-  return policy
-end
-
--- Lists the policy files (dirs in order, *.lua by name within each), re-reading a dir only when it changed.
-local function policy_files()
-  local dirty = false
-  for _, dir in ipairs(S.policy_dirs) do
-    local st = stamp(dir) or "missing"
-    if S.dir_stamps[dir] ~= st then
-      S.dir_stamps[dir] = st
-      dirty = true
-      if S.dir_ids[dir] ~= (st:match("[^:]*$")) then S.layout = true end -- created, removed or replaced
-    end
-  end
-  if not dirty then return S.policy_files end
-  local files = {}
-  for _, dir in ipairs(S.policy_dirs) do
-    local names = {}
-    local why = untrusted(dir)
-    if why then M.warn("policy dir skipped: " .. why) end
-    local h = not why and uv.fs_scandir(dir)
-    while h do
-      local name, kind = uv.fs_scandir_next(h)
-      if not name then break end
-      if name:match("%.lua$") and not name:match("^%.") and kind ~= "directory" then names[#names + 1] = name end
-    end
-    table.sort(names)
-    for _, n in ipairs(names) do files[#files + 1] = dir .. "/" .. n end
-  end
-  S.policy_files = files
-  return files
-end
-
--- Loads new and changed policy files, drops removed ones; returns true when the set changed.
-local function check_policies()
-  local files = policy_files()
-  if files == S.checked_files then -- same listing: only a changed stamp needs the full pass below
-    local same = true
-    for i = 1, #files do
-      local e = S.by_path[files[i]]
-      local st = stamp(files[i])
-      if not e or (st and st ~= e.stamp and st ~= e.failed) then
-        same = false
-        break
-      end
-    end
-    if same then return false end
-  end
-  S.checked_files = files
-  local changed, seen, list = false, {}, {}
-  for _, path in ipairs(files) do
-    seen[path] = true
-    local e = S.by_path[path]
-    if not e then
-      e = {}
-      S.by_path[path] = e
-    end
-    local st = stamp(path)
-    if st and st ~= e.stamp and st ~= e.failed then
-      local p, err = load_policy(path)
-      if p then
-        e.policy, e.stamp, e.failed = p, st, nil
-        changed = true
-        log.info("policy %s loaded (%s)", path, S.role)
-      else
-        e.failed = st
-        M.warn(string.format("policy %s not %s: %s", path,
-          e.policy and "reloaded, the previous version keeps running" or "loaded", err))
-      end
-    end
-    if e.policy then list[#list + 1] = e.policy end
-  end
-  for path, e in pairs(S.by_path) do
-    if not seen[path] then
-      S.by_path[path] = nil
-      if e.policy then
-        changed = true
-        log.info("policy %s removed", path)
-      end
-    end
-  end
-  if changed or #list ~= #S.policies then S.policies = list end
-  return changed
-end
-
 local watch_dirs
 
 -- Rebuilds the list check_builtins stats (when the tracked set changed, not per call).
@@ -404,14 +245,33 @@ local function list_mods()
   S.mods = mods
 end
 
--- Runs one full check: built-ins first (policies may use them), then the policy files. The dirty flag
--- is cleared first, so an event that arrives while the stats run forces the next check.
+-- The identity of dir for watching it: its inode, or "missing".
+local function dir_id(dir)
+  local st = uv.fs_stat(dir)
+  return st and tostring(st.ino) or "missing"
+end
+
+-- True when a source dir was created, removed or replaced since it was watched.
+local function source_dirs_moved()
+  for _, src in ipairs(S.sources) do
+    for _, d in ipairs(src.dirs()) do
+      if S.dir_ids[d] ~= dir_id(d) then return true end
+    end
+  end
+  return false
+end
+
+-- Runs one full check: built-ins first (sources may use them), then each source. The dirty flag is
+-- cleared first, so an event that arrives while the stats run forces the next check.
 local function check_all()
   S.dirty = false
   S.last_full = uv.hrtime()
   if S.layout then list_mods() end
   local swapped = check_builtins()
-  if check_policies() then swapped = true end
+  for _, src in ipairs(S.sources) do
+    if src.check() then swapped = true end
+  end
+  if source_dirs_moved() then S.layout = true end
   if swapped then
     S.generation = S.generation + 1
     if S.on_swap then
@@ -427,22 +287,40 @@ local function check_all()
   return swapped
 end
 
+-- Says so (once per version) when the file of a loaded module that is not reloadable changed: its
+-- new code only runs after a restart, which a person editing it would otherwise not know.
+local function note_fixed(path)
+  local e = S.fixed[path]
+  local st = e and stamp(path)
+  if not e or not st or st == e.stamp then return end
+  e.stamp = st
+  M.warn(string.format("%s changed, but %s holds state and is not hot-reloaded: it takes effect when %s restarts%s",
+    path, e.name, S.role, S.role == "agentd" and " (reasonix_restart_agentd)" or ""))
+end
+
+-- Reads the change queue: marks the state dirty for an event in a watched dir (or for the next step
+-- on the way to a missing source dir, which also moves that watch), and in agentd notes edits of
+-- modules that only a restart loads.
+local function drain_queue()
+  local events = S.queue and S.queue:read()
+  if not events then return end
+  for _, ev in ipairs(events) do
+    local only = S.wd_only[ev.wd]
+    if only == false then
+      S.dirty = true
+      if S.watch and ev.name ~= "" then note_fixed(S.wd_dir[ev.wd] .. "/" .. ev.name) end
+    elseif only and ev.name == only then
+      S.dirty, S.layout = true, true
+    end -- (nil: the last event of a watch already removed)
+  end
+end
+
 -- Notices changed files and swaps in their new versions; call it at the start of every call.
 -- Returns true when something was swapped in. Skips the stats while the watched dirs saw no event
 -- and the last full check is recent (see the top of this file).
 function M.check()
   if not S.started or S.checking then return false end
-  local events = S.queue and S.queue:read()
-  if events then
-    for _, ev in ipairs(events) do
-      local only = S.wd_only[ev.wd]
-      if only == false then
-        S.dirty = true
-      elseif only and ev.name == only then
-        S.dirty, S.layout = true, true -- a step on the way to a missing policy dir: watch from there
-      end -- (nil: the last event of a watch already removed)
-    end
-  end
+  drain_queue()
   if not S.dirty and S.covered and S.window > 0 and uv.hrtime() - S.last_full < S.window then
     return false
   end
@@ -457,45 +335,34 @@ function M.check()
   return res
 end
 
--- Runs a check shortly after a burst of file events (editors write in several steps).
-local function schedule()
-  if not S.debounce then
-    S.debounce = uv.new_timer()
-    S.debounce:unref()
-  end
-  S.debounce:stop()
-  S.debounce:start(S.debounce_ms or 50, 0, function() M.check() end)
+-- agentd: runs a check shortly after the queue becomes readable between calls (editors write in
+-- several steps), then listens again.
+local function listen()
+  if not S.poll then return end
+  S.poll:start("r", function()
+    S.poll:stop()
+    S.debounce:start(S.debounce_ms or 50, 0, function()
+      M.check()
+      listen()
+    end)
+  end)
 end
 
--- Says so (once per version) when the file of a loaded module that is not reloadable changed: its
--- new code only runs after a restart, which a person editing it would otherwise not know.
-local function note_fixed(path)
-  local e = S.fixed[path]
-  local st = e and stamp(path)
-  if not e or not st or st == e.stamp then return end
-  e.stamp = st
-  M.warn(string.format("%s changed, but %s holds state and is not hot-reloaded: it takes effect when %s restarts%s",
-    path, e.name, S.role, S.role == "agentd" and " (reasonix_restart_agentd)" or ""))
-end
-
--- Stops watching key: its fs_event handle and its descriptor in the synchronous queue.
+-- Stops watching key.
 local function unwatch(key)
-  local h = S.watchers[key]
-  if h and not h:is_closing() then h:close() end
-  S.watchers[key] = nil
   local wd = S.wds[key]
   if wd and S.queue then S.queue:remove(wd) end
-  if wd then S.wd_only[wd] = nil end
+  if wd then S.wd_only[wd], S.wd_dir[wd] = nil, nil end
   S.wds[key] = nil
 end
 
--- Adds dir to the synchronous queue under key (only: the one entry name that counts, watched for
--- entries appearing or going, not for writes); returns success.
-local function queue_watch(key, dir, only)
+-- Adds dir to the queue under key (only: the one entry name that counts, watched for entries
+-- appearing or going, not for writes); returns success.
+local function watch(key, dir, only)
   if S.wds[key] then return true end
   local wd = S.queue and S.queue:add(dir, only ~= nil)
   if not wd then return false end
-  S.wds[key], S.wd_only[wd] = wd, only or false
+  S.wds[key], S.wd_only[wd], S.wd_dir[wd] = wd, only or false, dir
   return true
 end
 
@@ -512,33 +379,10 @@ local function nearest_existing(d)
   return nil
 end
 
--- Starts an fs_event watch and a queue watch on dir (key: what S.watchers calls it) unless they run;
--- only events for file `only` count when given (a missing policy dir watched through its parent).
--- Returns success.
-local function watch(key, dir, only)
-  if not queue_watch(key, dir, only) then return false end
-  if S.watchers[key] then return true end
-  local h = uv.new_fs_event()
-  local ok = h and h:start(dir, {}, function(_, name)
-    if only and name and name ~= only then return end
-    S.dirty = true
-    if S.watch then
-      schedule()
-      if name and not only then note_fixed(dir .. "/" .. name) end
-    end
-  end)
-  if ok then
-    h:unref()
-    S.watchers[key] = h
-    return true
-  end
-  if h then h:close() end
-  return false
-end
-
--- Watches with fs_event every dir holding a tracked module or a policy file, and the parent of a
--- missing policy dir; sets S.covered when all of them are watched. In both processes the events mark
--- the state dirty (check() then stats); in agentd (opts.watch) they also run a check soon.
+-- Watches every dir holding a tracked module and every source dir; a missing source dir through
+-- the nearest dir that exists on its path ($REASONIX_MCP_HOME itself may not exist yet), for the next
+-- name on the way only, so the log agentd writes there queues nothing. Sets S.covered when all of
+-- them are watched.
 watch_dirs = function()
   local covered = true
   local dirs = {}
@@ -546,28 +390,37 @@ watch_dirs = function()
   for dir in pairs(dirs) do
     if not watch(dir, dir) then covered = false end
   end
-  for _, d in ipairs(S.policy_dirs) do
-    local id = (S.dir_stamps[d] or "missing"):match("[^:]*$")
-    if S.dir_ids[d] ~= id then -- created, removed or replaced: the old watch sees nothing any more
-      if not dirs[d] then unwatch(d) end
-      S.dir_ids[d] = id
-    end
-    if S.dir_stamps[d] == "missing" then
-      -- Watched through the nearest dir that exists ($REASONIX_MCP_HOME itself may not exist yet),
-      -- for the next name on the way only, on the queue alone: a uv fs_event there would wake this
-      -- process for every line agentd writes to its log in that dir.
-      local key = "parent:" .. d
-      local parent, base = nearest_existing(d)
-      if S.parent_of[d] ~= parent then unwatch(key) end
-      S.parent_of[d] = parent
-      if not parent or not queue_watch(key, parent, base) then covered = false end
-    else
-      if S.parent_of[d] then unwatch("parent:" .. d) end
-      S.parent_of[d] = nil
-      if not watch(d, d) then covered = false end
+  for _, src in ipairs(S.sources) do
+    for _, d in ipairs(src.dirs()) do
+      local id = dir_id(d)
+      if S.dir_ids[d] ~= id then -- created, removed or replaced: the old watch sees nothing any more
+        if not dirs[d] then unwatch(d) end
+        S.dir_ids[d] = id
+      end
+      if id == "missing" then
+        local key = "way:" .. d
+        local parent, base = nearest_existing(d)
+        if S.parent_of[d] ~= parent then unwatch(key) end
+        S.parent_of[d] = parent
+        if not parent or not watch(key, parent, base) then covered = false end
+      else
+        if S.parent_of[d] then unwatch("way:" .. d) end
+        S.parent_of[d] = nil
+        if not watch(d, d) then covered = false end
+      end
     end
   end
   S.covered = covered
+end
+
+-- Registers a source of reloadable files besides the built-in modules (the user policies): src =
+-- {name, dirs() -> the dirs to watch, check() -> true when what it loaded changed}. Its dirs are
+-- watched from now on and check() runs on every full check.
+function M.add_source(src)
+  S.sources[#S.sources + 1] = src
+  S.layout = true
+  watch_dirs()
+  S.layout = false
 end
 
 -- Records the file of a reloadable module when require loads it, so later edits are noticed.
@@ -585,19 +438,20 @@ local function searcher(name)
   return chunk, path
 end
 
--- Starts hot reload for this process. opts: role ("server", "agentd"), watch (fs_event), on_swap()
--- (after every successful swap), policy_dirs (default M.policy_dirs()), reloadable(name) (extra
--- modules, for tests), debounce_ms. Loads the user policies at once; their errors become warnings.
+-- Starts hot reload for this process. opts: role ("server", "agentd"), prefixes and modules (what may
+-- be reloaded), check(name, value, path) (a built module's extra check), watch (agentd: also check
+-- between calls), on_swap() (after every successful swap), debounce_ms, window_ms. Sources (the user
+-- policies) register afterwards with add_source.
 function M.init(opts)
   opts = opts or {}
   M.stop()
   S = new_state()
-  S.role, S.watch, S.on_swap, S.extra = opts.role or "?", opts.watch, opts.on_swap, opts.reloadable
+  S.role, S.watch, S.on_swap = opts.role or "?", opts.watch, opts.on_swap
+  S.prefixes, S.modules, S.module_check = opts.prefixes or {}, opts.modules or {}, opts.check
   S.debounce_ms = opts.debounce_ms
   local window_ms = opts.window_ms
   if window_ms == nil then window_ms = (S.role == "server" or S.role == "agentd") and 1000 or 0 end
   S.window = math.floor(window_ms * 1e6)
-  S.policy_dirs = opts.policy_dirs or M.policy_dirs()
   if not M.searcher_installed then
     table.insert(package.searchers, 2, searcher)
     M.searcher_installed = true
@@ -610,29 +464,35 @@ function M.init(opts)
   end
   S.queue = fswatch.open()
   S.started = true
-  for name in pairs(package.loaded) do
-    if S.watch and type(name) == "string" and name:match("^rmcp%.") and not M.reloadable(name) then
-      local file = package.searchpath(name, package.path)
-      if file then S.fixed[file] = { name = name, stamp = stamp(file) } end
+  if S.watch then
+    for name in pairs(package.loaded) do
+      if type(name) == "string" and name:match("^rmcp%.") and not M.reloadable(name) then
+        local file = package.searchpath(name, package.path)
+        if file then S.fixed[file] = { name = name, stamp = stamp(file) } end
+      end
+    end
+    if S.queue then
+      S.debounce = uv.new_timer()
+      S.debounce:unref()
+      S.poll = uv.new_poll(S.queue:fileno())
+      S.poll:unref()
+      listen()
     end
   end
-  check_policies()
   S.layout = false
   list_mods()
   watch_dirs()
   S.last_full = uv.hrtime()
   S.dirty = false
-  local names = {}
-  for _, p in ipairs(S.policies) do names[#names + 1] = p.file end
-  log.info("hot reload on (%s): %d policy file(s)%s from %s", S.role, #names,
-    #names > 0 and (" [" .. table.concat(names, ", ") .. "]") or "", table.concat(S.policy_dirs, ":"))
+  log.info("hot reload on (%s): %d module(s) tracked", S.role, #S.mods)
 end
 
 -- Stops watching and forgets the state (tests; a process just exits).
 function M.stop()
-  for _, h in pairs(S.watchers) do if not h:is_closing() then h:close() end end
+  for _, h in ipairs({ S.poll, S.debounce }) do
+    if h and not h:is_closing() then h:close() end
+  end
   if S.queue then S.queue:close() end
-  if S.debounce and not S.debounce:is_closing() then S.debounce:close() end
   S = new_state()
 end
 

@@ -1,9 +1,10 @@
 -- User-policy hooks (lua/POLICY.md): the places where the server and agentd make a decision ask the
 -- loaded policy files here, in load order, passing the built-in default. Each hook call is protected:
 -- an error is logged, reported once to the next caller, and counts as "no answer" (the default stands).
--- Stateless: the loaded policies live in rmcp.lib.reload.
+-- Stateless: the loaded policies live in policy/loader.lua.
 local log = require "rmcp.lib.log"
 local reload = require "rmcp.lib.reload"
+local loader = require "rmcp.policy.loader"
 
 local M = {}
 
@@ -41,7 +42,7 @@ function M.check(policy, path)
       if type(v) ~= "table" then bad("tools must be a list of tool tables") end
       local seen = {}
       for i, t in ipairs(v) do
-        reload.check_tool(t, path .. ": tools[" .. i .. "]")
+        require("rmcp.server.tools.common").check_tool(t, path .. ": tools[" .. i .. "]")
         if seen[t.name] then bad("tool " .. t.name .. " is defined twice") end
         seen[t.name] = true
       end
@@ -85,7 +86,7 @@ end
 
 -- Iterates the loaded policies that define hook.
 local function with(hook)
-  local list, i = reload.policies(), 0
+  local list, i = loader.policies(), 0
   return function()
     while true do
       i = i + 1

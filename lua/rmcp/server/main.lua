@@ -37,7 +37,10 @@ end
 -- Runs the server on this process's stdio; returns at once (the loop does the work).
 function M.main(_args)
   log.set_role("server")
-  require("rmcp.lib.reload").init{ role = "server" }
+  local opts = require("rmcp.reloadable").options()
+  opts.role = "server"
+  require("rmcp.lib.reload").init(opts)
+  require("rmcp.policy.loader").init{ role = "server" }
   local channel = require "rmcp.channel"
   local mcp = require "rmcp.server.mcp"
   local link = require "rmcp.server.link"

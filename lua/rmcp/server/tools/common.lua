@@ -1,8 +1,24 @@
--- Schema pieces several tools share, and the handler that forwards a tool call to agentd.
+-- Schema pieces several tools share, the shape every tool must have, and the handler that forwards
+-- a tool call to agentd.
 -- Stateless (reloadable): tools read defaults from rmcp.config when the list is built.
 local config = require "rmcp.config"
 
 local M = {}
+
+-- Raises with what is wrong when tool (built-in or from a user policy; where says which file) lacks
+-- the shape every MCP tool must have.
+function M.check_tool(tool, where)
+  local function bad(msg) error(where .. ": " .. msg, 0) end
+  if type(tool) ~= "table" then bad("a tool must be a table") end
+  if type(tool.name) ~= "string" or not tool.name:match("^[%w_%-%.]+$") or #tool.name > 64 then
+    bad("tool name must be 1-64 characters of letters, digits, _ - . (got " .. tostring(tool.name) .. ")")
+  end
+  if type(tool.description) ~= "string" or tool.description == "" then bad("tool " .. tool.name .. ": description must be a non-empty string") end
+  if type(tool.inputSchema) ~= "table" or tool.inputSchema.type ~= "object" then
+    bad("tool " .. tool.name .. ": inputSchema must be a table with type = \"object\"")
+  end
+  if type(tool.handler) ~= "function" then bad("tool " .. tool.name .. ": handler must be a function") end
+end
 
 -- An object schema: properties, required names; unknown arguments are refused (typos surface).
 function M.object(properties, required, extra)

@@ -85,7 +85,7 @@ function M.selfcheck()
   local seen = {}
   for _, mod in ipairs(M.modules) do
     local tool = require("rmcp.server.tools." .. mod)
-    require("rmcp.lib.reload").check_tool(tool, "rmcp.server.tools." .. mod)
+    require("rmcp.server.tools.common").check_tool(tool, "rmcp.server.tools." .. mod)
     if seen[tool.name] then return false, "tool " .. tool.name .. " is listed twice" end
     seen[tool.name] = true
   end

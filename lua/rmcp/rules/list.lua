@@ -1,6 +1,6 @@
 -- List shaping: one compact row per session and counts by status.
 local json = require "rmcp.lib.json"
-local caps = require "rmcp.policy.caps"
+local caps = require "rmcp.rules.caps"
 
 local M = {}
 

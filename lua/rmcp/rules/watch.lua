@@ -1,6 +1,6 @@
 -- Watch shaping: when a watched session is ready, and the compact result a watch returns for it.
 local json = require "rmcp.lib.json"
-local caps = require "rmcp.policy.caps"
+local caps = require "rmcp.rules.caps"
 
 local M = {}
 

@@ -2,7 +2,7 @@
 -- filtering and caps. Stateless: the daemon drains the session (agentd/session.lua), this only shapes.
 local json = require "rmcp.lib.json"
 local config = require "rmcp.config"
-local caps = require "rmcp.policy.caps"
+local caps = require "rmcp.rules.caps"
 
 local M = {}
 
