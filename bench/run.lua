@@ -13,9 +13,9 @@ local sys = require "rmcp.sys"
 local async = require "rmcp.lib.async"
 local json = require "rmcp.lib.json"
 local jsonrpc = require "rmcp.lib.jsonrpc"
-local client = require "rmcp.agentd.client"
+local client = require "rmcp.agentd_client"
 local acp = require "rmcp.acp.client"
-local contract = require "rmcp.policy.contract"
+local contract = require "rmcp.rules.contract"
 local host = require "rmcp.host"
 
 -- ---- options -------------------------------------------------------------------------------

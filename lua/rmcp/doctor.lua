@@ -7,7 +7,7 @@ local proc = require "rmcp.proc"
 local json = require "rmcp.lib.json"
 local async = require "rmcp.lib.async"
 local config = require "rmcp.config"
-local client = require "rmcp.agentd.client"
+local client = require "rmcp.agentd_client"
 
 local M = {}
 

@@ -6,7 +6,7 @@ local sys = require "rmcp.sys"
 local json = require "rmcp.lib.json"
 local async = require "rmcp.lib.async"
 local config = require "rmcp.config"
-local client = require "rmcp.agentd.client"
+local client = require "rmcp.agentd_client"
 
 local M = {}
 

@@ -1,5 +1,6 @@
--- Client of the agentd socket, for the MCP server, ctl, doctor and tests: connects (starting agentd
--- detached when nobody answers, safe against concurrent starters: the daemon's lock decides), says
+-- Client of the agentd socket, for everyone but agentd (the MCP server, ctl, doctor, tests; agentd uses
+-- only spawn_daemon, to start its successor): connects (starting agentd detached when nobody answers,
+-- safe against concurrent starters: the daemon's lock decides), says
 -- hello, sends requests, receives notifications, and reconnects transparently after agentd restarts.
 local uv = require "luv"
 local sock = require "rmcp.sock"
