@@ -10,6 +10,7 @@ local relay = require "rmcp.server.relay"
 local elicitation = require "rmcp.server.elicitation"
 local orchestrator = require "rmcp.server.orchestrator"
 local reload = require "rmcp.lib.reload"
+local async = require "rmcp.lib.async"
 
 local M = {}
 
@@ -254,32 +255,57 @@ function Server:describe_tool(tool)
   return d
 end
 
--- What a tool handler sees: the call, the project, agentd access, progress settings.
-local Ctx = {}
-Ctx.__index = Ctx
-
--- Sends method to agentd for this call; cb(result, err). Long requests are cancellable and carry
--- progress. With raw, the result comes as agentd's JSON text (json.raw), never decoded.
-function Ctx:agentd(method, params, cb, raw)
-  local server, call = self.server, self.call
-  local settled, aid = false, nil
-  aid = server:link():request(method, params, function(result, err)
-    settled = true
-    if aid then
-      call.agentd_ids[aid] = nil
-      server.progress_calls[aid] = nil
+-- The ctx a tool handler(args, ctx) gets (lua/POLICY.md): agentd access for this orchestrator that
+-- waits inside the handler's coroutine, the project dir, the orchestrator id, and this call's
+-- progress token. agentd's long requests made for the call are cancelled with it and carry its
+-- progress.
+local function tool_ctx(server, call)
+  local ctx = {
+    project_dir = server.project_dir, orchestrator_id = server.orchestrator_id,
+    progress_token = call.progress_token, progress_interval_ms = tonumber(os.getenv("REASONIX_MCP_PROGRESS_INTERVAL_MS") or ""),
+  }
+  -- Sends method to agentd and returns cb-style: cb(result, err); raw: the result as agentd's JSON text.
+  local function send(method, params, raw, cb)
+    local settled, aid = false, nil
+    aid = server:link():request(method, params, function(result, err)
+      settled = true
+      if aid then
+        call.agentd_ids[aid] = nil
+        server.progress_calls[aid] = nil
+      end
+      cb(result, err)
+    end, raw)
+    if aid and not settled then
+      call.agentd_ids[aid] = true
+      if call.progress_token ~= nil then server.progress_calls[aid] = call end
     end
-    cb(result, err)
-  end, raw)
-  if aid and not settled then
-    call.agentd_ids[aid] = true
-    if call.progress_token ~= nil then server.progress_calls[aid] = call end
   end
-end
-
--- The REASONIX_MCP_PROGRESS_INTERVAL_MS override, or nil for agentd's default (10 s).
-local function progress_interval()
-  return tonumber(os.getenv("REASONIX_MCP_PROGRESS_INTERVAL_MS") or "")
+  -- Calls agentd method (PROTOCOL.md); returns result, or nil and an error object {code, message}.
+  -- With raw, the result is agentd's JSON text (json.raw), passed on to the host undecoded.
+  function ctx.agentd(method, params, raw)
+    return async.await(function(resume) send(method, params or {}, raw, resume) end)
+  end
+  -- Sends several agentd calls at once; returns {result = ..., error = ...} for each, in order.
+  function ctx.agentd_all(calls)
+    local out, left = {}, #calls
+    if left == 0 then return out end
+    return async.await(function(resume)
+      for i, c in ipairs(calls) do
+        send(c[1] or c.method, c[2] or c.params or {}, false, function(result, err)
+          out[i] = { result = result, error = err }
+          left = left - 1
+          if left == 0 then resume(out) end
+        end)
+      end
+    end)
+  end
+  -- Asks the supervising launcher for a fresh server; false when there is none.
+  function ctx.restart_server(reason)
+    if not server.supervised then return false end
+    server:notify("$/rmcp/restart", { reason = reason })
+    return true
+  end
+  return ctx
 end
 
 M.methods = {}
@@ -415,15 +441,14 @@ M.methods["tools/call"] = function(self, params, reply)
     if derr ~= nil then reply(self:with_warnings(self:tool_error(name, derr)))
     else reply(self:with_warnings(self:tool_result(tool, result))) end
   end
-  local ctx = setmetatable({
-    server = self, call = call, project_dir = self.project_dir, progress_token = token,
-    progress_interval_ms = progress_interval(), supervised = self.supervised,
-  }, Ctx)
-  local hok, herr = xpcall(tool.handler, debug.traceback, ctx, args, done)
-  if not hok then
-    log.error("tool %s raised: %s", name, tostring(herr))
-    done(nil, "internal error in the MCP server: " .. tostring(herr):match("^[^\n]*"))
-  end
+  async.run(function()
+    local result, err = tool.handler(args, tool_ctx(self, call))
+    if result == nil and err == nil then err = "tool " .. name .. " returned no result" end
+    done(result, err)
+  end, function(e)
+    log.error("tool %s%s raised: %s", name, tool.policy and (" (policy " .. tool.policy .. ")") or "", tostring(e))
+    done(nil, (tool.policy and "policy tool failed: " or "internal error in the MCP server: ") .. tostring(e):match("^[^\n]*"))
+  end)
 end
 
 -- Handles a notification from the host.

@@ -86,14 +86,14 @@ end
 -- wrote it (json.raw: the server passes it on without decoding it again).
 -- prepare(args, ctx) may adjust the params (returning nil, message refuses the call).
 function M.forward(method, prepare)
-  return function(ctx, args, done)
+  return function(args, ctx)
     local params = args
     if prepare then
       local p, err = prepare(args, ctx)
-      if not p then return done(nil, err) end
+      if not p then return nil, err end
       params = p
     end
-    ctx:agentd(method, params, done, true)
+    return ctx.agentd(method, params, true)
   end
 end
 

@@ -13,13 +13,12 @@ return {
   inputSchema = common.object({}),
   outputSchema = common.result(),
   annotations = { readOnlyHint = false, destructiveHint = false, idempotentHint = true, openWorldHint = false },
-  handler = function(ctx, _args, done)
-    if not ctx.supervised then
-      return done(nil, "No supervising launcher: the host runs `reasonix-mcp server` directly, so nothing can "
+  handler = function(_args, ctx)
+    if not ctx.restart_server("reasonix_restart_mcp_server") then
+      return nil, "No supervising launcher: the host runs `reasonix-mcp server` directly, so nothing can "
         .. "restart it. Restart the MCP server from your MCP host (for example /mcp in Claude Code); agent "
-        .. "sessions keep running in agentd. Register the bare `reasonix-mcp` command to get restarts.")
+        .. "sessions keep running in agentd. Register the bare `reasonix-mcp` command to get restarts."
     end
-    ctx.server:notify("$/rmcp/restart", { reason = "reasonix_restart_mcp_server" })
-    done({ restarting = true, message = "The launcher is starting a fresh MCP server; agent sessions are unaffected." })
+    return { restarting = true, message = "The launcher is starting a fresh MCP server; agent sessions are unaffected." }
   end,
 }
