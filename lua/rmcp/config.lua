@@ -49,10 +49,28 @@ local limit_env = setmetatable({}, { __index = function(t, name)
   return v
 end })
 
--- Returns the numeric limit name, honouring REASONIX_MCP_<NAME>.
+-- Returns the numeric limit name, honouring REASONIX_MCP_<NAME>. (The caps a poll or watch result
+-- is shaped with also pass the user policies' caps hook: rules/caps.lua limit.)
 function M.limit(name)
   local v = os.getenv(limit_env[name])
   return v and v ~= "" and tonumber(v) or M.limits[name]
+end
+
+-- The limits read once per loop iteration, for paths that run per event (a flood is tens of
+-- thousands a second): a table name -> M.limit(name), filled on first use; an environment change
+-- is seen from the next iteration on.
+local snapshot, snapshot_tick = {}, -1
+function M.limits_now()
+  local now = require("luv").now()
+  if now ~= snapshot_tick then
+    snapshot_tick = now
+    snapshot = setmetatable({}, { __index = function(t, name)
+      local v = M.limit(name)
+      t[name] = v
+      return v
+    end })
+  end
+  return snapshot
 end
 
 -- True when the boolean env flag REASONIX_MCP_<name> is set to 1/true/yes.

@@ -5,6 +5,7 @@ local sys = require "rmcp.sys"
 local sock = require "rmcp.sock"
 local proc = require "rmcp.proc"
 local json = require "rmcp.lib.json"
+local log = require "rmcp.lib.log"
 local async = require "rmcp.lib.async"
 local config = require "rmcp.config"
 local client = require "rmcp.agentd_client"
@@ -84,14 +85,8 @@ function M.main()
       if c.ok == false then failed = true end
       print(string.format("[%s] %-20s %s", mark, c.name, c.detail))
     end
-    local f = io.open(config.paths().log, "r")
-    if f then
-      local lines = {}
-      for line in f:lines() do
-        lines[#lines + 1] = line
-        if #lines > 10 then table.remove(lines, 1) end
-      end
-      f:close()
+    local lines = log.tail(config.paths().log, 10)
+    if lines then
       print("\nagentd.log (last " .. #lines .. " lines):")
       for _, l in ipairs(lines) do print("  " .. l) end
     end

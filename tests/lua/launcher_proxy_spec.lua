@@ -106,8 +106,10 @@ test("wire: the top-level id is found and replaced in place; nested ids, strings
   t.eq(wire.raw_id('{"jsonrpc":"2.0","method":"x"}'), nil)
   t.eq(wire.raw_id('[{"id":1}]'), nil)
   t.eq(wire.raw_id('{"id":'), nil)
-  t.eq(wire.id_key(1.0), wire.id_key(1))
-  t.ne(wire.id_key(1), wire.id_key("1"))
+  local jsonrpc = require "rmcp.lib.jsonrpc"
+  t.eq(jsonrpc.id_key(1.0), jsonrpc.id_key(1))
+  t.ne(jsonrpc.id_key(1), jsonrpc.id_key("1"))
+  t.eq(jsonrpc.id_key(require("rmcp.lib.json").null), nil)
   t.ok(wire.repeatable("tools/call", { name = "reasonix_watch" }))
   t.ok(not wire.repeatable("tools/call", { name = "reasonix_spawn" }))
   t.ok(wire.repeatable("tools/list", {}))

@@ -63,8 +63,6 @@ local function new_agent(opts)
     on_notification = function(method, params)
       if method == "session/update" then
         if opts.on_update and type(params.update) == "table" then opts.on_update(params.sessionId, params.update) end
-      elseif method == "_reasonix.io/session/status_update" then
-        if opts.on_status then opts.on_status(params) end
       end
     end,
     on_request = function(method, _, reply)
@@ -97,7 +95,7 @@ end
 
 -- Starts the agent process. opts: bin, args, cwd, env, max_line, stderr_tail (bytes kept), and the
 -- callbacks on_update(acp_sid, update), on_chunk(kind, text) (a text chunk, without on_update),
--- on_status(params), on_permission(params, reply),
+-- on_permission(params, reply),
 -- on_exit(code, signal). Returns the agent or nil, message, code.
 function M.start(opts)
   local self = new_agent(opts)

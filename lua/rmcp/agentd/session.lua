@@ -23,7 +23,7 @@ local M = {}
 M.NOT_READY = -32006
 M.EXPECT_NOT_MET = -32004
 
-local critical_types = { permission_request = true, turn_end = true, process_exited = true }
+local critical_types = rules_poll.critical_types
 local live_status = { starting = true, running = true, idle = true, awaiting_decision = true }
 
 -- True when the session has (or is getting) a live agent.
@@ -39,22 +39,6 @@ local function new_id()
   return "rx-" .. bytes:gsub(".", function(c) return string.format("%02x", c:byte()) end):sub(1, 12)
 end
 
--- The limits the per-event path reads, looked up once per loop iteration: config.limit reads the
--- environment on every call, too slow at tens of thousands of events a second, and an env change
--- or a reload of config is still seen from the next iteration on.
-local lim, lim_tick = {}, -1
-local function limits()
-  local now = uv.now()
-  if now ~= lim_tick then
-    lim_tick = now
-    lim.max_delta_text = config.limit("max_delta_text")
-    lim.max_full_text = config.limit("max_full_text")
-    lim.event_buffer = config.limit("event_buffer")
-    lim.turn_buffer = config.limit("turn_buffer")
-    lim.now = store.now() -- the time stamp of the chunk events read in this iteration
-  end
-  return lim
-end
 
 -- A bounded text accumulator: pieces are joined lazily, and only about the last max bytes are kept
 -- (cut = true once text was dropped).
@@ -164,7 +148,7 @@ local function push_event(s, ev, t)
     times[n] = t or store.now()
   end
   rt.noncritical = rt.noncritical + 1
-  local max = limits().event_buffer
+  local max = config.limits_now().event_buffer
   if rt.noncritical > max then
     -- compacted in place, the oldest tenth at a time; critical events are never dropped
     local drop = rt.noncritical - max + math.max(1, max // 10)
@@ -277,7 +261,7 @@ end
 function M.on_chunk(d, s, kind, text)
   local rt = s.rt
   rt.counters.chunks = rt.counters.chunks + 1
-  local l = limits()
+  local l = config.limits_now()
   if kind == "agent_message_chunk" then
     buf_add(rt.text, text, l.max_delta_text)
     -- a stored turn keeps at most max_delta_text (tail), and last_text its last 20000 bytes
@@ -288,7 +272,7 @@ function M.on_chunk(d, s, kind, text)
     buf_add(rt.full_thought, text, l.max_full_text)
   end
   -- a message chunk event is kept as its text (shared with the buffers, not copied)
-  if kind == "agent_message_chunk" then push_event(s, text, l.now) else push_event(s, { type = kind, text = text }, l.now) end
+  if kind == "agent_message_chunk" then push_event(s, text, store.now()) else push_event(s, { type = kind, text = text }, store.now()) end
   rt.wait_dirty = true
   if d.on_output then d.on_output(s) end
 end
@@ -442,7 +426,7 @@ local function end_turn(d, s, stop_reason, err_text)
   local rt = s.rt
   rt.prompt_active = false
   rt.active, rt.tools = {}, {}
-  local l = limits()
+  local l = config.limits_now()
   local cut = rt.turn_text.cut
   local text = buf_text(rt.turn_text)
   rt.turn_text = buf_new()

@@ -4,6 +4,7 @@
 local uv = require "luv"
 local sys = require "rmcp.sys"
 local json = require "rmcp.lib.json"
+local log = require "rmcp.lib.log"
 local async = require "rmcp.lib.async"
 local config = require "rmcp.config"
 local client = require "rmcp.agentd_client"
@@ -83,35 +84,10 @@ end
 
 -- Prints the last n lines of the daemon log.
 local function print_log(n)
-  local f = io.open(config.paths().log, "r")
-  if not f then print("no log at " .. config.paths().log); return 1 end
-  local lines = {}
-  for line in f:lines() do
-    lines[#lines + 1] = line
-    if #lines > n then table.remove(lines, 1) end
-  end
-  f:close()
+  local lines = log.tail(config.paths().log, n)
+  if not lines then print("no log at " .. config.paths().log); return 1 end
   for _, l in ipairs(lines) do print(l) end
   return 0
-end
-
--- Fields of agentd results that are arrays (cjson decodes [] as an empty table, lost on re-encoding).
-local array_keys = {
-  sessions = true, events = true, turns = true, tool_calls = true, written = true, read = true, bash = true,
-  ready = true, plan = true, skipped_options = true, warnings = true, allow_write = true, options = true,
-  models = true, supported_efforts = true,
-}
-
--- Marks the empty tables under array keys of a decoded result as arrays again, for --json output.
-local function restore_arrays(v)
-  if type(v) ~= "table" then return v end
-  for k, x in pairs(v) do
-    if type(x) == "table" then
-      if array_keys[k] and next(x) == nil then json.array(x) end
-      restore_arrays(x)
-    end
-  end
-  return v
 end
 
 -- Runs one command against agentd; returns the exit code (coroutine).
@@ -140,7 +116,6 @@ function M.run(argv)
   local r, rerr = c:call(method, params)
   c:close()
   if not r then io.stderr:write("ctl: ", tostring(rerr.message), "\n"); return 1 end
-  restore_arrays(r)
   if flags.json then print(json.encode(r)); return 0 end
   if cmd == "list" then print_list(r)
   elseif cmd == "poll" then print_result(id, r)

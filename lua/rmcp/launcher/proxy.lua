@@ -34,8 +34,7 @@ local function tunable(name)
   return config.limit("launcher_" .. name) or M.defaults[name]
 end
 
--- MCP log levels in increasing severity (for notifications/message against the host's level).
-local LEVELS = { debug = 1, info = 2, notice = 3, warning = 4, error = 5, critical = 6, alert = 7, emergency = 8 }
+local LEVELS = log.MCP_LEVELS
 
 local Proxy = {}
 Proxy.__index = Proxy
@@ -116,12 +115,12 @@ function Proxy:host_request(line, msg, id)
   local params = type(msg.params) == "table" and msg.params or {}
   self.seq = self.seq + 1
   local entry = {
-    key = wire.id_key(id), id = id, line = line, method = msg.method, seq = self.seq,
+    key = jsonrpc.id_key(id), id = id, line = line, method = msg.method, seq = self.seq,
     repeatable = wire.repeatable(msg.method, params), label = wire.label(msg.method, params),
     level = msg.method == "logging/setLevel" and params.level or nil,
   }
   local meta = type(params._meta) == "table" and params._meta or nil
-  local token = meta and wire.id_key(meta.progressToken)
+  local token = meta and jsonrpc.id_key(meta.progressToken)
   if token then
     entry.token = token
     self.tokens[token] = entry
@@ -150,7 +149,7 @@ function Proxy:host_notification(line, msg)
   if msg.method == "notifications/initialized" then
     self.hs.initialized_line = line
   elseif msg.method == "notifications/cancelled" then
-    local entry = self.pending[wire.id_key(params.requestId)]
+    local entry = self.pending[jsonrpc.id_key(params.requestId)]
     if entry then
       if entry.owner then entry.owner:send(line) end
       self:settle(entry)
@@ -162,7 +161,7 @@ end
 
 -- Routes the host's answer to a server→host request back to the server that asked, with its own id.
 function Proxy:host_response(line, id)
-  local key = wire.id_key(id)
+  local key = jsonrpc.id_key(id)
   local r = self.host_reqs[key]
   if not r then
     log.info("dropped the host's answer to request %s: no server is waiting for it", tostring(id))
@@ -223,7 +222,7 @@ function Proxy:child_response(child, line, id, kind)
     child.own[id] = nil
     return cb(json.decode(line) or {})
   end
-  local entry = self.pending[wire.id_key(id)]
+  local entry = self.pending[jsonrpc.id_key(id)]
   if not entry then
     log.debug("dropped an answer to %s from server pid %d: not in flight any more", tostring(id), child.pid)
     return
@@ -252,8 +251,8 @@ function Proxy:child_request(child, line, id)
     log.warn("server pid %d sent a request whose id cannot be located; dropped", child.pid)
     return
   end
-  self.host_reqs[wire.id_key(hid)] = { child = child, id_json = raw, orig_key = wire.id_key(id) }
-  child.server_reqs[wire.id_key(id)] = hid
+  self.host_reqs[jsonrpc.id_key(hid)] = { child = child, id_json = raw, orig_key = jsonrpc.id_key(id) }
+  child.server_reqs[jsonrpc.id_key(id)] = hid
   self.send_host(wire.replace_id(line, tostring(hid)))
 end
 
@@ -264,16 +263,16 @@ function Proxy:child_notification(child, line, msg)
   local params = type(msg.params) == "table" and msg.params or {}
   if type(method) == "string" and method:sub(1, 7) == "$/rmcp/" then return self:private(child, method, params) end
   if method == "notifications/progress" then
-    local entry = self.tokens[wire.id_key(params.progressToken)]
+    local entry = self.tokens[jsonrpc.id_key(params.progressToken)]
     if entry and entry.owner == child then self.send_host(line) end
     return
   end
   if method == "notifications/cancelled" then
-    local okey = wire.id_key(params.requestId)
+    local okey = jsonrpc.id_key(params.requestId)
     local hid = okey and child.server_reqs[okey]
     if hid then
       child.server_reqs[okey] = nil
-      self.host_reqs[wire.id_key(hid)] = nil
+      self.host_reqs[jsonrpc.id_key(hid)] = nil
       self.send_host(wire.cancel_line(hid, type(params.reason) == "string" and params.reason or nil))
     end
     return
@@ -495,7 +494,7 @@ end
 function Proxy:withdraw(child, reason)
   for okey, hid in pairs(child.server_reqs) do
     child.server_reqs[okey] = nil
-    self.host_reqs[wire.id_key(hid)] = nil
+    self.host_reqs[jsonrpc.id_key(hid)] = nil
     self.send_host(wire.cancel_line(hid, reason))
   end
 end

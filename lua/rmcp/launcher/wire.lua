@@ -28,13 +28,6 @@ function M.normalize_id(id)
   return id
 end
 
--- A table key for an id that keeps 1 and "1" apart (nil for no id).
-function M.id_key(id)
-  id = M.normalize_id(id)
-  if id == nil then return nil end
-  return type(id):sub(1, 1) .. ":" .. tostring(id)
-end
-
 -- True when a request (method, decoded params) can be sent again to a new server.
 function M.repeatable(method, params)
   if method == "tools/call" then

@@ -22,6 +22,14 @@ function M.error(code, message, data)
   return setmetatable({ code = code, message = message, data = data }, error_mt)
 end
 
+-- A table key for a request id that keeps 1 and "1" apart (nil for no id or null; an integral
+-- float counts as the integer).
+function M.id_key(id)
+  if id == nil or id == json.null then return nil end
+  if math.type(id) == "float" and math.tointeger(id) then id = math.tointeger(id) end
+  return type(id):sub(1, 1) .. ":" .. tostring(id)
+end
+
 -- True when v is an error object built by M.error (or decoded from a peer).
 function M.is_error(v)
   return getmetatable(v) == error_mt

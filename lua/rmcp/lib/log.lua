@@ -2,6 +2,10 @@
 -- stdout is never used: in the MCP server it carries only protocol.
 local M = {}
 
+-- The RFC 5424 levels as MCP's notifications/message names them, in increasing severity (the
+-- launcher and the server filter what they send a host by the level it set).
+M.MCP_LEVELS = { debug = 1, info = 2, notice = 3, warning = 4, error = 5, critical = 6, alert = 7, emergency = 8 }
+
 local levels = { debug = 10, info = 20, warn = 30, error = 40 }
 local threshold = levels[os.getenv("REASONIX_MCP_LOG_LEVEL") or "info"] or levels.info
 local role = "reasonix-mcp"
@@ -13,6 +17,19 @@ function M.set_role(name) role = name end
 
 -- Sends lines elsewhere (a rotating file, a test buffer); fn(line) gets text ending in "\n".
 function M.set_sink(fn) sink = fn end
+
+-- The last n lines of the file at path (a log), or nil when it cannot be read.
+function M.tail(path, n)
+  local f = io.open(path, "r")
+  if not f then return nil end
+  local lines = {}
+  for line in f:lines() do
+    lines[#lines + 1] = line
+    if #lines > n then table.remove(lines, 1) end
+  end
+  f:close()
+  return lines
+end
 
 -- Formats and writes one message at level if it passes the threshold.
 local function emit(level, fmt, ...)

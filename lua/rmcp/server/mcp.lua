@@ -19,8 +19,7 @@ M.VERSIONS = { "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05" }
 local supported = {}
 for _, v in ipairs(M.VERSIONS) do supported[v] = true end
 
--- RFC 5424 levels as MCP names them, in increasing severity.
-local LEVELS = { debug = 1, info = 2, notice = 3, warning = 4, error = 5, critical = 6, alert = 7, emergency = 8 }
+local LEVELS = log.MCP_LEVELS
 
 M.INSTRUCTIONS = [[
 Reasonix agents run in a background daemon; you orchestrate them.
@@ -32,12 +31,6 @@ Lost track of ids (e.g. after a restart)? reasonix_list shows your sessions; wat
 
 local Server = {}
 Server.__index = Server
-
--- A key for a request id that keeps 1 and "1" apart.
-local function id_key(id)
-  if id == nil then return nil end
-  return type(id) .. ":" .. tostring(id)
-end
 
 -- Creates the MCP session. opts: send(line), project_dir, link(server) -> agentd link,
 -- version (server version), supervised (a launcher can restart us).
@@ -427,7 +420,7 @@ M.methods["tools/call"] = function(self, params, reply)
   local token = meta.progressToken
   if token ~= nil and type(token) ~= "string" and type(token) ~= "number" then token = nil end
   local call = { id = request_id, tool = tool, agentd_ids = {}, progress_token = token, progress_n = 0 }
-  local key = id_key(request_id)
+  local key = jsonrpc.id_key(request_id)
   if key then self.calls[key] = call end
   local finished = false
   local function done(result, derr)
@@ -466,13 +459,13 @@ end
 
 -- Cancels an in-flight tools/call: its watch/wait in agentd is released, no reply is sent.
 function Server:cancel(request_id, reason)
-  local call = self.calls[id_key(request_id)]
+  local call = self.calls[jsonrpc.id_key(request_id)]
   if not call then
     log.debug("mcp: cancel for unknown or finished request %s", tostring(request_id))
     return
   end
   call.cancelled = true
-  self.calls[id_key(request_id)] = nil
+  self.calls[jsonrpc.id_key(request_id)] = nil
   log.info("mcp: client cancelled %s (request %s)%s", call.tool.name, tostring(request_id),
     reason and (": " .. tostring(reason)) or "")
   if call.tool.long and self.agentd then
