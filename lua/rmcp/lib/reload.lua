@@ -379,7 +379,8 @@ local function nearest_existing(d)
   return nil
 end
 
--- Watches every dir holding a tracked module and every source dir; a missing source dir through
+-- Watches every dir holding a tracked module (in agentd, a fixed one too, so note_fixed hears an
+-- edit) and every source dir; a missing source dir through
 -- the nearest dir that exists on its path ($REASONIX_MCP_HOME itself may not exist yet), for the next
 -- name on the way only, so the log agentd writes there queues nothing. Sets S.covered when all of
 -- them are watched.
@@ -387,6 +388,7 @@ watch_dirs = function()
   local covered = true
   local dirs = {}
   for _, e in pairs(S.tracked) do dirs[e.path:match("^(.*)/[^/]*$") or "."] = true end
+  for file in pairs(S.fixed) do dirs[file:match("^(.*)/[^/]*$") or "."] = true end -- note_fixed hears them
   for dir in pairs(dirs) do
     if not watch(dir, dir) then covered = false end
   end
