@@ -96,7 +96,7 @@ end
 -- Starts the agent process. opts: bin, args, cwd, env, max_line, stderr_tail (bytes kept), and the
 -- callbacks on_update(acp_sid, update), on_chunk(kind, text) (a text chunk, without on_update),
 -- on_permission(params, reply),
--- on_exit(code, signal). Returns the agent or nil, message, code.
+-- on_exit(code, signal, agent). Returns the agent or nil, message, code.
 function M.start(opts)
   local self = new_agent(opts)
   local p, err, code = proc.spawn(stdio_opts(self, {
@@ -148,7 +148,7 @@ function Agent:handle_exit(code, signal)
   self.exit_code, self.exit_signal = code, signal
   self.peer:close("agent process exited")
   if self.kill_timer then self.kill_timer:close(); self.kill_timer = nil end
-  if self.opts.on_exit then self.opts.on_exit(code, signal) end
+  if self.opts.on_exit then self.opts.on_exit(code, signal, self) end
 end
 
 -- The agent's pid (nil before start).
