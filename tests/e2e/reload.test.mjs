@@ -181,11 +181,11 @@ test('editing a built-in module under lua/ is picked up on the next call, in the
   assert.doesNotMatch(again.tools.find((t) => t.name === 'reasonix_list').description, /RELOADED/);
 
   // A module that holds state is not swapped; agentd (which watches its dirs) says so instead.
-  const sessionFile = join(fx.lua, 'rmcp', 'agentd', 'session.lua');
+  const sessionFile = join(fx.lua, 'rmcp', 'agentd', 'session', 'init.lua');
   write(sessionFile, readFileSync(sessionFile, 'utf8') + '-- edited by reload.test.mjs\n');
   const agentdLog = join(fx.sb.mcp, 'agentd.log');
-  await until(() => readFileSync(agentdLog, 'utf8').includes('session.lua changed, but rmcp.agentd.session holds state'),
-    5000, 'agentd to notice the session.lua edit');
+  await until(() => readFileSync(agentdLog, 'utf8').includes('session/init.lua changed, but rmcp.agentd.session holds state'),
+    5000, 'agentd to notice the session/init.lua edit');
   const told = await callTool(c.client, 'reasonix_poll', { session_id: session });
   assert.match(warningsOf(told.result).join('\n'), /not hot-reloaded: it takes effect when agentd restarts/);
   await tool(c.client, 'reasonix_stop', { session_id: session });

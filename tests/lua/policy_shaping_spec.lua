@@ -10,7 +10,7 @@ local caps = require "rmcp.rules.caps"
 
 local with_env = require("testing").with_env
 
--- A snapshot like agentd/session.lua's drain produces.
+-- A snapshot like agentd/session/state.lua's drain produces.
 local function snap(over)
   local s = {
     session_id = "rx-1", status = "idle", stop_reason = "end_turn", text = "hello", thought = "hmm",

@@ -91,28 +91,7 @@ function methods.spawn(d, conn, p, reply)
   local cwd, cerr = ownership.confine(conn.project_dir, o.cwd)
   if not cwd then return reply(nil, cerr) end
   rules_spawn.adjust(o, { cwd = cwd, project_dir = conn.project_dir, orchestrator_id = conn.orch })
-  local s = session.create(d, conn.orch, conn.project_dir, o, cwd)
-  log.info("session %s: spawn for %s in %s", s.id, conn.orch, cwd)
-  async.run(function()
-    local ok, serr = session.setup(d, s, o, "new")
-    if not ok then
-      if s.rt.stopping then
-        s.status, s.exit_reason = "exited", s.rt.stopping
-        session.persist(d, s)
-      else
-        d.sessions[s.id] = nil
-        store.remove(d.paths.sessions, s.id)
-        os.remove(s.transcript_path)
-      end
-      log.warn("session %s: spawn failed: %s", s.id, serr.message)
-      return reply(nil, serr)
-    end
-    session.begin(d, s)
-    reply(session.spawn_result(s))
-  end, function(e)
-    log.error("spawn crashed: %s", e)
-    reply(nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, "spawn failed: " .. tostring(e)))
-  end)
+  session.spawn(d, conn.orch, conn.project_dir, o, cwd, reply)
 end
 
 -- resume: revives a tombstone (exited/orphaned) with session/resume on a fresh agent.
@@ -121,35 +100,15 @@ function methods.resume(d, conn, p, reply)
   if not s then return reply(nil, err) end
   local o, oerr = rules_spawn.options(p, true)
   if not o then return reply(nil, bad(oerr)) end
-  if session.is_live(s) then
-    local r = session.spawn_result(s)
-    r.warnings = json.array({ "session is already live; nothing to resume" })
-    return reply(r)
-  end
-  if p.cwd ~= nil then
+  local changes = {}
+  if p.cwd ~= nil and not session.is_live(s) then
     local cwd, cerr = ownership.confine(conn.project_dir, p.cwd)
     if not cwd then return reply(nil, cerr) end
-    s.cwd = cwd
+    changes.cwd = cwd
   end
-  if p.keep_alive ~= nil then s.keep_alive = o.keep_alive end
-  if p.idle_timeout ~= nil then s.idle_timeout = o.idle_timeout end
-  local previous = s.status
-  local ro = { model = s.model, effort = s.effort, tool_approval = s.tool_approval, work_mode = s.work_mode, explicit = {} }
-  session.prepare_resume(s)
-  async.run(function()
-    local ok, serr = session.setup(d, s, ro, s.acp_session_id and "resume" or "new")
-    if not ok then
-      s.status = previous
-      s.error_text = serr.message
-      session.persist(d, s)
-      return reply(nil, jsonrpc.error(serr.code, "resume failed: " .. serr.message))
-    end
-    session.resumed(d, s)
-    reply(session.spawn_result(s))
-  end, function(e)
-    s.status = previous
-    reply(nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, "resume failed: " .. tostring(e)))
-  end)
+  if p.keep_alive ~= nil then changes.keep_alive = o.keep_alive end
+  if p.idle_timeout ~= nil then changes.idle_timeout = o.idle_timeout end
+  session.resume(d, s, changes, reply)
 end
 
 -- send: forced steer (never dropped); expect narrows it.
@@ -312,7 +271,7 @@ end
 
 -- Takes over an accepted socket fd: NDJSON JSON-RPC with the API methods.
 function M.accept(d, fd, peer_uid, peer_pid)
-  d.next_conn = (d.next_conn or 0) + 1
+  d.next_conn = d.next_conn + 1
   local conn = { id = d.next_conn, requests = {}, hello = false, peer_pid = peer_pid }
   local ch
   conn.peer = jsonrpc.new({

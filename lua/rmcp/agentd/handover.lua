@@ -13,7 +13,6 @@ local jsonrpc = require "rmcp.lib.jsonrpc"
 local log = require "rmcp.lib.log"
 local config = require "rmcp.config"
 local sys = require "rmcp.sys"
-local acp = require "rmcp.acp.client"
 local session = require "rmcp.agentd.session"
 local store = require "rmcp.agentd.store"
 
@@ -66,16 +65,6 @@ function M.blocker(d)
   return nil
 end
 
--- Runtime state of s that survives exec: everything in s.rt but the agent and uv handles.
-local function rt_state(rt)
-  local out = {}
-  for k, v in pairs(rt) do
-    local t = type(v)
-    if k ~= "agent" and k ~= "idle_timer" and t ~= "function" and t ~= "userdata" and t ~= "thread" then out[k] = v end
-  end
-  return out
-end
-
 -- Pauses every live agent and collects the handover state (and the paused agents); nil, why when
 -- an agent has a partial line buffered (then every agent reads again).
 function M.collect(d)
@@ -91,16 +80,9 @@ function M.collect(d)
       local ast, why = a:handover_state()
       if not ast then return undo(id .. ": " .. why) end
       paused[#paused + 1] = a
-      local pending = json.array()
-      for _, dec in ipairs(s.pending) do
-        pending[#pending + 1] = { request_id = dec.request_id, kind = dec.kind, tool_call = dec.tool_call,
-                                  options = dec.options, delivered = dec.delivered,
-                                  agent_request_id = jsonrpc.reply_id(dec.reply) }
-      end
-      st.sessions[id] = {
-        agent = ast, rt = rt_state(s.rt), pending = pending, status = s.status, exit_reason = s.exit_reason,
-        stop_reason = s.stop_reason, terminal_pending = s.terminal_pending,
-      }
+      local hs = session.handover_state(s)
+      hs.agent = ast
+      st.sessions[id] = hs
     end
   end
   return st, paused
@@ -136,7 +118,7 @@ function M.exec(d, exe, st, paused, reason)
   end
   for _, fd in ipairs(fds) do sys.cloexec(fd, false) end
   for _, s in pairs(d.sessions) do
-    if s.rt.idle_timer then s.rt.idle_timer:close(); s.rt.idle_timer = nil end
+    session.pause_cleanup(s)
     session.persist(d, s)
   end
   store.flush()
@@ -188,34 +170,11 @@ function M.adopt_all(d, st)
       log.warn("handover: session %s is not on disk; its agent (pid %s) is stopped", id, tostring(hs.agent.pid))
       discard(hs)
     else
-      local agent, err
-      agent, err = acp.adopt({
-        max_line = config.limit("max_line"), stderr_tail = config.limit("stderr_tail"),
-        on_update = function(_, update) session.on_update(d, s, update) end,
-        on_chunk = function(kind, text) session.on_chunk(d, s, kind, text) end,
-        on_permission = function(params, reply) session.on_permission(d, s, params, reply) end,
-        on_exit = function(code, signal) session.on_exit(d, s, agent, code, signal) end,
-      }, hs.agent)
+      local agent, err = session.adopt(d, s, hs)
       if not agent then
         log.error("handover: cannot adopt the agent of %s (pid %s): %s; it stays orphaned", id, tostring(hs.agent.pid), tostring(err))
         discard(hs)
       else
-        local rt = hs.rt
-        rt.agent = agent
-        s.rt = rt
-        s.status, s.exit_reason, s.stop_reason, s.terminal_pending = hs.status, hs.exit_reason, hs.stop_reason, hs.terminal_pending
-        rt.idle_since = s.status == "idle" and uv.now() or nil
-        s.pending = {}
-        for _, dec in ipairs(hs.pending or {}) do
-          dec.reply = agent.peer:reply_to(dec.agent_request_id)
-          dec.agent_request_id = nil
-          s.pending[#s.pending + 1] = dec
-        end
-        if rt.prompt_active and rt.prompt_id then
-          local text = rt.prompt_text
-          agent.peer:expect(rt.prompt_id, function(result, perr) session.prompt_done(d, s, agent, text, result, perr) end)
-        end
-        session.persist(d, s)
         n = n + 1
         log.info("handover: adopted %s (agent pid %d, %s%s)", id, agent:pid(), s.status,
           #s.pending > 0 and (", " .. #s.pending .. " decision(s) pending") or "")

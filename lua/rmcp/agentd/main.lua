@@ -7,6 +7,7 @@ local sys = require "rmcp.sys"
 local log = require "rmcp.lib.log"
 local config = require "rmcp.config"
 local store = require "rmcp.agentd.store"
+local daemon = require "rmcp.agentd.daemon"
 local session = require "rmcp.agentd.session"
 local watch = require "rmcp.agentd.watch"
 local api = require "rmcp.agentd.api"
@@ -118,11 +119,7 @@ function M.main(_)
     log.error("sessions dir: %s", tostring(serr))
     return sys.stop(1)
   end
-  local d = {
-    paths = paths, sessions = {}, conns = {}, signals = {}, lock = lock,
-    pid = uv.os_getpid(), version = require("rmcp.host").version,
-  }
-  watch.init(d)
+  local d = daemon.new(paths, lock)
   -- A waiting watch gets its reply first; the agent_event fan-out follows.
   d.on_change = function(s, event, extra)
     watch.check(d, s)

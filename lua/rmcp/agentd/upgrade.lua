@@ -228,10 +228,7 @@ function M.handover(d, o)
       guard:close()
       if finished then return end
       log.warn("reload: %d agent(s) still up after %d ms; killing them", left, uv.now() - started)
-      session.kill_all(d)
-      for _, s in pairs(d.sessions) do
-        if session.is_live(s) then s.status, s.exit_reason = "exited", o.exit_reason end
-      end
+      session.kill_all(d, o.exit_reason)
       all_gone()
     end)
   end)

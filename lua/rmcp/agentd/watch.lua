@@ -1,5 +1,6 @@
 -- Long requests: watch (one per session; a newer one supersedes the older) and wait. Both end on a
--- ready session, a timeout, $/cancel or the connection dropping. Registry tables live in d.
+-- ready session, a timeout, $/cancel or the connection dropping. The registry is d.watch_by_session
+-- and d.waits (agentd/daemon.lua).
 local uv = require "luv"
 local json = require "rmcp.lib.json"
 local jsonrpc = require "rmcp.lib.jsonrpc"
@@ -11,12 +12,6 @@ local rules_poll = require "rmcp.rules.poll"
 local M = {}
 
 M.CANCELLED = -32800
-
--- Sets up the registry in d.
-function M.init(d)
-  d.watch_by_session = {} -- session id -> watch
-  d.waits = {}            -- set of waits
-end
 
 -- Closes a watch's timers and unregisters it.
 local function release(d, w)
@@ -52,9 +47,7 @@ local function try_watch(d, w)
       else
         results[sid] = rules_watch.compact(snap)
       end
-      s.terminal_pending = false
-      for _, dec in ipairs(s.pending) do dec.delivered = true end
-      session.persist(d, s)
+      session.mark_delivered(d, s)
     end
   end
   if not any then return false end

@@ -1,5 +1,5 @@
 -- Poll shaping: turns a drained session snapshot into the lean or detailed poll result, with event
--- filtering and caps. Stateless: the daemon drains the session (agentd/session.lua), this only shapes.
+-- filtering and caps. Stateless: the daemon drains the session (agentd/session/state.lua: drain), this only shapes.
 local json = require "rmcp.lib.json"
 local config = require "rmcp.config"
 local caps = require "rmcp.rules.caps"

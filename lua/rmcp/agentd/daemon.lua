@@ -1,0 +1,39 @@
+-- The daemon's one table, d, passed to every agentd module: its shape is declared here, once, and
+-- built by new(). Each field names the module that owns it (the only one that writes it).
+local uv = require "luv"
+
+local M = {}
+
+---@class Daemon
+---@field paths table                  config.paths(): home, sock, lock, log, sessions (main.lua)
+---@field pid integer                  this process (main.lua)
+---@field version string               the binary's version (main.lua)
+---@field lock integer?                fd of agentd.lock, held for the daemon's life (main.lua; upgrade.finish releases it)
+---@field sessions table<string, Session> every session by id (agentd/session: create, restore, discard)
+---@field conns table<table, boolean>  open socket connections (api.lua: accept, close)
+---@field next_conn integer            the last connection number given (api.lua)
+---@field server userdata?             the listening socket (main.lua; shutdown and handover close it)
+---@field signals userdata[]           signal handles (main.lua)
+---@field shutting_down boolean        shutdown or a reload's last step began (main.lua, upgrade.lua)
+---@field watch_by_session table<string, table> the watch waiting on each session (watch.lua)
+---@field waits table<table, boolean>  pending waits (watch.lua)
+---@field upgrade table?               the daemon-reload state: exe, watcher, pending, grace, … (upgrade.lua)
+---@field idle_exit table?             the idle-exit timer state (idle_exit.lua)
+---@field models_cache table?          the last models answer (models.lua)
+---@field on_change fun(s: Session, event: string?, extra: table?) a session changed: wake watches, emit agent_event (main.lua)
+---@field on_output fun(s: Session)    a session has new output: wake waits (main.lua)
+---@field shutdown fun(reason: string) stops the daemon (main.lua)
+
+-- A daemon table for paths (config.paths()) holding lock fd lock.
+---@return Daemon
+function M.new(paths, lock)
+  return {
+    paths = paths, pid = uv.os_getpid(), version = require("rmcp.host").version, lock = lock,
+    sessions = {}, conns = {}, next_conn = 0, server = nil, signals = {}, shutting_down = false,
+    watch_by_session = {}, waits = {},
+    upgrade = nil, idle_exit = nil, models_cache = nil,
+    on_change = nil, on_output = nil, shutdown = nil,
+  }
+end
+
+return M

@@ -1,0 +1,113 @@
+-- A session: one agent, its ACP traffic folded into one table, journaled and persisted. This package
+-- is the only writer of session state; everything outside it goes through the verbs below.
+--   state.lua   the shape, buffers, event queue, persist/journal, drain and delivery marks
+--   events.lua  what the agent sends: chunks, updates, decisions (and their answers), its exit
+--   turns.lua   prompts, steers, forced send, turn end, idle cleanup, stop
+--   setup.lua   the agent process: start and configure, spawn, resume, adopt (handover), kill all
+-- Status: starting → running ⇄ idle, awaiting_decision while a decision is pending, exited
+-- (tombstone), orphaned (was live when the daemon died). Sessions live in d.sessions.
+
+---@class Session                  persisted fields are listed in agentd/store.lua (M.fields)
+---@field id string                "rx-" and 12 hex digits
+---@field owner string             the orchestrator that spawned it (ownership.lua checks callers)
+---@field project_dir string?      the orchestrator's project dir at spawn
+---@field cwd string               where the agent runs (inside project_dir)
+---@field task string              the first prompt, before the status contract
+---@field model string?            effective model (as the agent reports it)
+---@field effort string?
+---@field tool_approval string?    ask | auto | yolo
+---@field work_mode string?
+---@field keep_alive boolean?      never cleaned up when idle
+---@field idle_timeout number?     seconds idle before cleanup (rules/cleanup.lua)
+---@field acp_session_id string?   the agent's own session id (session/resume takes it)
+---@field status string            starting | running | idle | awaiting_decision | exited | orphaned
+---@field stop_reason string?      of the last turn
+---@field exit_reason string?      why the agent is gone (stopped, cleaned_up, crashed, daemon_*)
+---@field error_text string?
+---@field contract_sent boolean    the status contract went out with a prompt
+---@field created_at number
+---@field updated_at number
+---@field turns_total integer
+---@field last_text string?        the last turn's text (last 20000 bytes)
+---@field plan table?              the agent's plan entries {content, status}
+---@field posture table?           sandbox posture (posture.lua)
+---@field skipped_options table
+---@field warnings table
+---@field terminal_pending boolean? a terminal state not yet delivered by a watch or poll
+---@field transcript_path string   the journal (<id>.events.jsonl)
+---@field work_seconds number?     time spent in turns
+---@field pending SessionDecision[] decisions awaiting respond_permission (runtime only)
+---@field rt SessionRuntime        runtime-only state, never persisted
+
+---@class SessionDecision
+---@field request_id integer       ours, per session
+---@field kind string              permission | question
+---@field tool_call table
+---@field options table
+---@field reply function           answers the agent's request
+---@field delivered boolean        a watch reported it
+
+---@class SessionRuntime
+---@field agent table?             the acp client of the live agent
+---@field setting_up boolean?      start_agent is running
+---@field stopping string?         the exit_reason a requested stop will give
+---@field resuming boolean?        a resume is starting the agent
+---@field prompt_active boolean    a session/prompt is running
+---@field prompt_id integer?       its request id (handover re-attaches it)
+---@field prompt_text string?
+---@field turn_started_at number?
+---@field idle_since integer?      uv.now() when it went idle
+---@field idle_timer userdata?     the idle-cleanup timer
+---@field queued string[]          messages sent while starting
+---@field text table               bounded buffers (state.buf_*): since the last drain…
+---@field thought table
+---@field turn_text table          …the running turn…
+---@field full_text table          …and the whole session (capped)
+---@field full_thought table
+---@field turns table[]            undrained turn ends {text, stop_reason, text_truncated}
+---@field turns_dropped integer
+---@field events table             undrained events (a message chunk as its bare text)
+---@field event_t number[]         their times
+---@field noncritical integer
+---@field events_overflow integer
+---@field plan_rev integer         bumped on a new plan; plan_seen at the last drain
+---@field plan_seen integer
+---@field error_rev integer
+---@field error_seen integer
+---@field tools table              running tool calls by id
+---@field active string[]          their ids, oldest first
+---@field next_request_id integer
+---@field wait_dirty boolean       new output since the last drain (wakes `wait`)
+---@field drained_turns integer?   turns_total at the last drain
+---@field config_options table?    what the agent advertises
+---@field counters table           chunks, tool_calls, turns, steers, prompts, decisions
+
+local state = require "rmcp.agentd.session.state"
+local events = require "rmcp.agentd.session.events"
+local turns = require "rmcp.agentd.session.turns"
+local setup = require "rmcp.agentd.session.setup"
+
+return {
+  NOT_READY = state.NOT_READY,
+  EXPECT_NOT_MET = state.EXPECT_NOT_MET,
+  -- reading
+  is_live = state.is_live,
+  current_work = state.current_work,
+  spawn_result = setup.spawn_result,
+  handover_state = setup.handover_state,
+  -- the daemon's life
+  restore = state.restore,
+  persist = state.persist,
+  policy_changed = turns.policy_changed,
+  kill_all = setup.kill_all,
+  -- verbs of the API
+  spawn = setup.spawn,
+  resume = setup.resume,
+  send = turns.send,
+  respond = events.respond,
+  stop = turns.stop,
+  drain = state.drain,
+  mark_delivered = state.mark_delivered,
+  adopt = setup.adopt,
+  pause_cleanup = state.cancel_cleanup,
+}

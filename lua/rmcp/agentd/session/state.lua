@@ -1,0 +1,277 @@
+-- A session's state and its bookkeeping: the persisted record, the runtime-only part (s.rt), the
+-- bounded text buffers and event queue, saving and journaling, waking watchers, and draining what is
+-- new for poll and watch. The other session modules change a session only through these helpers or
+-- their own verbs; nothing outside rmcp.agentd.session writes a session field.
+local uv = require "luv"
+local json = require "rmcp.lib.json"
+local config = require "rmcp.config"
+local store = require "rmcp.agentd.store"
+local rules_poll = require "rmcp.rules.poll"
+local caps = require "rmcp.rules.caps"
+
+local M = {}
+
+-- Error codes of the session verbs (PROTOCOL.md).
+M.NOT_READY = -32006
+M.EXPECT_NOT_MET = -32004
+
+local critical_types = rules_poll.critical_types
+local live_status = { starting = true, running = true, idle = true, awaiting_decision = true }
+
+-- True when the session has (or is getting) a live agent.
+function M.is_live(s)
+  return live_status[s.status] == true
+end
+
+-- A fresh random session id (12 hex digits from the kernel's random source).
+local function new_id()
+  local f = io.open("/dev/urandom", "rb")
+  local bytes = f and f:read(6) or tostring(uv.hrtime())
+  if f then f:close() end
+  return "rx-" .. bytes:gsub(".", function(c) return string.format("%02x", c:byte()) end):sub(1, 12)
+end
+
+-- A bounded text accumulator: pieces are joined lazily, and only about the last max bytes are kept
+-- (cut = true once text was dropped).
+function M.buf_new()
+  return { parts = {}, size = 0 }
+end
+
+-- Appends text to buffer b, dropping the oldest text once it holds over 1.25 × max (a quarter of
+-- slack keeps the re-joins rare without holding twice the cap).
+function M.buf_add(b, text, max)
+  if text == "" then return end
+  local parts = b.parts
+  parts[#parts + 1] = text
+  b.size = b.size + #text
+  if b.size > max + max // 4 then
+    local joined = caps.tail(table.concat(parts), max)
+    b.parts, b.size, b.cut = { joined }, #joined, true
+  end
+end
+
+-- The text held in buffer b.
+function M.buf_text(b)
+  if #b.parts > 1 then b.parts = { table.concat(b.parts) } end
+  return b.parts[1] or ""
+end
+
+local buf_new, buf_text = M.buf_new, M.buf_text
+
+-- Fresh runtime state (never persisted).
+function M.new_rt()
+  return {
+    text = buf_new(), thought = buf_new(), full_text = buf_new(), full_thought = buf_new(), turn_text = buf_new(),
+    turns = {}, turns_dropped = 0, events = {}, event_t = {}, noncritical = 0, events_overflow = 0,
+    plan_rev = 0, plan_seen = 0, error_rev = 0, error_seen = 0,
+    tools = {}, active = {}, queued = {}, next_request_id = 0, wait_dirty = false,
+    counters = { chunks = 0, tool_calls = 0, turns = 0, steers = 0, prompts = 0, decisions = 0 },
+  }
+end
+
+-- Creates a session in d for orchestrator owner rooted at cwd, with spawn options o.
+function M.create(d, owner, project_dir, o, cwd)
+  local id = new_id()
+  while d.sessions[id] do id = new_id() end
+  local now = store.now()
+  local s = {
+    id = id, owner = owner, project_dir = project_dir, cwd = cwd, task = o.task,
+    model = o.model, effort = o.effort, tool_approval = o.tool_approval, work_mode = o.work_mode,
+    keep_alive = o.keep_alive, idle_timeout = o.idle_timeout,
+    status = "starting", contract_sent = false, created_at = now, updated_at = now, turns_total = 0,
+    skipped_options = json.array(), warnings = json.array(), pending = {},
+    transcript_path = store.journal_path(d.paths.sessions, id),
+    rt = M.new_rt(),
+  }
+  d.sessions[id] = s
+  return s
+end
+
+-- Rebuilds a session from its persisted record after a daemon start; live ones become orphaned.
+function M.restore(d, rec)
+  local s = rec
+  if type(s.task) ~= "string" then s.task = tostring(s.task or "") end
+  if type(s.status) ~= "string" then s.status = "exited" end
+  s.rt = M.new_rt()
+  s.pending = {}
+  s.plan = json.array(type(s.plan) == "table" and s.plan or {})
+  s.skipped_options = json.array(type(s.skipped_options) == "table" and s.skipped_options or {})
+  s.warnings = json.array(type(s.warnings) == "table" and s.warnings or {})
+  if type(s.posture) == "table" and type(s.posture.allow_write) == "table" then json.array(s.posture.allow_write) end
+  s.transcript_path = store.journal_path(d.paths.sessions, s.id)
+  if live_status[s.status] then
+    s.status = "orphaned"
+    s.exit_reason = "daemon_died"
+    s.terminal_pending = true
+  end
+  d.sessions[s.id] = s
+  return s
+end
+
+-- Forgets a session whose spawn failed: its record, its journal and its files.
+function M.discard(d, s)
+  d.sessions[s.id] = nil
+  store.remove(d.paths.sessions, s.id)
+  os.remove(s.transcript_path)
+end
+
+-- Writes the session's metadata: at once (and fsynced) when the session ends or the daemon stops,
+-- else at the end of this loop iteration, coalesced (store.save).
+function M.persist(d, s)
+  s.updated_at = store.now()
+  store.save(d.paths.sessions, s, d.shutting_down or not live_status[s.status])
+end
+
+-- Appends a journal record for the session.
+function M.journal(d, s, rec)
+  store.append(d.paths.sessions, s.id, rec)
+end
+
+-- Tells the daemon that s changed (wakes watches and waits, emits agent_event when event is given).
+function M.changed(d, s, event, extra)
+  if d.on_change then d.on_change(s, event, extra) end
+end
+
+-- Tells the daemon that s has new output (wakes waits; a watch only cares when it is ready).
+function M.output(d, s)
+  s.rt.wait_dirty = true
+  if d.on_output then d.on_output(s) end
+end
+
+-- Queues an event (a table, or the text of an agent_message_chunk: the bulk of a chatty session is
+-- kept as its string and time stamp, not as a table each, and becomes a table when drained); t is
+-- its time (default now). Non-critical events are bounded, the oldest dropped first.
+function M.push_event(s, ev, t)
+  local rt = s.rt
+  local events, times = rt.events, rt.event_t
+  local n = #events + 1
+  events[n] = ev
+  if type(ev) == "table" then
+    ev.t = ev.t or t or store.now()
+    times[n] = ev.t
+    if critical_types[ev.type] then return end
+  else
+    times[n] = t or store.now()
+  end
+  rt.noncritical = rt.noncritical + 1
+  local max = config.limits_now().event_buffer
+  if rt.noncritical > max then
+    -- compacted in place, the oldest tenth at a time; critical events are never dropped
+    local drop = rt.noncritical - max + math.max(1, max // 10)
+    local plain = true -- the oldest `drop` events are all droppable (a flood): one move does it
+    for i = 1, drop do
+      local e = events[i]
+      if type(e) ~= "string" and critical_types[e.type] then plain = false; break end
+    end
+    if plain then
+      table.move(events, drop + 1, n + drop, 1)
+      table.move(times, drop + 1, n + drop, 1)
+      rt.noncritical = rt.noncritical - drop
+      rt.events_overflow = rt.events_overflow + drop
+      return
+    end
+    local j, dropped = 0, 0
+    for i = 1, n do
+      local e = events[i]
+      if dropped < drop and (type(e) == "string" or not critical_types[e.type]) then
+        dropped = dropped + 1
+      else
+        j = j + 1
+        events[j], times[j] = e, times[i]
+      end
+    end
+    for i = j + 1, n do events[i], times[i] = nil, nil end
+    rt.noncritical = rt.noncritical - dropped
+    rt.events_overflow = rt.events_overflow + dropped
+  end
+end
+
+-- Sets the session's status and persists when it changed.
+function M.set_status(d, s, status)
+  if s.status ~= status then
+    s.status = status
+    M.persist(d, s)
+  end
+end
+
+-- Records an error text (poll reports it once as changed).
+function M.set_error(s, text)
+  s.error_text = text
+  s.rt.error_rev = s.rt.error_rev + 1
+end
+
+-- The public view of a pending decision.
+function M.decision_view(dec)
+  return { request_id = dec.request_id, kind = dec.kind, tool_call = dec.tool_call, options = dec.options }
+end
+
+-- Cancels the idle-cleanup timer of s.
+function M.cancel_cleanup(s)
+  if s.rt.idle_timer then
+    s.rt.idle_timer:close()
+    s.rt.idle_timer = nil
+  end
+end
+
+-- What the agent is doing now: the latest running tool call, else the in-progress plan step.
+function M.current_work(s)
+  local rt = s.rt
+  local id = rt.active[#rt.active]
+  if id and rt.tools[id] then
+    local c = rt.tools[id]
+    return { type = "tool", tool = c.title and c.title:match("^(%S+)") or c.kind, title = c.title, kind = c.kind,
+             tool_call_id = id }
+  end
+  for _, e in ipairs(s.plan or {}) do
+    if e.status == "in_progress" then return { type = "plan_step", content = e.content } end
+  end
+  return nil
+end
+
+-- The config the agent is running with (effective values as the agent reports them).
+function M.effective_config(s)
+  local out = {}
+  for _, opt in ipairs(s.rt.config_options or {}) do
+    if type(opt) == "table" and opt.id then out[opt.id] = opt.currentValue end
+  end
+  return out
+end
+
+-- Drains what is new since the last poll/watch into a snapshot for policy shaping, and resets it.
+function M.drain(s)
+  local rt = s.rt
+  local events, times = rt.events, rt.event_t
+  for i = 1, #events do
+    local e = events[i]
+    if type(e) == "string" then events[i] = { type = "agent_message_chunk", text = e, t = times[i] } end
+  end
+  local first = s.pending[1]
+  local snap = {
+    session_id = s.id, status = s.status, stop_reason = s.stop_reason, exit_reason = s.exit_reason,
+    error_text = s.error_text, error_changed = rt.error_rev ~= rt.error_seen and s.error_text ~= nil,
+    text = buf_text(rt.text), thought = buf_text(rt.thought), turns = rt.turns, turns_dropped = rt.turns_dropped,
+    events = rt.events, events_overflow = rt.events_overflow,
+    plan = s.plan, plan_changed = rt.plan_rev ~= rt.plan_seen, current_work = M.current_work(s),
+    permission_request = first and M.decision_view(first) or nil,
+    full_text = buf_text(rt.full_text), full_thought = buf_text(rt.full_thought), transcript_path = s.transcript_path,
+    text_cut = rt.text.cut, thought_cut = rt.thought.cut, full_text_cut = rt.full_text.cut, full_thought_cut = rt.full_thought.cut,
+    counters = rt.counters, config = M.effective_config(s),
+    last_turn_text = (s.status == "idle" or s.status == "exited" or s.status == "orphaned") and s.last_text or nil,
+  }
+  rt.text, rt.thought, rt.turns, rt.events, rt.event_t = buf_new(), buf_new(), {}, {}, {}
+  rt.noncritical, rt.events_overflow, rt.turns_dropped = 0, 0, 0
+  rt.plan_seen, rt.error_seen = rt.plan_rev, rt.error_rev
+  rt.wait_dirty = false
+  rt.drained_turns = s.turns_total -- a queued daemon reload counts the turn's result as delivered
+  return snap
+end
+
+-- Marks what a watch just reported as delivered: the terminal state and the pending decisions
+-- (a queued reload and later watches go by these).
+function M.mark_delivered(d, s)
+  s.terminal_pending = false
+  for _, dec in ipairs(s.pending) do dec.delivered = true end
+  M.persist(d, s)
+end
+
+return M

@@ -1,0 +1,261 @@
+-- A session's turns: the first prompt and later ones, steering a running turn, delivering a message
+-- whatever the agent is doing (forced steer), the end of a turn, the idle cleanup that may follow it,
+-- and stopping the agent.
+local uv = require "luv"
+local jsonrpc = require "rmcp.lib.jsonrpc"
+local log = require "rmcp.lib.log"
+local config = require "rmcp.config"
+local store = require "rmcp.agentd.store"
+local rules_cleanup = require "rmcp.rules.cleanup"
+local contract = require "rmcp.rules.contract"
+local caps = require "rmcp.rules.caps"
+local state = require "rmcp.agentd.session.state"
+
+local M = {}
+
+local buf_new, buf_text, push_event = state.buf_new, state.buf_text, state.push_event
+
+-- Starts the idle grace of s after a terminal turn, per the cleanup policy, counted from when the
+-- session went idle (so re-arming it after a policy change keeps the time already spent idle).
+-- A cleanup a policy asked for is reported with its note (agent_event) before the agent stops.
+local function schedule_cleanup(d, s)
+  state.cancel_cleanup(s)
+  local rt = s.rt
+  if rt.stopping then return end
+  local grace = rules_cleanup.grace(s)
+  if grace == nil then return end
+  rt.idle_since = rt.idle_since or uv.now()
+  local timer = uv.new_timer()
+  rt.idle_timer = timer
+  timer:start(math.max(0, math.floor(grace * 1000) - (uv.now() - rt.idle_since)), 0, function()
+    state.cancel_cleanup(s)
+    if s.status ~= "idle" or s.rt ~= rt then return end
+    local now_grace, note = rules_cleanup.grace(s)
+    if now_grace == nil then return end
+    if now_grace > grace then return schedule_cleanup(d, s) end
+    log.info("session %s: idle for %ss, cleaning up%s", s.id, tostring(now_grace), note and (": " .. note) or "")
+    if note then state.changed(d, s, "status", { note = "cleanup: " .. note }) end
+    M.stop(d, s, "cleaned_up")
+  end)
+end
+
+-- Re-arms the idle cleanup of idle sessions after the cleanup rules changed (a policy reload).
+function M.policy_changed(d)
+  for _, s in pairs(d.sessions) do
+    if s.status == "idle" and s.rt.idle_since and not s.rt.stopping then schedule_cleanup(d, s) end
+  end
+end
+
+-- Ends the current turn with stop_reason (and error text for an errored turn).
+local function end_turn(d, s, stop_reason, err_text)
+  local rt = s.rt
+  rt.prompt_active = false
+  rt.active, rt.tools = {}, {}
+  local l = config.limits_now()
+  local cut = rt.turn_text.cut
+  local text = buf_text(rt.turn_text)
+  rt.turn_text = buf_new()
+  -- Undrained turns are bounded: each text to its last max_delta_text bytes, all texts together to
+  -- max_full_text (older texts cut first), and at most turn_buffer turns (the newest; turns_dropped
+  -- counts the rest). A detailed poll reports every cut.
+  local turns = rt.turns
+  local stored, tcut = caps.tail(text, l.max_delta_text)
+  turns[#turns + 1] = { text = stored, stop_reason = stop_reason, text_truncated = (cut or tcut) or nil }
+  local over = #turns - math.max(1, l.turn_buffer)
+  if over > 0 then
+    table.move(turns, over + 1, #turns + over, 1)
+    rt.turns_dropped = rt.turns_dropped + over
+  end
+  local budget = l.max_full_text
+  for i = #turns, 1, -1 do
+    local tu = turns[i]
+    if #tu.text > budget then tu.text, tu.text_truncated = caps.tail(tu.text, budget), true end
+    budget = budget - #tu.text
+  end
+  rt.counters.turns = rt.counters.turns + 1
+  s.turns_total = (s.turns_total or 0) + 1
+  s.last_text = text:sub(-20000)
+  s.stop_reason = stop_reason
+  if err_text then state.set_error(s, err_text) end
+  s.pending = {}
+  s.terminal_pending = true
+  if rt.turn_started_at then
+    s.work_seconds = (s.work_seconds or 0) + (store.now() - rt.turn_started_at)
+    rt.turn_started_at = nil
+  end
+  push_event(s, { type = "turn_end", stop_reason = stop_reason, error_text = err_text })
+  rt.wait_dirty = true
+  s.status = "idle"
+  -- the watch waiting for this turn gets its reply first; the journal and the save follow
+  state.changed(d, s, "turn_end", { stop_reason = stop_reason, error_text = err_text })
+  state.journal(d, s, { type = "turn_end", stop_reason = stop_reason, text = s.last_text, error_text = err_text })
+  state.persist(d, s)
+  rt.idle_since = uv.now()
+  schedule_cleanup(d, s)
+end
+
+-- Sends text as a new session/prompt (the caller checked no prompt is active).
+function M.prompt(d, s, text, via)
+  local rt = s.rt
+  local agent = rt.agent
+  state.cancel_cleanup(s)
+  rt.idle_since = nil
+  rt.prompt_active = true
+  rt.turn_started_at = rt.turn_started_at or store.now()
+  rt.counters.prompts = rt.counters.prompts + 1
+  s.terminal_pending = false
+  state.journal(d, s, { type = "prompt", via = via or "prompt", text = text })
+  state.set_status(d, s, "running")
+  rt.prompt_text = text
+  rt.prompt_id = agent:request("session/prompt", { sessionId = s.acp_session_id, prompt = { { type = "text", text = text } } },
+    function(result, err) M.prompt_done(d, s, agent, text, result, err) end)
+end
+
+-- The answer to session/prompt (text): the turn ends. Also reached by an agent handed over from a
+-- previous daemon image in the middle of a turn (session.adopt).
+function M.prompt_done(d, s, agent, text, result, err)
+  local rt = s.rt
+  if rt.agent ~= agent or agent.exited then return end -- the exit handler reports it
+  rt.prompt_id, rt.prompt_text = nil, nil
+  if err and err.code == jsonrpc.INVALID_REQUEST and tostring(err.message):find("already has an active prompt", 1, true) then
+    -- We thought the agent idle but it is in a turn: steer the text into it instead.
+    return M.steer(d, s, text, function() end)
+  end
+  if err then
+    local msg = tostring(err.message)
+    log.warn("session %s: turn failed: %s", s.id, msg)
+    return end_turn(d, s, "error", msg)
+  end
+  end_turn(d, s, type(result) == "table" and type(result.stopReason) == "string" and result.stopReason or "end_turn")
+end
+
+-- Steers text into the running turn; cb(delivered, err): "steer", or "new_turn" when the steer lost
+-- the race with turn end (unless expect is "steer").
+function M.steer(d, s, text, cb, expect, attempt)
+  local rt = s.rt
+  local agent = rt.agent
+  attempt = attempt or 1
+  agent:request("_reasonix.io/session/steer", { sessionId = s.acp_session_id, prompt = { { type = "text", text = text } } },
+    function(_, err)
+      if not err then
+        rt.counters.steers = rt.counters.steers + 1
+        state.journal(d, s, { type = "prompt", via = "steer", text = text })
+        return cb("steer")
+      end
+      if rt.agent ~= agent or agent.exited then
+        return cb(nil, jsonrpc.error(state.NOT_READY, "the agent exited before the message was delivered; resume the session"))
+      end
+      if err.code == jsonrpc.INVALID_REQUEST and attempt < 40 then
+        if rt.prompt_active then
+          -- The agent has not registered our prompt yet, or finished it and its answer is on the
+          -- way: try again shortly; the prompt's answer decides which.
+          local timer = uv.new_timer()
+          timer:start(50, 0, function()
+            timer:close()
+            if rt.agent ~= agent or agent.exited then
+              return cb(nil, jsonrpc.error(state.NOT_READY, "the agent exited before the message was delivered; resume the session"))
+            end
+            if rt.prompt_active then return M.steer(d, s, text, cb, expect, attempt + 1) end
+            if expect == "steer" then
+              return cb(nil, jsonrpc.error(state.EXPECT_NOT_MET, "expect=steer: the turn ended before the message could be steered; it was not delivered"))
+            end
+            M.prompt(d, s, text, "prompt")
+            cb("new_turn")
+          end)
+          return
+        end
+        if expect == "steer" then
+          return cb(nil, jsonrpc.error(state.EXPECT_NOT_MET, "expect=steer: the turn ended before the message could be steered; it was not delivered"))
+        end
+        M.prompt(d, s, text, "prompt")
+        return cb("new_turn")
+      end
+      cb(nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, "steer failed: " .. tostring(err.message)))
+    end)
+end
+
+-- Delivers a message (forced steer): steer a running turn, start a new turn when idle, queue while
+-- starting. cb(result, err).
+function M.send(d, s, message, expect, cb)
+  local rt = s.rt
+  if s.status == "exited" or s.status == "orphaned" then
+    return cb(nil, jsonrpc.error(state.NOT_READY, "session " .. s.id .. " is " .. s.status .. " (no live agent); resume it first"))
+  end
+  local function done(delivered, err)
+    if err then return cb(nil, err) end
+    rt.wait_dirty = true
+    cb({ session_id = s.id, delivered = delivered, status = s.status })
+  end
+  if s.status == "starting" or not rt.agent then
+    if expect == "new_turn" and s.status == "starting" and not rt.resuming then
+      return cb(nil, jsonrpc.error(state.EXPECT_NOT_MET, "expect=new_turn: the first turn is starting; the message would be steered into it"))
+    end
+    rt.queued[#rt.queued + 1] = message
+    return done(rt.resuming and "new_turn" or "steer")
+  end
+  if rt.prompt_active then
+    if expect == "new_turn" then
+      return cb(nil, jsonrpc.error(state.EXPECT_NOT_MET, "expect=new_turn: a turn is running; the message would be steered into it (not delivered)"))
+    end
+    return M.steer(d, s, message, done, expect)
+  end
+  if expect == "steer" then
+    return cb(nil, jsonrpc.error(state.EXPECT_NOT_MET, "expect=steer: no turn is running; the message would start a new turn (not delivered)"))
+  end
+  local text = message
+  if not s.contract_sent then
+    text = contract.first_prompt(message)
+    s.contract_sent = true
+  end
+  M.prompt(d, s, text, "prompt")
+  done("new_turn")
+end
+
+-- Delivers messages that arrived while the agent was starting.
+function M.flush_queued(d, s)
+  local queued = s.rt.queued
+  s.rt.queued = {}
+  for _, m in ipairs(queued) do
+    M.send(d, s, m, nil, function(_, err)
+      if err then log.warn("session %s: queued message not delivered: %s", s.id, err.message) end
+    end)
+  end
+end
+
+-- Stops the agent of s (cancel the turn, close the session, end the process); reason becomes the
+-- exit_reason ("stopped", "cleaned_up"). cb() runs when it is gone.
+function M.stop(d, s, reason, cb)
+  local rt = s.rt
+  local agent = rt.agent
+  state.cancel_cleanup(s)
+  if not agent or agent.exited then
+    if state.is_live(s) and not rt.setting_up then
+      s.status = "exited"
+      s.exit_reason = reason
+      state.persist(d, s)
+      state.changed(d, s)
+    end
+    rt.stopping = reason
+    if cb then cb() end
+    return
+  end
+  rt.stopping = reason
+  if rt.setting_up then
+    agent:stop(cb)
+    return
+  end
+  if rt.prompt_active then agent:notify("session/cancel", { sessionId = s.acp_session_id }) end
+  for _, dec in ipairs(s.pending) do dec.reply({ outcome = { outcome = "cancelled" } }) end
+  s.pending = {}
+  local closed = false
+  local function finish()
+    if closed then return end
+    closed = true
+    agent:stop(cb)
+  end
+  agent:request("session/close", { sessionId = s.acp_session_id }, finish)
+  local t = uv.new_timer()
+  t:start(500, 0, function() t:close(); finish() end)
+end
+
+return M
