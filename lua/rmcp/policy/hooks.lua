@@ -188,7 +188,7 @@ function M.permission(s, dec, tc)
   return nil
 end
 
--- Lets the policies adjust spawn options o (from policy/spawn.options) for info {cwd, project_dir,
+-- Lets the policies adjust spawn options o (from rules/spawn.options) for info {cwd, project_dir,
 -- orchestrator_id}; values the caller gave explicitly are never changed. Returns o.
 function M.spawn_defaults(o, info)
   for p, fn in with("spawn_defaults") do
