@@ -153,6 +153,7 @@ function M.spawn(d, owner, project_dir, o, cwd, cb)
     s.contract_sent = true
     turns.prompt(d, s, contract.first_prompt(s.task), "prompt")
     state.journal(d, s, { type = "spawn", cwd = s.cwd, model = s.model, effort = s.effort, tool_approval = s.tool_approval })
+    state.persist(d, s) -- the session's first record
     turns.flush_queued(d, s)
     cb(M.spawn_result(s))
   end, function(e)

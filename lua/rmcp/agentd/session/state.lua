@@ -267,11 +267,12 @@ function M.drain(s)
 end
 
 -- Marks what a watch just reported as delivered: the terminal state and the pending decisions
--- (a queued reload and later watches go by these).
+-- (a queued reload and later watches go by these). Saved for a tombstone only: a live session
+-- comes back from a daemon restart orphaned with its result pending whatever the file said.
 function M.mark_delivered(d, s)
   s.terminal_pending = false
   for _, dec in ipairs(s.pending) do dec.delivered = true end
-  M.persist(d, s)
+  if not live_status[s.status] then M.persist(d, s) end
 end
 
 return M
