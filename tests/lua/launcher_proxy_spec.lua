@@ -360,3 +360,20 @@ test("host EOF stops every child and exits once they are gone; calls still owned
   a:exit(0)
   t.eq(r.exit_code, 0)
 end)
+
+test("a request whose id cannot be routed (object, array, fraction) goes to the server unrecorded", function(t)
+  local r = rig()
+  local a = handshake(r)
+  for _, line in ipairs({ '{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}', '{"jsonrpc":"2.0","id":[1],"method":"ping"}',
+                          '{"jsonrpc":"2.0","id":1.5,"method":"ping"}', '[]' }) do
+    r.send(line)
+    t.eq(a.raw[#a.raw], line, "passed on verbatim")
+    a:say('{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request"}}')
+  end
+  t.eq(#r.answers(json.null), 4, "each null-id answer reaches the host")
+  t.eq(next(r.p.pending), nil, "nothing waits for an answer that cannot come")
+  local seen = #r.host
+  r.p:stop(0, "the host closed stdin")
+  a:exit(0)
+  t.eq(#r.host, seen, "no late error for them at shutdown")
+end)

@@ -182,3 +182,17 @@ test("logging/setLevel filters notifications/message; agent events still reach t
   t.eq(c.out[#c.out].method, "notifications/message")
   t.eq(#c.out - before, 2)
 end)
+
+test("an id that is not a string or integer, and an empty batch, get -32600 with id null", function(t)
+  local ctx = server(t, function() return {} end)
+  for _, line in ipairs({ '{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}', '{"jsonrpc":"2.0","id":[1],"method":"ping"}',
+                          '{"jsonrpc":"2.0","id":1.5,"method":"ping"}', '[]', '[1,2]',
+                          '{"jsonrpc":"2.0","id":{"a":1},"result":{}}' }) do
+    local before = #ctx.out
+    ctx.s:receive(line)
+    t.eq(#ctx.out, before + 1, "one answer to " .. line)
+    local m = ctx.out[#ctx.out]
+    t.eq(m.id, json.null, line)
+    t.eq(m.error.code, -32600, line)
+  end
+end)

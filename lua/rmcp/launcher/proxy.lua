@@ -86,6 +86,8 @@ function Proxy:from_host(line)
   local msg = json.decode(line)
   if type(msg) ~= "table" or msg[1] ~= nil then return self:to_server(line) end -- the server answers it
   local id = wire.normalize_id(msg.id)
+  -- an object, array or fractional id cannot be routed: the server answers it with id null
+  if id ~= nil and type(id) ~= "string" and math.type(id) ~= "integer" then return self:to_server(line) end
   if msg.method ~= nil then
     if id ~= nil then return self:host_request(line, msg, id) end
     return self:host_notification(line, msg)

@@ -277,21 +277,23 @@ end
 
 -- Feeds one decoded message; line, when given, is only passed on to on_protocol_error.
 function Peer:receive_message(msg, line)
-  if type(msg) ~= "table" or msg[1] ~= nil then
+  if type(msg) ~= "table" or msg[1] ~= nil or json.is_array(msg) then
     self:protocol_error("not a JSON-RPC object", line)
     return self:respond_error(nil, M.INVALID_REQUEST, "Invalid Request: expected a single JSON-RPC object (batches are not supported)")
   end
   local id = msg.id
   if id == json.null then id = nil end
+  -- an id that is neither a string nor an integer cannot be answered by itself: JSON-RPC says null
+  local id_ok = id == nil or type(id) == "string" or math.type(id) == "integer"
   if msg.method == nil then
-    if id ~= nil and (msg.result ~= nil or msg.error ~= nil) then return self:handle_response(msg) end
+    if id_ok and id ~= nil and (msg.result ~= nil or msg.error ~= nil) then return self:handle_response(msg) end
     self:protocol_error("message without method or result", line)
-    if id ~= nil then return self:respond_error(id, M.INVALID_REQUEST, "Invalid Request: no method") end
+    if id ~= nil then return self:respond_error(id_ok and id or nil, M.INVALID_REQUEST, "Invalid Request: no method") end
     return
   end
-  if msg.jsonrpc ~= "2.0" or type(msg.method) ~= "string"
-     or (id ~= nil and type(id) ~= "string" and math.type(id) ~= "integer") then
-    return self:respond_error(id, M.INVALID_REQUEST, "Invalid Request: need jsonrpc \"2.0\", a string method and a string or integer id")
+  if msg.jsonrpc ~= "2.0" or type(msg.method) ~= "string" or not id_ok then
+    return self:respond_error(id_ok and id or nil, M.INVALID_REQUEST,
+      "Invalid Request: need jsonrpc \"2.0\", a string method and a string or integer id")
   end
   local params = msg.params
   if params == json.null then params = nil end
