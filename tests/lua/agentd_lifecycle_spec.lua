@@ -223,3 +223,47 @@ test("an unused agentd exits after the idle period; a live session or a connecte
   t.eq(row.session_id, sid)
   t.eq(row.status, "exited")
 end)
+
+test("every file agentd keeps in its home is owner-only, the log and its rotation included", function(t)
+  local ctx = support.setup(t, { scenario = { rules = { { last_role = "user", text = "ok" } } },
+                                 env = { REASONIX_MCP_LOG_MAX_BYTES = "600" } })
+  local c = ctx.client()
+  local id = ctx.call(c, "spawn", { task = "one" }).session_id
+  ctx.watch_until(c, { id }, function(_, x) return x.status == "idle" end)
+  -- the spawn alone logs more than 600 bytes: the log has rotated
+  local seen, checked = {}, 0
+  local function walk(dir)
+    local scan = assert(uv.fs_scandir(dir))
+    while true do
+      local name, kind = uv.fs_scandir_next(scan)
+      if not name then break end
+      local path = dir .. "/" .. name
+      local st = assert(uv.fs_lstat(path))
+      seen[name] = true
+      if kind == "directory" then
+        t.eq(st.mode & 511, 448, path .. " is 0700")
+        walk(path)
+      elseif kind == "file" then
+        t.eq(st.mode & 511, 384, path .. " is 0600")
+        checked = checked + 1
+      end
+    end
+  end
+  walk(ctx.mcp_home)
+  t.ok(seen["agentd.log"] and seen["agentd.log.1"], "the log rotated")
+  t.ok(checked >= 4, "log, rotated log, session record and journal were checked")
+end)
+
+test("the log sink creates and rotates owner-only files (agentd run in front, where the umask decided)", function(t)
+  local dir = assert(uv.fs_mkdtemp((os.getenv("TMPDIR") or "/tmp") .. "/rmcp-log-XXXXXX"))
+  t.defer(function()
+    for _, n in ipairs({ "a.log", "a.log.1" }) do os.remove(dir .. "/" .. n) end
+    uv.fs_rmdir(dir)
+  end)
+  local sink = require("rmcp.agentd.main").rotating_sink(dir .. "/a.log", 100)
+  for i = 1, 5 do sink(string.format("line %d %s\n", i, string.rep("x", 40))) end
+  for _, n in ipairs({ "a.log", "a.log.1" }) do
+    local st = assert(uv.fs_stat(dir .. "/" .. n), n .. " exists")
+    t.eq(st.mode & 511, 384, n .. " is 0600")
+  end
+end)

@@ -104,14 +104,11 @@ function M.exec(d, exe, st, paused, reason)
     return nil, "cannot encode the handover state: " .. tostring(jerr)
   end
   local path = d.paths.home .. "/agentd.handover.json"
-  local f, ferr = io.open(path .. ".tmp", "w")
-  if not f then
+  local ok, werr = store.write_atomic(path, text, false) -- 0600, like every file in the home
+  if not ok then
     M.release(paused)
-    return nil, "cannot write " .. path .. ".tmp: " .. tostring(ferr)
+    return nil, "cannot write " .. path .. ": " .. tostring(werr)
   end
-  f:write(text)
-  f:close()
-  os.rename(path .. ".tmp", path)
   local fds = { d.lock }
   for _, hs in pairs(st.sessions) do
     for _, fd in pairs(hs.agent.fds) do fds[#fds + 1] = fd end

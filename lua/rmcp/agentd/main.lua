@@ -26,9 +26,17 @@ local function follow_stdio(path)
   if not ok then io.stderr:write("agentd: cannot point stdio at ", path, ": ", tostring(err), "\n") end
 end
 
+-- Opens path for appending, created (or left) owner-only like every other file in the home.
+local function open_private(path)
+  local fd = uv.fs_open(path, "a", 384) -- 0600
+  if fd then uv.fs_close(fd) end
+  uv.fs_chmod(path, 384)
+  return io.open(path, "a")
+end
+
 -- A log sink that appends to path and rotates it to path.1 once it passes max bytes.
 function M.rotating_sink(path, max)
-  local f = io.open(path, "a")
+  local f = open_private(path)
   local size = f and f:seek("end") or 0
   return function(line)
     if not f then return io.stderr:write(line) end
@@ -36,7 +44,7 @@ function M.rotating_sink(path, max)
       f:close()
       os.rename(path, path .. ".1")
       follow_stdio(path)
-      f = io.open(path, "a")
+      f = open_private(path)
       size = 0
       if not f then return io.stderr:write(line) end
     end
