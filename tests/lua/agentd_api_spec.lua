@@ -243,6 +243,43 @@ test("a corrupt or foreign session file is skipped at start, the rest load", fun
   t.eq(rows[1].status, "orphaned")
 end)
 
+test("a session file with fields of the wrong type is repaired with a warning, never breaks a tool", function(t)
+  local ctx = support.setup(t, { scenario = { rules = { { last_role = "user", text = "ok" } } } })
+  local c = ctx.client()
+  local sid = ctx.call(c, "spawn", { task = "fine" }).session_id
+  ctx.watch_until(c, { sid }, function(_, x) return x.status == "idle" end)
+  ctx.shutdown()
+  local f = assert(io.open(ctx.mcp_home .. "/sessions/rx-damaged0001.json", "w"))
+  f:write(json.encode({
+    id = "rx-damaged0001", owner = "orch-a", cwd = ctx.ws, project_dir = ctx.ws, task = { "not", "text" },
+    status = "exited", created_at = json.null, updated_at = "yesterday", last_text = 5, tool_approval = {},
+    turns_total = "7", plan = { 1, { content = "step", status = "in_progress" } }, warnings = { 3 },
+    terminal_pending = true, keep_alive = "yes",
+  }))
+  f:close()
+  local rows = ctx.call(c, "list", { include_task = true, detail = true }).sessions
+  t.eq(#rows, 2, "both listed")
+  local row = rows[1].session_id == "rx-damaged0001" and rows[1] or rows[2]
+  t.eq(row.session_id, "rx-damaged0001")
+  t.match(row.damaged, "damaged fields, reset to defaults: .*created_at %(null, want number%)")
+  t.match(row.damaged, "last_text %(number, want string%)")
+  t.match(row.damaged, "tool_approval %(table, want string%)")
+  t.match(row.damaged, "task %(table, want string%)")
+  t.eq(row.task, "")
+  local w = ctx.call(c, "watch", { session_ids = { "rx-damaged0001" } }).results["rx-damaged0001"]
+  t.eq(w.status, "exited")
+  local p = ctx.call(c, "poll", { session_id = "rx-damaged0001", detail = true })
+  t.eq(p.status, "exited")
+  local r = ctx.call(c, "resume", { session_id = "rx-damaged0001" })
+  t.eq(r.status, "idle")
+  ctx.call(c, "stop", { session_id = "rx-damaged0001" })
+  local kept
+  for _, x in ipairs(ctx.call(c, "list", {}).sessions) do
+    if x.session_id == "rx-damaged0001" then kept = x.damaged end
+  end
+  t.match(kept or "", "damaged fields", "the note is kept")
+end)
+
 test("REASONIX_MCP_ALLOW_ANY_CWD=1 lifts cwd confinement", function(t)
   local outside = t.tmpdir("rmcp-anywhere")
   local ctx = support.setup(t, { env = { REASONIX_MCP_ALLOW_ANY_CWD = "1" },

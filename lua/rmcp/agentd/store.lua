@@ -6,13 +6,26 @@ local log = require "rmcp.lib.log"
 
 local M = {}
 
--- Session fields that are persisted (everything else is runtime state).
-M.fields = {
-  "id", "owner", "project_dir", "cwd", "task", "model", "effort", "tool_approval", "work_mode",
-  "keep_alive", "idle_timeout", "acp_session_id", "status", "stop_reason", "exit_reason", "error_text",
-  "contract_sent", "created_at", "updated_at", "turns_total", "last_text", "plan", "posture",
-  "skipped_options", "warnings", "terminal_pending", "transcript_path", "work_seconds",
+-- Session fields that are persisted (everything else is runtime state), with the type each must
+-- have when read back ("array" and "object" are tables; "integer" a whole number). A field of the
+-- wrong type is reset by the session's restore, never used as it is.
+M.field_types = {
+  id = "string", owner = "string", project_dir = "string", cwd = "string", task = "string",
+  model = "string", effort = "string", tool_approval = "string", work_mode = "string",
+  keep_alive = "boolean", idle_timeout = "number", acp_session_id = "string", status = "string",
+  stop_reason = "string", exit_reason = "string", error_text = "string", contract_sent = "boolean",
+  created_at = "number", updated_at = "number", turns_total = "integer", last_text = "string",
+  plan = "array", posture = "object", skipped_options = "array", warnings = "array",
+  terminal_pending = "boolean", transcript_path = "string", work_seconds = "number", damaged = "string",
 }
+
+-- True when value v (as decoded) has type want (M.field_types).
+function M.fits(v, want)
+  if want == "integer" then return math.type(v) == "integer" end
+  if want == "array" then return type(v) == "table" and (v[1] ~= nil or next(v) == nil) end
+  if want == "object" then return type(v) == "table" and v[1] == nil end
+  return type(v) == want
+end
 
 -- Wall-clock time in seconds, to the millisecond: one division, so the value is the double nearest
 -- to the decimal and prints as 1733000000.123 (not 1733000000.1229999).
@@ -54,7 +67,7 @@ end
 -- Encodes the persisted fields of session s; returns text or nil (logged).
 local function encode(s)
   local rec = {}
-  for _, k in ipairs(M.fields) do rec[k] = s[k] end
+  for k in pairs(M.field_types) do rec[k] = s[k] end
   local text, err = json.encode(rec)
   if not text then
     log.error("session %s: cannot encode metadata: %s", s.id, err)

@@ -30,6 +30,7 @@ function M.row(s, opts)
     updated_at = s.updated_at,
     keep_alive = s.keep_alive or nil,
     terminal_pending = s.terminal_pending or nil,
+    damaged = s.damaged, -- its file had fields of the wrong type, reset at load (which, and why)
   }
   if pending then
     r.pending_decision = { request_id = pending.request_id, kind = pending.kind, title = pending.tool_call and pending.tool_call.title }

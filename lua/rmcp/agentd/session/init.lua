@@ -7,7 +7,7 @@
 -- Status: starting → running ⇄ idle, awaiting_decision while a decision is pending, exited
 -- (tombstone), orphaned (was live when the daemon died). Sessions live in d.sessions.
 
----@class Session                  persisted fields are listed in agentd/store.lua (M.fields)
+---@class Session                  persisted fields and their types: agentd/store.lua (M.field_types)
 ---@field id string                "rx-" and 12 hex digits
 ---@field owner string             the orchestrator that spawned it (ownership.lua checks callers)
 ---@field project_dir string?      the orchestrator's project dir at spawn

@@ -4,6 +4,7 @@
 -- their own verbs; nothing outside rmcp.agentd.session writes a session field.
 local uv = require "luv"
 local json = require "rmcp.lib.json"
+local log = require "rmcp.lib.log"
 local config = require "rmcp.config"
 local store = require "rmcp.agentd.store"
 local rules_poll = require "rmcp.rules.poll"
@@ -87,17 +88,58 @@ function M.create(d, owner, project_dir, o, cwd)
   return s
 end
 
--- Rebuilds a session from its persisted record after a daemon start; live ones become orphaned.
+-- Statuses a record may hold on disk.
+local known_status = { starting = true, running = true, idle = true, awaiting_decision = true,
+                       exited = true, orphaned = true }
+
+-- The elements of array a (nil: none) that have type want, as a JSON array.
+local function only(a, want)
+  local out = json.array()
+  for _, v in ipairs(a or {}) do
+    if type(v) == want then out[#out + 1] = v end
+  end
+  return out
+end
+
+-- Resets the fields of record rec whose type is wrong (a hand-edited or damaged file) to their
+-- defaults and says which in rec.damaged (list shows it; it is saved) and the log, so nothing is
+-- thrown later or lost silently. The record keeps everything else it holds.
+local function repair(rec)
+  local bad = {}
+  for k, want in pairs(store.field_types) do
+    local v = rec[k]
+    if v ~= nil and not store.fits(v, want) then
+      bad[#bad + 1] = string.format("%s (%s, want %s)", k, v == json.null and "null" or type(v), want)
+      rec[k] = nil
+    end
+  end
+  if rec.status ~= nil and not known_status[rec.status] then
+    bad[#bad + 1] = string.format("status (%q)", rec.status)
+    rec.status = nil
+  end
+  rec.task = rec.task or ""
+  rec.status = rec.status or "exited"
+  rec.turns_total = rec.turns_total or 0
+  rec.created_at = rec.created_at or rec.updated_at or 0
+  rec.updated_at = rec.updated_at or rec.created_at
+  rec.warnings = only(rec.warnings, "string")
+  if #bad > 0 then
+    table.sort(bad)
+    rec.damaged = "session file had damaged fields, reset to defaults: " .. table.concat(bad, ", ")
+    log.warn("session %s: %s", rec.id, rec.damaged)
+  end
+end
+
+-- Rebuilds a session from its persisted record after a daemon start (fields of the wrong type
+-- reset, with a warning); live ones become orphaned.
 function M.restore(d, rec)
+  repair(rec)
   local s = rec
-  if type(s.task) ~= "string" then s.task = tostring(s.task or "") end
-  if type(s.status) ~= "string" then s.status = "exited" end
   s.rt = M.new_rt()
   s.pending = {}
-  s.plan = json.array(type(s.plan) == "table" and s.plan or {})
-  s.skipped_options = json.array(type(s.skipped_options) == "table" and s.skipped_options or {})
-  s.warnings = json.array(type(s.warnings) == "table" and s.warnings or {})
-  if type(s.posture) == "table" and type(s.posture.allow_write) == "table" then json.array(s.posture.allow_write) end
+  s.plan = only(s.plan, "table")
+  s.skipped_options = only(s.skipped_options, "string")
+  if s.posture and type(s.posture.allow_write) == "table" then json.array(s.posture.allow_write) end
   s.transcript_path = store.journal_path(d.paths.sessions, s.id)
   if live_status[s.status] then
     s.status = "orphaned"
