@@ -256,7 +256,7 @@ test("live handover: a new binary takes a running turn, a pending decision and a
   local env = { REASONIX_MCP_LIVE_HANDOVER = "1" }
   for k, v in pairs(reload_env) do env[k] = v end
   local sc = scenario()
-  sc.rules[1].text = string.rep("s", 60) -- ~3 s: the exec lands mid-turn
+  sc.rules[1].text = string.rep("s", 160) -- ~8 s: the exec lands mid-turn even on a loaded machine
   local ctx = support.setup(t, { env = env, scenario = sc })
   t.defer(function() uv.os_unsetenv("REASONIX_MCP_LIVE_HANDOVER") end)
   local exe = install_copy(t)
@@ -291,7 +291,7 @@ test("live handover: a new binary takes a running turn, a pending decision and a
   -- the decision is answered through the new image, the turn that spanned the exec ends whole
   ctx.call(c, "respond_permission", { session_id = ask, option_id = "q1:2" })
   t.match(ctx.watch_until(c, { ask }, function(_, x) return x.status == "idle" end).message, "httpx")
-  t.eq(ctx.watch_until(c, { slow }, function(_, x) return x.status == "idle" end).message, string.rep("s", 60),
+  t.eq(ctx.watch_until(c, { slow }, function(_, x) return x.status == "idle" end).message, string.rep("s", 160),
     "every chunk of the turn, before and after the exec")
   ctx.call(c, "send", { session_id = kept, message = "RECALL" })
   t.match(ctx.watch_until(c, { kept }, function(_, x) return x.status == "idle" end).message, "^recalled:")
