@@ -3,8 +3,10 @@
 // needs: clients
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, chmodSync } from 'node:fs';
-import { makeSandbox, removeSandbox, rawServer, strictEnvelope, serverEnv, waitNoLeftovers, killLeftovers } from './helpers.mjs';
+import { mkdirSync, chmodSync, readFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { makeSandbox, removeSandbox, rawServer, strictEnvelope, serverEnv, waitNoLeftovers, killLeftovers, BIN, until, withTimeout } from './helpers.mjs';
 
 let sb;
 before(() => { sb = makeSandbox(); });
@@ -192,4 +194,56 @@ test('an unusable REASONIX_MCP_HOME gives an isError result saying what to fix',
   assert.match(r.result.content[0].text, /mode 0777.*chmod 700/);
   await srv.close();
   assertClean(srv);
+});
+
+// Resolves once stream drains, or after 200 ms when it does not (the peer stopped reading).
+function drainedOrStuck(stream) {
+  return new Promise((resolve) => {
+    const done = () => { clearTimeout(timer); stream.off('drain', done); resolve(); };
+    const timer = setTimeout(done, 200);
+    stream.on('drain', done);
+  });
+}
+
+// Resident memory of pid in KiB (0 when it is gone).
+function rssKiB(pid) {
+  try { return Number(/VmRSS:\s*(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]); } catch { return 0; }
+}
+
+test('a host that never reads stdout is not read either: launcher and server memory stay bounded, and it all resumes', async () => {
+  for (const args of [['server'], []]) {
+    const child = spawn(BIN, args, { env: serverEnv(sb), cwd: sb.ws, stdio: ['pipe', 'pipe', 'ignore'] });
+    const exited = once(child, 'exit');
+    child.stdout.pause(); // nothing reads stdout until the end
+    const write = (msg) => child.stdin.write(JSON.stringify(msg) + '\n');
+    write({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'hog', version: '1' } } });
+    write({ jsonrpc: '2.0', method: 'notifications/initialized' });
+    // tools/list answers are ~8 KB each: 40,000 of them would be 320 MB if they piled up
+    let sent = 0;
+    const deadline = Date.now() + 4000;
+    while (sent < 40000 && Date.now() < deadline) {
+      const more = write({ jsonrpc: '2.0', id: ++sent, method: 'tools/list' });
+      if (!more) await drainedOrStuck(child.stdin);
+    }
+    await new Promise((r) => setTimeout(r, 500)); // what it took in is processed
+    const pids = [child.pid, ...readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number)];
+    for (const pid of pids) assert.ok(rssKiB(pid) < 64 * 1024, `${args[0] ?? 'launcher'}: pid ${pid} holds ${rssKiB(pid)} KiB for a host that does not read`);
+    assert.ok(sent < 40000, `${args[0] ?? 'launcher'} stopped taking requests (took ${sent})`);
+    // reading again, every request the host got to send is answered
+    const ids = new Set();
+    let buf = '';
+    child.stdout.on('data', (d) => {
+      buf += d;
+      let nl;
+      while ((nl = buf.indexOf('\n')) >= 0) {
+        const m = JSON.parse(buf.slice(0, nl));
+        buf = buf.slice(nl + 1);
+        if (m.id > 0 && m.result) ids.add(m.id);
+      }
+    });
+    child.stdout.resume();
+    await until(() => ids.size === sent, 60000, `all ${sent} answers`);
+    child.stdin.end();
+    await withTimeout(exited, 10000, 'exit after stdin EOF');
+  }
 });

@@ -280,6 +280,50 @@ test("a session file with fields of the wrong type is repaired with a warning, n
   t.match(kept or "", "damaged fields", "the note is kept")
 end)
 
+-- Resident memory of pid in KiB.
+local function rss_kib(pid)
+  local f = io.open("/proc/" .. pid .. "/status", "r")
+  local text = f and f:read("a") or ""
+  if f then f:close() end
+  return tonumber(text:match("VmRSS:%s*(%d+)")) or 0
+end
+
+test("a client that never reads its replies is not read either: agentd's memory stays bounded, others go on", function(t)
+  local ctx = support.setup(t, { scenario = { rules = { { last_role = "user", text = "ok" } } } })
+  local c = ctx.client()
+  local big = string.rep("x", 64 * 1024)
+  local sid = ctx.call(c, "spawn", { task = big }).session_id
+  ctx.watch_until(c, { sid }, function(_, x) return x.status == "idle" end)
+  local daemon = c.info.agentd_pid
+  local before = rss_kib(daemon)
+  -- a hello, then 2000 lists of a 64 KB task (128 MB of replies) that are never read
+  local fd = assert(sock.connect(ctx.mcp_home .. "/agentd.sock"))
+  local hog = assert(channel.open(fd, { mode = "ndjson", on_line = function() end, on_eof = function() end }))
+  hog:pause()
+  t.defer(function() if not hog:is_closed() then hog:close() end end)
+  hog:write(json.encode({ jsonrpc = "2.0", id = 0, method = "hello",
+                          params = { protocol = 1, orchestrator_id = "orch-a", project_dir = ctx.ws } }))
+  local req = json.encode({ jsonrpc = "2.0", id = 1, method = "list", params = { include_task = true } })
+  local sent = 0
+  t.await(function(done)
+    local tick = uv.new_timer()
+    tick:start(0, 5, function()
+      for _ = 1, 50 do hog:write(req) end
+      sent = sent + 50
+      if sent >= 2000 then tick:close(); done() end
+    end)
+  end, 20000, "the hog's requests written")
+  -- while the hog waits, another orchestrator is served at once
+  local other = ctx.client("orch-b")
+  local t0 = uv.now()
+  t.eq(#ctx.call(other, "list", {}).sessions, 0)
+  t.ok(uv.now() - t0 < 5000, "another client's hello+list took " .. (uv.now() - t0) .. " ms")
+  local grown = rss_kib(daemon) - before
+  t.ok(grown < 32 * 1024, string.format("agentd grew %d KiB for a non-reading client", grown))
+  hog:close()
+  t.eq(ctx.call(c, "list", {}).sessions[1].session_id, sid, "agentd goes on after the hog leaves")
+end)
+
 test("REASONIX_MCP_ALLOW_ANY_CWD=1 lifts cwd confinement", function(t)
   local outside = t.tmpdir("rmcp-anywhere")
   local ctx = support.setup(t, { env = { REASONIX_MCP_ALLOW_ANY_CWD = "1" },

@@ -4,6 +4,7 @@ local json = require "rmcp.lib.json"
 local jsonrpc = require "rmcp.lib.jsonrpc"
 local async = require "rmcp.lib.async"
 local log = require "rmcp.lib.log"
+local flow = require "rmcp.lib.flow"
 local channel = require "rmcp.channel"
 local config = require "rmcp.config"
 local session = require "rmcp.agentd.session"
@@ -274,6 +275,8 @@ function M.accept(d, fd, peer_uid, peer_pid)
   d.next_conn = d.next_conn + 1
   local conn = { id = d.next_conn, requests = {}, hello = false, peer_pid = peer_pid }
   local ch
+  -- a peer that leaves its replies unread is not read either until they drain
+  local gate = flow.gate("conn " .. conn.id, function() return flow.unread(ch) end)
   conn.peer = jsonrpc.new({
     name = "agentd-conn",
     send = function(line) if ch and not ch:is_closed() then ch:write(line) end end,
@@ -287,7 +290,11 @@ function M.accept(d, fd, peer_uid, peer_pid)
   ch, err = channel.open(fd, {
     mode = "ndjson",
     max_line = config.limit("max_line"),
-    on_line = function(line) conn.peer:receive(line) end,
+    on_line = function(line)
+      conn.peer:receive(line)
+      gate:check()
+    end,
+    on_drain = function() gate:released() end,
     on_oversize = function(n)
       log.warn("conn %d: dropped a %d-byte line", conn.id, n)
       conn.peer:respond_error(nil, jsonrpc.INVALID_REQUEST,
@@ -300,6 +307,7 @@ function M.accept(d, fd, peer_uid, peer_pid)
     return
   end
   conn.ch = ch
+  gate.reader = ch
   d.conns[conn] = true
   log.debug("conn %d: accepted (uid %s pid %s)", conn.id, tostring(peer_uid), tostring(peer_pid))
 end

@@ -8,11 +8,16 @@ local config = require "rmcp.config"
 
 local M = {}
 
+-- Host requests in flight past which the launcher stops reading the host (a host has a handful;
+-- each holds an answer's worth of memory until it is read).
+local MAX_IN_FLIGHT = 256
+
 -- Runs the launcher on this process's stdio; returns at once (the loop does the work).
 function M.main(_args)
   log.set_role("launcher")
   local channel = require "rmcp.channel"
   local sys = require "rmcp.sys"
+  local flow = require "rmcp.lib.flow"
   local proxy_mod = require "rmcp.launcher.proxy"
   local binwatch = require "rmcp.lib.binwatch"
   local exe = require("rmcp.lib.exepath").invoked()
@@ -22,11 +27,20 @@ function M.main(_args)
   local signals = {}
 
   local err
+  -- a host that leaves stdout unread, or has too many requests in flight, is not read until that
+  -- clears: what the launcher holds for it stays bounded
+  local gate = flow.gate("launcher stdin", function()
+    local why = flow.unread(out)
+    if why then return why end
+    local n = proxy and proxy:in_flight() or 0
+    if n >= MAX_IN_FLIGHT then return n .. " requests in flight" end
+  end)
   out, err = channel.open(1, {
     mode = "ndjson", read = false, write = true,
     on_eof = function(e)
       if e and proxy then proxy:stop(0, "the host stopped reading stdout: " .. tostring(e)) end
     end,
+    on_drain = function() gate:released() end,
   })
   if not out then
     log.error("cannot open stdout: %s", tostring(err))
@@ -43,11 +57,15 @@ function M.main(_args)
     end,
     -- the channel teardown flushes queued stdout (up to 2 s) before the process exits
     on_exit = function(code) sys.stop(code) end,
+    on_settled = function() gate:released() end,
   }
 
   input, err = channel.open(0, {
     mode = "ndjson", read = true, write = false, max_line = max_line,
-    on_line = function(line) proxy:from_host(line) end,
+    on_line = function(line)
+      proxy:from_host(line)
+      gate:check()
+    end,
     on_oversize = function(n) proxy:host_oversize(n, max_line) end,
     on_eof = function(e) proxy:stop(0, e and ("stdin error: " .. tostring(e)) or "the host closed stdin") end,
   })
@@ -55,6 +73,7 @@ function M.main(_args)
     log.error("cannot open stdin: %s", tostring(err))
     return sys.stop(1)
   end
+  gate.reader = input
 
   for _, name in ipairs({ "sigterm", "sigint", "sighup" }) do
     local sig = uv.new_signal()

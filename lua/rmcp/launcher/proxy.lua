@@ -41,18 +41,20 @@ Proxy.__index = Proxy
 
 -- Creates the proxy. opts: send_host(line); spawn_child{n, on_line, on_exit} -> child | nil, err
 -- (default: child.spawn of opts.exe); on_stopping() (stop reading the host); on_exit(code) (all
--- children are gone: exit the process).
+-- children are gone: exit the process); on_settled() (a host request left flight).
 function M.new(opts)
   local self = setmetatable({
     send_host = opts.send_host,
     on_stopping = opts.on_stopping or function() end,
     on_exit = opts.on_exit or function() end,
+    on_settled = opts.on_settled or function() end,
     spawn_child = opts.spawn_child,
     children = {},        -- live children (set)
     n = 0,                -- children started
     active = nil,         -- the ready child host requests go to
     candidate = nil,      -- a child being started (handshake replay in progress)
     pending = {},         -- id_key -> host request in flight (see host_request)
+    n_pending = 0,        -- how many
     tokens = {},          -- id_key(progressToken) -> pending entry
     buffer = {},          -- {entry=} or {line=} waiting for a ready child, in arrival order
     seq = 0,
@@ -129,6 +131,8 @@ function Proxy:host_request(line, msg, id)
   end
   if self.pending[entry.key] then
     log.warn("the host reused request id %s while it was in flight; following the newer request", tostring(id))
+  else
+    self.n_pending = self.n_pending + 1
   end
   self.pending[entry.key] = entry
   self:dispatch(entry)
@@ -301,7 +305,11 @@ end
 -- (result_line, undecoded: only initialize's is read); lets a draining server stop once its last
 -- request is done.
 function Proxy:settle(entry, result_line)
-  if self.pending[entry.key] == entry then self.pending[entry.key] = nil end
+  if self.pending[entry.key] == entry then
+    self.pending[entry.key] = nil
+    self.n_pending = self.n_pending - 1
+    self.on_settled()
+  end
   if entry.token and self.tokens[entry.token] == entry then self.tokens[entry.token] = nil end
   entry.done = true
   if result_line then
@@ -318,6 +326,11 @@ function Proxy:settle(entry, result_line)
   for _, c in ipairs({ entry.owner, entry.prev }) do
     if c and c.retiring and not c.stdin_closed and self:owned(c) == 0 then self:close_child(c, "drained") end
   end
+end
+
+-- Number of host requests in flight.
+function Proxy:in_flight()
+  return self.n_pending
 end
 
 -- Number of in-flight host requests a child owns.

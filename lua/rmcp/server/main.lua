@@ -43,6 +43,7 @@ function M.main(_args)
   require("rmcp.policy.loader").init{ role = "server" }
   local channel = require "rmcp.channel"
   local mcp = require "rmcp.server.mcp"
+  local flow = require "rmcp.lib.flow"
   local link = require "rmcp.server.link"
   local max_line = config.limit("max_line")
 
@@ -58,9 +59,12 @@ function M.main(_args)
   end
 
   local err
+  -- a host that leaves stdout unread is not read either until it drains
+  local gate = flow.gate("server stdin", function() return flow.unread(out) end)
   out, err = channel.open(1, {
     mode = "ndjson", read = false, write = true,
     on_eof = function(e) if e then stop(0, "stdout closed: " .. tostring(e)) end end,
+    on_drain = function() gate:released() end,
   })
   if not out then
     log.error("cannot open stdout: %s", tostring(err))
@@ -75,7 +79,10 @@ function M.main(_args)
   }
   input, err = channel.open(0, {
     mode = "ndjson", read = true, write = false, max_line = max_line,
-    on_line = function(line) server:receive(line) end,
+    on_line = function(line)
+      server:receive(line)
+      gate:check()
+    end,
     on_oversize = function(n) server:oversize(n, max_line) end,
     on_eof = function(e) stop(0, e and ("stdin error: " .. tostring(e)) or "stdin closed") end,
   })
@@ -83,6 +90,7 @@ function M.main(_args)
     log.error("cannot open stdin: %s", tostring(err))
     return require("rmcp.sys").stop(1)
   end
+  gate.reader = input
   log.info("server %s ready on stdio (pid %d, project %s)", host_version(), uv.os_getpid(), uv.cwd())
 end
 
