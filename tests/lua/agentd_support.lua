@@ -36,9 +36,17 @@ function M.setup(t, opts)
     REASONIX_MCP_ALLOW_ANY_CWD = "", REASONIX_MCP_ORCHESTRATOR_ID = "",
   }
   for k, v in pairs(opts.env or {}) do env[k] = v end
+  -- set for this case only: the next case starts from the environment this one found
+  local saved = {}
   for k, v in pairs(env) do
+    saved[k] = os.getenv(k) or false
     if v == "" then uv.os_unsetenv(k) else uv.os_setenv(k, v) end
   end
+  t.defer(function()
+    for k, v in pairs(saved) do
+      if v then uv.os_setenv(k, v) else uv.os_unsetenv(k) end
+    end
+  end)
   local ctx = { t = t, prov = prov, home = home, mcp_home = mcp_home, ws = home.workspace, clients = {} }
   -- Connects a client for orchestrator orch (default "orch-a") rooted at project (default the workspace).
   function ctx.client(orch, project, extra)
