@@ -24,6 +24,7 @@ Client.__index = Client
 
 -- Creates a client (not connected yet). opts: home, orchestrator_id, project_dir, client_info
 -- {name, version}, autostart (default true), start_timeout_ms (5000), exe (reasonix-mcp binary),
+-- env (the environment map its agents run with; default this process's),
 -- on_notification(method, params), on_disconnect(reason), on_connect().
 function M.new(opts)
   opts = opts or {}
@@ -174,6 +175,8 @@ function Client:try_connect()
   local info, herr = async.request(peer, "hello", {
     protocol = M.PROTOCOL, orchestrator_id = self.orchestrator_id, project_dir = self.project_dir,
     client = self.opts.client_info or { name = "reasonix-mcp", version = require("rmcp.host").version },
+    -- the agents this orchestrator spawns run with its environment, not agentd's
+    env = self.opts.env or require("luv").os_environ(),
   })
   if not info then
     if not ch:is_closed() then ch:close() end

@@ -37,9 +37,20 @@ local function env(name)
 end
 M.env = env
 
--- Returns the spawn default for key (model, effort, work_mode, tool_approval, language).
-function M.default(key)
-  return env("REASONIX_MCP_DEFAULT_" .. key:upper()) or M.defaults[key]
+-- The value of name in environment map e (an orchestrator's, sent in hello), or in ours when e is
+-- nil; "" counts as unset.
+local function env_of(e, name)
+  if e == nil then return env(name) end
+  local v = e[name]
+  if type(v) ~= "string" or v == "" then return nil end
+  return v
+end
+M.env_of = env_of
+
+-- Returns the spawn default for key (model, effort, work_mode, tool_approval, language), as set in
+-- environment map e (an orchestrator's; default ours).
+function M.default(key, e)
+  return env_of(e, "REASONIX_MCP_DEFAULT_" .. key:upper()) or M.defaults[key]
 end
 
 -- REASONIX_MCP_<NAME> per limit name, built once (limits are read on hot paths).
@@ -73,9 +84,10 @@ function M.limits_now()
   return snapshot
 end
 
--- True when the boolean env flag REASONIX_MCP_<name> is set to 1/true/yes.
-function M.flag(name)
-  local v = env("REASONIX_MCP_" .. name)
+-- True when the boolean env flag REASONIX_MCP_<name> is set to 1/true/yes, in environment map e
+-- (an orchestrator's; default ours).
+function M.flag(name, e)
+  local v = env_of(e, "REASONIX_MCP_" .. name)
   return v ~= nil and (v == "1" or v:lower() == "true" or v:lower() == "yes")
 end
 
@@ -112,14 +124,16 @@ function M.paths(home)
   }
 end
 
--- The Reasonix home the agents use ($REASONIX_HOME, default ~/.reasonix).
-function M.reasonix_home()
-  return env("REASONIX_HOME") or (M.user_home() .. "/.reasonix")
+-- The Reasonix home the agents use ($REASONIX_HOME, default ~/.reasonix), in environment map e
+-- (default ours).
+function M.reasonix_home(e)
+  return env_of(e, "REASONIX_HOME") or ((env_of(e, "HOME") or M.user_home()) .. "/.reasonix")
 end
 
--- Finds an executable named name on PATH; returns its path or nil.
-local function which(name)
-  for dir in (env("PATH") or "/usr/local/bin:/usr/bin:/bin"):gmatch("[^:]+") do
+-- Finds an executable named name on the PATH of environment map e (default ours); returns its
+-- path or nil.
+local function which(name, e)
+  for dir in (env_of(e, "PATH") or "/usr/local/bin:/usr/bin:/bin"):gmatch("[^:]+") do
     local p = dir .. "/" .. name
     if require("luv").fs_access(p, "x") then return p end
   end
@@ -127,20 +141,22 @@ local function which(name)
 end
 M.which = which
 
--- The agent binary: $REASONIX_BIN, else `reasonix` on PATH. Returns path or nil, message.
-function M.agent_bin()
-  local bin = env("REASONIX_BIN")
+-- The agent binary for environment map e (default ours): $REASONIX_BIN, else `reasonix` on PATH.
+-- Returns path or nil, message.
+function M.agent_bin(e)
+  local bin = env_of(e, "REASONIX_BIN")
   if bin then return bin end
-  bin = which("reasonix")
+  bin = which("reasonix", e)
   if bin then return bin end
   return nil, "reasonix not found: put it on PATH or set REASONIX_BIN"
 end
 
--- The environment list ("K=V") an agent runs with: ours plus REASONIX_LANG unless language is auto.
+-- The environment list ("K=V") an agent runs with: base (an orchestrator's environment map, default
+-- ours) plus REASONIX_LANG unless its language default is auto.
 function M.agent_env(base)
   local uv = require "luv"
   base = base or uv.os_environ()
-  local lang = M.default("language")
+  local lang = M.default("language", base)
   local out = {}
   for k, v in pairs(base) do
     if k ~= "REASONIX_LANG" or lang == "auto" then out[#out + 1] = k .. "=" .. v end

@@ -1,6 +1,6 @@
 // Survival (the spec's selftest_daemon.py): agents outlive a killed MCP server and a new server
 // sees them; stop + resume revives a session with its history; six agents run concurrently; and
-// reasonix_restart_agentd restarts the shared daemon, refusing while another orchestrator has live
+// reasonix_restart_agentd restarts the shared daemon, refusing (even with force) while another orchestrator has live
 // agents, with the next call reconnecting transparently.
 // needs: agent python3 clients
 import { test } from 'node:test';
@@ -80,12 +80,16 @@ test('restart_agentd refuses while another orchestrator has live agents, then re
   const theirs = await fx.connect({ name: 'bystander' });
   const { session_id: other } = await tool(theirs.client, 'reasonix_spawn', { task: 'ECHO-TASK bystander', keep_alive: true });
   await watchUntil(theirs.client, [other]);
-  const refused = await callTool(mine.client, 'reasonix_restart_agentd', {});
-  assert.equal(refused.result.isError, true);
-  assert.match(refused.result.content[0].text, new RegExp(`${other}.*force=true`));
+  for (const args of [{}, { force: true }]) {
+    const refused = await callTool(mine.client, 'reasonix_restart_agentd', args);
+    assert.equal(refused.result.isError, true, `refused with ${JSON.stringify(args)}`);
+    assert.match(refused.result.content[0].text, /other orchestrators have 1 live agent/);
+    assert.doesNotMatch(refused.result.content[0].text, new RegExp(other), 'never names another orchestrator\'s session');
+  }
+  await tool(theirs.client, 'reasonix_stop', { session_id: other });
 
   const oldPid = agentdPid(fx.sb);
-  const r = await tool(mine.client, 'reasonix_restart_agentd', { force: true });
+  const r = await tool(mine.client, 'reasonix_restart_agentd', {});
   assert.equal(r.restarting, true);
   await until(() => !alive(oldPid), 10000, 'old agentd exits');
   // The next call starts a fresh daemon and reconnects without any help.

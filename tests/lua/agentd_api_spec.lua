@@ -113,7 +113,9 @@ test("orchestrators are isolated: foreign ids look unknown, restart is refused",
   t.eq(ctx.call_err(b, "watch", { session_ids = { sid } }).code, -32001)
   local err = ctx.call_err(b, "restart", {})
   t.eq(err.code, -32005)
-  t.ok(err.message:find(sid, 1, true), "names the live session")
+  t.eq(err.message:find(sid, 1, true), nil, "never names another orchestrator's session")
+  t.match(err.message, "other orchestrators have 1 live agent")
+  t.eq(ctx.call_err(b, "restart", { force = true }).code, -32005, "force does not end another orchestrator's agents")
   t.eq(ctx.call(a, "list", {}).sessions[1].session_id, sid)
 end)
 
@@ -322,6 +324,77 @@ test("a client that never reads its replies is not read either: agentd's memory 
   t.ok(grown < 32 * 1024, string.format("agentd grew %d KiB for a non-reading client", grown))
   hog:close()
   t.eq(ctx.call(c, "list", {}).sessions[1].session_id, sid, "agentd goes on after the hog leaves")
+end)
+
+-- The environment of process pid as a map.
+local function environ(pid)
+  local f = assert(io.open("/proc/" .. pid .. "/environ", "rb"))
+  local text = f:read("a")
+  f:close()
+  local out = {}
+  for k, v in text:gmatch("([^=%z]+)=([^%z]*)") do out[k] = v end
+  return out
+end
+
+test("each orchestrator's agents run with its own environment; nothing of the daemon starter's leaks", function(t)
+  local ctx = support.setup(t, { scenario = { rules = { { last_role = "user", text = "ok" } } } })
+  -- orchestrator A starts agentd with a private token in its environment
+  uv.os_setenv("RMCP_SPEC_TOKEN_A", "alpha")
+  local env_a = uv.os_environ()
+  local a = ctx.client("orch-a", nil, { env = env_a })
+  local sa = ctx.call(a, "spawn", { task = "one" }).session_id
+  uv.os_unsetenv("RMCP_SPEC_TOKEN_A")
+  t.eq(environ(a.info.agentd_pid).RMCP_SPEC_TOKEN_A, "alpha", "agentd was started with A's token")
+  local env_b = uv.os_environ()
+  env_b.RMCP_SPEC_TOKEN_B = "beta"
+  env_b.REASONIX_MCP_DEFAULT_LANGUAGE = "zh"
+  local b = ctx.client("orch-b", nil, { env = env_b })
+  local sb = ctx.call(b, "spawn", { task = "two" }).session_id
+  local pid_of = {}
+  for _, c in ipairs({ a, b }) do
+    for _, row in ipairs(ctx.call(c, "list", { detail = true }).sessions) do pid_of[row.session_id] = row.agent_pid end
+  end
+  local ea, eb = environ(pid_of[sa]), environ(pid_of[sb])
+  t.eq(ea.RMCP_SPEC_TOKEN_A, "alpha")
+  t.eq(ea.RMCP_SPEC_TOKEN_B, nil)
+  t.eq(eb.RMCP_SPEC_TOKEN_B, "beta", "B's agent has B's own variables")
+  t.eq(eb.RMCP_SPEC_TOKEN_A, nil, "and nothing of A's")
+  t.eq(ea.REASONIX_LANG, "en")
+  t.eq(eb.REASONIX_LANG, "zh", "B's language default applies to B's agents only")
+  -- a resume runs with the environment of the orchestrator that resumes
+  ctx.call(b, "stop", { session_id = sb })
+  ctx.call(b, "resume", { session_id = sb })
+  for _, row in ipairs(ctx.call(b, "list", { detail = true }).sessions) do
+    if row.session_id == sb then t.eq(environ(row.agent_pid).RMCP_SPEC_TOKEN_A, nil, "a resumed agent has none of A's") end
+  end
+  -- a hello whose env is not a map of strings is refused
+  local bad = ctx.client("orch-c", nil, { env = { X = 1 } })
+  t.match(ctx.call_err(bad, "list", {}).message, "env must be an object of strings")
+end)
+
+test("a workspace's reasonix.toml does not widen spawn confinement; the posture says when it widens the agent's", function(t)
+  local outside = t.tmpdir("rmcp-widened")
+  local ctx = support.setup(t, { scenario = { rules = { { last_role = "user", text = "ok" } } } })
+  local f = assert(io.open(ctx.ws .. "/reasonix.toml", "w"))
+  f:write('[sandbox]\nallow_write = ["' .. outside .. '", "/"]\n')
+  f:close()
+  t.defer(function() os.remove(ctx.ws .. "/reasonix.toml") end)
+  local c = ctx.client()
+  local err = ctx.call_err(c, "spawn", { task = "x", cwd = outside })
+  t.eq(err.code, -32003, "a repository cannot switch confinement off for itself")
+  err = ctx.call_err(c, "spawn", { task = "x", cwd = "/etc" })
+  t.eq(err.code, -32003)
+  -- what the agent itself reports is shown, with a warning naming the workspace file
+  local posture = require("rmcp.agentd.posture").from_doctor({
+    sandbox = { bash = "enforce", available = true, write_roots = { ctx.ws, outside } },
+    config = { source_path = ctx.ws .. "/reasonix.toml" },
+  }, ctx.ws)
+  t.match(posture.warning, "workspace's own .*reasonix%.toml widens the agent's allow_write to " .. outside:gsub("%p", "%%%0"))
+  local user = require("rmcp.agentd.posture").from_doctor({
+    sandbox = { bash = "enforce", available = true, write_roots = { ctx.ws, outside } },
+    config = { source_path = ctx.home.rxhome .. "/config.toml" },
+  }, ctx.ws)
+  t.eq(user.warning, nil, "the user's own config widening it is no news")
 end)
 
 test("REASONIX_MCP_ALLOW_ANY_CWD=1 lifts cwd confinement", function(t)

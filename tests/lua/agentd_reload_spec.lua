@@ -225,8 +225,11 @@ test("restart: refused while agents are live unless force; force stops them and 
   t.ok(err.message:find(mine .. " (idle)", 1, true), "names my live agent: " .. err.message)
   t.match(err.message, "force=true")
   local theirs = ctx.call(b, "spawn", { task = "SLOW other" }).session_id
-  err = ctx.call_err(a, "restart", {})
-  t.ok(err.message:find(theirs, 1, true), "names the other orchestrator's agent")
+  err = ctx.call_err(a, "restart", { force = true })
+  t.eq(err.code, -32005, "force does not end another orchestrator's agents")
+  t.eq(err.message:find(theirs, 1, true), nil, "never names them")
+  t.match(err.message, "other orchestrators have 1 live agent")
+  ctx.call(b, "stop", { session_id = theirs })
   local old = a.info.agentd_pid
   t.eq(ctx.call(a, "restart", { force = true }).restarting, true)
   t.wait_for(function() return not support.alive(old) end, 5000, "the old agentd to exit")
@@ -237,8 +240,7 @@ test("restart: refused while agents are live unless force; force stops them and 
   t.eq(a.info.agentd_pid, b.info.agentd_pid)
   t.eq(mine_row.status, "exited")
   t.eq(mine_row.exit_reason, "daemon_restart")
-  t.eq(theirs_row.exit_reason, "daemon_restart")
-  t.eq(theirs_row.stop_reason, "cancelled")
+  t.eq(theirs_row.exit_reason, "stopped", "stopped by its own orchestrator")
   t.eq(ctx.call(a, "resume", { session_id = mine }).status, "idle")
   ctx.call(a, "send", { session_id = mine, message = "RECALL the codeword" })
   t.match(ctx.watch_until(a, { mine }, function(_, x) return x.status == "idle" end).message, "^recalled:")

@@ -63,6 +63,15 @@ local function live_sessions(d, pred)
   return out
 end
 
+-- True when v is a table of string keys to string values.
+local function string_map(v)
+  if type(v) ~= "table" then return false end
+  for k, x in pairs(v) do
+    if type(k) ~= "string" or type(x) ~= "string" then return false end
+  end
+  return true
+end
+
 local methods = {}
 
 -- hello: version handshake; binds the connection to an orchestrator and project dir.
@@ -78,8 +87,12 @@ function methods.hello(d, conn, p, reply)
   if p.project_dir ~= nil and (type(p.project_dir) ~= "string" or p.project_dir:sub(1, 1) ~= "/") then
     return reply(nil, bad("project_dir must be an absolute path"))
   end
+  if p.env ~= nil and not string_map(p.env) then
+    return reply(nil, bad("env must be an object of strings (the caller's environment)"))
+  end
   conn.orch, conn.project_dir, conn.hello = p.orchestrator_id, p.project_dir, true
   conn.client = type(p.client) == "table" and p.client or {}
+  conn.env = p.env -- the agents this connection spawns or resumes run with it (nil: agentd's own)
   log.info("conn %d: hello from %s (%s) for %s", conn.id, tostring(conn.client.name), conn.orch, tostring(conn.project_dir))
   reply({ protocol = M.PROTOCOL, version = d.version, agentd_pid = d.pid, home = d.paths.home,
           reload = upgrade.status(d, conn.orch) })
@@ -87,11 +100,12 @@ end
 
 -- spawn: a new session; returns once the agent is configured and the first prompt sent.
 function methods.spawn(d, conn, p, reply)
-  local o, err = rules_spawn.options(p)
+  local o, err = rules_spawn.options(p, false, conn.env)
   if not o then return reply(nil, bad(err)) end
-  local cwd, cerr = ownership.confine(conn.project_dir, o.cwd)
+  local cwd, cerr = ownership.confine(conn.project_dir, o.cwd, conn.env)
   if not cwd then return reply(nil, cerr) end
   rules_spawn.adjust(o, { cwd = cwd, project_dir = conn.project_dir, orchestrator_id = conn.orch })
+  o.env = conn.env
   session.spawn(d, conn.orch, conn.project_dir, o, cwd, reply)
 end
 
@@ -103,13 +117,13 @@ function methods.resume(d, conn, p, reply)
   if not o then return reply(nil, bad(oerr)) end
   local changes = {}
   if p.cwd ~= nil and not session.is_live(s) then
-    local cwd, cerr = ownership.confine(conn.project_dir, p.cwd)
+    local cwd, cerr = ownership.confine(conn.project_dir, p.cwd, conn.env)
     if not cwd then return reply(nil, cerr) end
     changes.cwd = cwd
   end
   if p.keep_alive ~= nil then changes.keep_alive = o.keep_alive end
   if p.idle_timeout ~= nil then changes.idle_timeout = o.idle_timeout end
-  session.resume(d, s, changes, reply)
+  session.resume(d, s, changes, conn.env, reply)
 end
 
 -- send: forced steer (never dropped); expect narrows it.
@@ -196,26 +210,28 @@ end
 -- models: selectable models with their efforts (cached).
 function methods.models(d, conn, _, reply)
   async.run(function()
-    reply(models.list(d, conn.project_dir or config.user_home()))
+    reply(models.list(d, conn.project_dir or config.user_home(), conn.env))
   end, function(e) reply(nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, "models failed: " .. tostring(e))) end)
 end
 
 -- restart: hands over to a fresh daemon from the current binary (global: every orchestrator
--- reconnects on its next call). Refused while any agent is live unless force, which stops them all
--- (exited, exit_reason "daemon_restart", resumable); refused too when the binary does not run.
+-- reconnects on its next call). Refused while the caller has live agents unless force, which stops
+-- them (exited, exit_reason "daemon_restart", resumable); refused even with force while another
+-- orchestrator has live agents (said as a count, never which); refused too when the binary does
+-- not run.
 function methods.restart(d, conn, p, reply)
   if d.upgrade.handing_over then return reply({ restarting = true }) end
   local mine = live_sessions(d, function(s) return s.owner == conn.orch end)
   local others = live_sessions(d, function(s) return s.owner ~= conn.orch end)
-  if (#mine > 0 or #others > 0) and p.force ~= true then
-    local parts = {}
-    if #mine > 0 then
-      local shown = {}
-      for _, id in ipairs(mine) do shown[#shown + 1] = id .. " (" .. d.sessions[id].status .. ")" end
-      parts[#parts + 1] = "your live agents: " .. table.concat(shown, ", ")
-    end
-    if #others > 0 then parts[#parts + 1] = "other orchestrators have live agents (" .. table.concat(others, ", ") .. ")" end
-    return reply(nil, jsonrpc.error(M.RESTART_REFUSED, "restart refused: " .. table.concat(parts, "; ") ..
+  if #others > 0 then
+    return reply(nil, jsonrpc.error(M.RESTART_REFUSED, string.format(
+      "restart refused: other orchestrators have %d live agent(s); a restart would end them, so it waits until they are stopped (force does not override this)",
+      #others)))
+  end
+  if #mine > 0 and p.force ~= true then
+    local shown = {}
+    for _, id in ipairs(mine) do shown[#shown + 1] = id .. " (" .. d.sessions[id].status .. ")" end
+    return reply(nil, jsonrpc.error(M.RESTART_REFUSED, "restart refused: your live agents: " .. table.concat(shown, ", ") ..
       ". Stop them, or pass force=true to restart anyway (they are stopped; their transcripts stay resumable with resume)"))
   end
   log.info("restart requested by %s%s; live agents: %d", conn.orch, p.force == true and " (force)" or "", #mine + #others)

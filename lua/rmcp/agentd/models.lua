@@ -12,20 +12,22 @@ local M = {}
 M.ttl_s = 300
 M.max_models = 32
 
--- Cache key: the config file's identity, so editing the config refreshes the list.
-local function cache_key()
-  local path = config.reasonix_home() .. "/config.toml"
+-- Cache key: the config file's identity (in the Reasonix home of environment map e), so editing
+-- the config refreshes the list, and two homes never share one.
+local function cache_key(e)
+  local path = config.reasonix_home(e) .. "/config.toml"
   local st = uv.fs_stat(path)
   return path .. ":" .. (st and (st.mtime.sec .. "." .. st.mtime.nsec .. ":" .. st.size) or "none")
 end
 
--- Queries a fresh agent rooted at cwd; returns the models result or nil, error (coroutine).
-local function query(cwd, version)
-  local bin, berr = config.agent_bin()
+-- Queries a fresh agent rooted at cwd, run with environment map e; returns the models result or
+-- nil, error (coroutine).
+local function query(cwd, version, e)
+  local bin, berr = config.agent_bin(e)
   local argv = rules_spawn.agent_argv(bin, { purpose = "models", cwd = cwd })
   if not argv then return nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, berr) end
   bin = argv[1]
-  local agent, err = acp.start({ bin = bin, args = { table.unpack(argv, 2) }, cwd = cwd, env = config.agent_env(),
+  local agent, err = acp.start({ bin = bin, args = { table.unpack(argv, 2) }, cwd = cwd, env = config.agent_env(e),
                                  max_line = config.limit("max_line") })
   if not agent then return nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, "cannot start " .. bin .. ": " .. tostring(err)) end
   local watchdog = uv.new_timer()
@@ -56,7 +58,7 @@ local function query(cwd, version)
                             default_effort = effort and effort.currentValue or nil }
   end
   agent:call("session/close", { sessionId = sid })
-  local wanted = config.default("model")
+  local wanted = config.default("model", e)
   local result = { default = wanted, agent_default = current, models = models, warnings = json.array() }
   local found = false
   for _, ref in ipairs(refs) do found = found or ref == wanted end
@@ -68,12 +70,13 @@ local function query(cwd, version)
   return done(result)
 end
 
--- Returns the models result for an orchestrator rooted at cwd, from cache when fresh (coroutine).
-function M.list(d, cwd)
-  local key = cache_key()
+-- Returns the models result for an orchestrator rooted at cwd with environment map e, from cache
+-- when fresh (coroutine).
+function M.list(d, cwd, e)
+  local key = cache_key(e) .. "\1" .. tostring(config.agent_bin(e))
   local c = d.models_cache
   if c and c.key == key and uv.now() - c.at < M.ttl_s * 1000 then return c.result end
-  local result, err = query(cwd, d.version)
+  local result, err = query(cwd, d.version, e)
   if not result then return nil, err end
   d.models_cache = { key = key, at = uv.now(), result = result }
   return result

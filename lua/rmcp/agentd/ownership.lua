@@ -56,12 +56,12 @@ local function read_file(path)
   return text
 end
 
--- The configured allow_write dirs (realpaths) for a project: the Reasonix user config and the
--- project's reasonix.toml.
-function M.allow_write_dirs(project_dir)
+-- The allow_write dirs (realpaths) of the user's own Reasonix config (config.toml in the Reasonix
+-- home of environment map e, default ours). A reasonix.toml inside the workspace is not read: a
+-- repository must not widen the confinement of the agents run in it.
+function M.allow_write_dirs(e)
   local dirs = {}
-  local files = { config.reasonix_home() .. "/config.toml" }
-  if project_dir then files[#files + 1] = project_dir .. "/reasonix.toml" end
+  local files = { config.reasonix_home(e) .. "/config.toml" }
   for _, file in ipairs(files) do
     local text = read_file(file)
     if text then
@@ -83,9 +83,10 @@ function M.inside(path, dir)
   return path == dir or path:sub(1, #dir + 1) == dir .. "/"
 end
 
--- Resolves and checks a spawn cwd for an orchestrator rooted at project_dir.
+-- Resolves and checks a spawn cwd for an orchestrator rooted at project_dir whose environment map
+-- is e (its REASONIX_MCP_ALLOW_ANY_CWD and Reasonix home count; default ours).
 -- Returns the realpath or nil, error (bad params or -32003 refused).
-function M.confine(project_dir, cwd)
+function M.confine(project_dir, cwd, e)
   if cwd ~= nil and (type(cwd) ~= "string" or cwd == "" or cwd:find("%z")) then
     return nil, jsonrpc.error(jsonrpc.INVALID_PARAMS, "cwd must be a non-empty path")
   end
@@ -105,10 +106,10 @@ function M.confine(project_dir, cwd)
   if not st or st.type ~= "directory" then
     return nil, jsonrpc.error(jsonrpc.INVALID_PARAMS, "cwd " .. want .. " is not a directory")
   end
-  if config.flag("ALLOW_ANY_CWD") then return real end
+  if config.flag("ALLOW_ANY_CWD", e) then return real end
   local project_real = project_dir and uv.fs_realpath(project_dir)
   if project_real and M.inside(real, project_real) then return real end
-  local allowed = M.allow_write_dirs(project_real)
+  local allowed = M.allow_write_dirs(e)
   for _, d in ipairs(allowed) do
     if M.inside(real, d) then return real end
   end
@@ -116,7 +117,7 @@ function M.confine(project_dir, cwd)
     "cwd %s%s is outside the project dir %s%s; spawn inside the project, add the dir to [sandbox] allow_write in %s, or set REASONIX_MCP_ALLOW_ANY_CWD=1",
     want, real ~= want and (" (resolves to " .. real .. ")") or "", tostring(project_real or project_dir),
     #allowed > 0 and (" and the allow_write dirs " .. table.concat(allowed, ", ")) or "",
-    config.reasonix_home() .. "/config.toml")
+    config.reasonix_home(e) .. "/config.toml")
   return nil, jsonrpc.error(M.CWD_REFUSED, msg)
 end
 

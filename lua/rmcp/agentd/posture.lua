@@ -23,15 +23,22 @@ function M.from_doctor(doc, cwd)
     config_file = type(doc.config) == "table" and doc.config.source_path or nil,
     agent_version = doc.version,
   }
+  local warnings = {}
+  local src = p.config_file
+  if type(src) == "string" and #allow > 0 and src:sub(1, #cwd + 1) == cwd .. "/" then
+    warnings[#warnings + 1] = "the workspace's own " .. src .. " widens the agent's allow_write to " ..
+      table.concat(allow, ", ") .. " (spawn confinement ignores a workspace file; the agent does not)"
+  end
   if p.sandbox == "none" then
     if sb.bash == "enforce" then
-      p.warning = "bash sandbox requested but bubblewrap is unavailable: bash refuses to run except under " ..
+      warnings[#warnings + 1] = "bash sandbox requested but bubblewrap is unavailable: bash refuses to run except under " ..
         "tool_approval=yolo (danger-full-access), where it runs unconfined and allow_write cannot be enforced"
     else
-      p.warning = "bash is not sandboxed (bash = " .. tostring(sb.bash) .. "): commands run unconfined and " ..
+      warnings[#warnings + 1] = "bash is not sandboxed (bash = " .. tostring(sb.bash) .. "): commands run unconfined and " ..
         "writes outside cwd + allow_write cannot be enforced for bash"
     end
   end
+  if #warnings > 0 then p.warning = table.concat(warnings, "; ") end
   return p
 end
 

@@ -15,9 +15,10 @@ local function check_string(p, k)
   if p[k] ~= nil and (type(p[k]) ~= "string" or p[k] == "") then return k .. " must be a non-empty string" end
 end
 
--- Validates spawn/resume params and fills defaults; returns options or nil, message naming the field.
--- Each option carries explicit[k] = true when the caller chose it (explicit values fail loudly).
-function M.options(p, is_resume)
+-- Validates spawn/resume params and fills defaults (REASONIX_MCP_DEFAULT_* of environment map e, the
+-- caller's; default ours); returns options or nil, message naming the field. Each option carries
+-- explicit[k] = true when the caller chose it (explicit values fail loudly).
+function M.options(p, is_resume, e)
   if not is_resume and (type(p.task) ~= "string" or p.task:match("^%s*$")) then
     return nil, "task must be a non-empty string"
   end
@@ -39,7 +40,7 @@ function M.options(p, is_resume)
   local o = { explicit = {} }
   for _, k in ipairs({ "model", "effort", "work_mode", "tool_approval" }) do
     o.explicit[k] = p[k] ~= nil
-    o[k] = p[k] or (not is_resume and config.default(k)) or nil
+    o[k] = p[k] or (not is_resume and config.default(k, e)) or nil
   end
   o.task, o.cwd = p.task, p.cwd
   o.keep_alive = p.keep_alive == true

@@ -30,15 +30,16 @@ local function agent_opts(d, s, extra)
 end
 
 -- Starts the agent for s and configures it: initialize, session/new (or session/resume), the config
--- options, and the posture probe in parallel. Runs in a coroutine; returns true or nil, error.
+-- options, and the posture probe in parallel; the agent runs with o.env (the environment of the
+-- orchestrator that asked; nil: agentd's own). Runs in a coroutine; returns true or nil, error.
 local function start_agent(d, s, o, mode)
   local rt = s.rt
-  local bin, berr = config.agent_bin()
+  local bin, berr = config.agent_bin(o.env)
   local argv = rules_spawn.agent_argv(bin, { purpose = "session", session_id = s.id, cwd = s.cwd,
                                               model = o.model or s.model, orchestrator_id = s.owner })
   if not argv then return nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, berr) end
   bin = argv[1]
-  local env = config.agent_env()
+  local env = config.agent_env(o.env)
   local probe_result, probe_waiter
   posture.probe_cached(rules_spawn.doctor_argv(argv), s.cwd, env, function(p)
     probe_result = p
@@ -165,11 +166,12 @@ end
 -- Fields a resume may change (the caller checked them): cwd (confined), keep_alive, idle_timeout.
 local resumable = { cwd = true, keep_alive = true, idle_timeout = true }
 
--- Revives tombstone s (exited or orphaned) on a fresh agent: session/resume when the agent session
--- is known, else session/new; changes holds the fields the caller gave (see resumable). A live s is
+-- Revives tombstone s (exited or orphaned) on a fresh agent run with env (the resuming
+-- orchestrator's environment map; nil: agentd's own): session/resume when the agent session is
+-- known, else session/new; changes holds the fields the caller gave (see resumable). A live s is
 -- answered as it is, with a warning. cb(result) or cb(nil, error); a failed resume keeps the
 -- tombstone (with the error text).
-function M.resume(d, s, changes, cb)
+function M.resume(d, s, changes, env, cb)
   if state.is_live(s) then
     local r = M.spawn_result(s)
     r.warnings = json.array({ "session is already live; nothing to resume" })
@@ -179,7 +181,8 @@ function M.resume(d, s, changes, cb)
     if resumable[k] then s[k] = v end
   end
   local previous = s.status
-  local o = { model = s.model, effort = s.effort, tool_approval = s.tool_approval, work_mode = s.work_mode, explicit = {} }
+  local o = { model = s.model, effort = s.effort, tool_approval = s.tool_approval, work_mode = s.work_mode,
+              explicit = {}, env = env }
   s.rt = state.new_rt()
   s.rt.resuming = true
   s.pending = {}
