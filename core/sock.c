@@ -41,8 +41,8 @@ static int sock_err(char *msg, size_t msglen, int err, const char *fmt, ...)
   return err;
 }
 
-/* mkdir -p (missing components created 0700), then refuse a dir that is not ours or is open
- * to group/others, saying why. */
+/* mkdir -p (missing components created 0700), then refuse a dir that is a symbolic link (as tmux
+ * does: a link can be repointed under us), is not ours or is open to group/others, saying why. */
 int sock_secure_dir(const char *path, char *msg, size_t msglen)
 {
   size_t n = strlen(path);
@@ -65,7 +65,10 @@ int sock_secure_dir(const char *path, char *msg, size_t msglen)
   }
   free(buf);
   struct stat st;
-  if (stat(path, &st) < 0) return sock_err(msg, msglen, -errno, "%s: %s", path, strerror(errno));
+  if (lstat(path, &st) < 0) return sock_err(msg, msglen, -errno, "%s: %s", path, strerror(errno));
+  if (S_ISLNK(st.st_mode))
+    return sock_err(msg, msglen, UV_EACCES, "%s is a symbolic link; refusing to use it (point the setting at the real directory)",
+                    path);
   if (!S_ISDIR(st.st_mode)) return sock_err(msg, msglen, UV_ENOTDIR, "%s is not a directory", path);
   if (st.st_uid != geteuid())
     return sock_err(msg, msglen, UV_EACCES, "%s is owned by uid %u, not by us (uid %u); refusing to use it",

@@ -44,6 +44,14 @@ static void test_secure_dir(void)
   CHECKF(strstr(msg, "0755") && strstr(msg, "chmod 700"), "%s", msg);
   chmod(path, 0700);
 
+  TEST("secure_dir refuses a symbolic link to our own 0700 dir, saying why");
+  char link[PATH_MAX + 32];
+  snprintf(link, sizeof(link), "%s/link", tmp);
+  CHECK(symlink(path, link) == 0);
+  CHECK(sock_secure_dir(link, msg, sizeof(msg)) == UV_EACCES);
+  CHECKF(strstr(msg, "symbolic link"), "%s", msg);
+  unlink(link);
+
   TEST("secure_dir refuses a file");
   char file[PATH_MAX + 32];
   snprintf(file, sizeof(file), "%s/file", tmp);
