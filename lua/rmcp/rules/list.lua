@@ -6,10 +6,12 @@ local M = {}
 
 M.task_preview = 120
 
--- Shortens a task to one line of at most n bytes (cut on a UTF-8 boundary) for previews.
+-- Shortens a task to one line of at most n bytes (cut on a UTF-8 boundary) for previews. Only its
+-- head is looked at, so a list costs the same however long the tasks are.
 local function preview(task, n)
-  local line = (task or ""):gsub("%s+", " ")
-  if #line <= n then return line end
+  task = task or ""
+  local line = task:sub(1, 4 * n):gsub("%s+", " ")
+  if #line <= n and #task <= 4 * n then return line end
   return caps.head(line, n) .. "…"
 end
 
