@@ -89,8 +89,39 @@ static int json_shortest(char *buf, size_t size, double d)
   return n;
 }
 
-/* The JSON text cjson cannot write right for the number on top of the stack (pushed), or nothing
- * (returns 0) when cjson's own %.14g form is exact. */
+/* Writes d into buf as a decimal of at most three fraction digits, when d is the double nearest to
+ * such a decimal below 1e11 (time stamps, durations, most hand-written values); returns its length,
+ * or 0. The text is what %.14g prints for d, without printf: r / 1000.0 is correctly rounded, so
+ * r / 1000.0 == d says d is the double nearest r/1000, and at this size no shorter decimal is. */
+static int json_short_decimal(char *buf, double d)
+{
+  if (!(d > -1e11 && d < 1e11) || d == 0) return 0; /* (-0 keeps its sign through cjson) */
+  long long v = (long long)(d * 1000.0 + (d > 0 ? 0.5 : -0.5));
+  if ((double)v / 1000.0 != d) return 0;
+  char tmp[32];
+  int n = 0, len = 0;
+  unsigned long long u = v < 0 ? (unsigned long long)(-v) : (unsigned long long)v;
+  unsigned frac = (unsigned)(u % 1000);
+  u /= 1000;
+  do {
+    tmp[n++] = (char)('0' + u % 10);
+    u /= 10;
+  } while (u);
+  if (v < 0) buf[len++] = '-';
+  while (n) buf[len++] = tmp[--n];
+  if (frac) {
+    buf[len++] = '.';
+    buf[len++] = (char)('0' + frac / 100);
+    buf[len++] = (char)('0' + frac / 10 % 10);
+    buf[len++] = (char)('0' + frac % 10);
+    while (buf[len - 1] == '0') len--;
+  }
+  buf[len] = '\0';
+  return len;
+}
+
+/* The JSON text cjson cannot write right, or cannot write cheaply, for the number on top of the
+ * stack (pushed), or nothing (returns 0) when cjson's own %.14g form is exact. */
 static int json_number_fix(lua_State *L)
 {
   char buf[64];
@@ -103,6 +134,11 @@ static int json_number_fix(lua_State *L)
   double d = lua_tonumber(L, -1);
   if (!isfinite(d)) {
     lua_pushliteral(L, "null");
+    return 1;
+  }
+  int n = json_short_decimal(buf, d);
+  if (n) {
+    lua_pushlstring(L, buf, (size_t)n);
     return 1;
   }
   snprintf(buf, sizeof buf, "%.14g", d);

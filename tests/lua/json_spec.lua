@@ -31,6 +31,19 @@ test("numbers: integers stay integers and exact; floats are the shortest form th
   t.eq(json.encode({ 0 / 0, math.huge, -math.huge }), "[null,null,null]")
 end)
 
+test("a decimal of up to three fraction digits is written without printf, exactly as %.14g would", function(t)
+  for _, v in ipairs({ 1733000000.123, 0.5, -1.25, 0.001, 99999999999.999, 12.34, 1733000000.1, -0.0, 0.0005, 3.14159 }) do
+    local want
+    for p = 14, 17 do
+      want = string.format("%." .. p .. "g", v)
+      if tonumber(want) == v then break end
+    end
+    t.eq(json.encode(v), want, string.format("%.17g", v))
+    t.eq(json.decode(json.encode({ v }))[1], v, "reads back")
+  end
+  t.match(json.encode({ a = { 1733000000.123, 2.5, "x/y" } }), '^{"a":%[1733000000%.123,2%.5,"x/y"%]}$')
+end)
+
 test("strings: slashes unescaped, control characters escaped, invalid UTF-8 replaced", function(t)
   t.eq(json.encode("/tmp/a\\b"), '"/tmp/a\\\\b"')
   t.eq(json.encode("a\nb\0c"), '"a\\nb\\u0000c"')
