@@ -194,7 +194,8 @@ local INSPECTED = { ["notifications/progress"] = true, ["notifications/cancelled
 function Proxy:from_child(child, line)
   local kind, raw_id, at = jsonrpc.envelope(line)
   if kind == "result" or kind == "error" then
-    local id = raw_id ~= "null" and wire.normalize_id(json.decode(raw_id)) or nil
+    -- an integer id (what hosts send) is read off the text; anything else is decoded
+    local id = math.tointeger(raw_id) or (raw_id ~= "null" and wire.normalize_id(json.decode(raw_id))) or nil
     return self:child_response(child, line, id, kind)
   elseif kind == "notification" then
     local method = line:match('^"([^"\\]*)"', at)
