@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what building and testing need and is missing: Debian packages (as root), the pinned
-# reasonix agent from npm into .agent/, and the e2e test clients into tests/e2e/node_modules.
+# reasonix agent from npm into .agent/, the e2e test clients into tests/e2e/node_modules and the
+# benchmark's reference MCP server into bench/node_modules.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,13 +24,15 @@ fi
 
 scripts/install-agent.sh
 
-if [ -f tests/e2e/package.json ]; then
-  if [ ! -d tests/e2e/node_modules ] || [ tests/e2e/package.json -nt tests/e2e/node_modules ]; then
-    if [ -f tests/e2e/package-lock.json ]; then
-      npm ci --prefix tests/e2e --no-audit --no-fund --loglevel=error
+# The Node packages: the e2e test clients, and the benchmark's reference MCP server (bench/README.md).
+for dir in tests/e2e bench; do
+  [ -f "$dir/package.json" ] || continue
+  if [ ! -d "$dir/node_modules" ] || [ "$dir/package.json" -nt "$dir/node_modules" ]; then
+    if [ -f "$dir/package-lock.json" ]; then
+      npm ci --prefix "$dir" --no-audit --no-fund --loglevel=error
     else
-      npm install --prefix tests/e2e --no-audit --no-fund --loglevel=error
+      npm install --prefix "$dir" --no-audit --no-fund --loglevel=error
     fi
-    touch tests/e2e/node_modules
+    touch "$dir/node_modules"
   fi
-fi
+done

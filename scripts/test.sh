@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, then builds and runs every test twice — a normal
 # build and an ASan+UBSan build; the normal build's ctest also runs the C unit tests under valgrind.
+# Ends with a quick benchmark run whose result is reported, never counted (bench/README.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -35,4 +36,17 @@ skips build-asan
 echo "== tests: normal build"
 ctest --test-dir build --output-on-failure -j2 || status=1
 skips build
+
+# The benchmark, short and report-only: timings depend on the host, so a FAIL mark does not fail
+# the run; a crash (2), a missing dependency (3) or a process left behind (1) is said loudly.
+echo "== bench (report only)"
+bench=0
+build/reasonix-mcp script bench/run.lua --quick || bench=$?
+case $bench in
+  0) ;;
+  1) echo "== bench: a process was left behind (see the ! lines above) — report only" ;;
+  2) echo "== bench: CRASHED (exit 2; see the ! lines above) — report only" ;;
+  3) echo "== bench: a dependency is MISSING (exit 3; rows skipped) — run scripts/install-deps.sh" ;;
+  *) echo "== bench: exit $bench — report only" ;;
+esac
 exit $status

@@ -6,7 +6,12 @@
 -- Mode: FAKE_ACP_MODE, `--mode M`, a bare `M` argument, or `[fake:M]` inside one prompt's text.
 -- A bare `acp` argument is ignored, so `fake_acp.lua acp` stands in for `reasonix acp`.
 --   normal      echo the prompt text back (thought chunk, then message chunks), end_turn
---   flood       FAKE_ACP_FLOOD (default 10000) message chunks as fast as the pipe takes them, end_turn
+--   flood       FAKE_ACP_FLOOD (default 10000) message chunks as fast as the pipe takes them, end_turn;
+--               the lines have the real agent's exact byte layout and are built once per session (the
+--               first flood), so a later flood costs the fake only its writes
+--   stamp       one chunk, then after FAKE_ACP_STAMP_MS (default 20) end_turn; the CLOCK_MONOTONIC ns
+--               taken just before the turn's answer is written goes into the file FAKE_ACP_STAMP
+--               (the benchmark's watch wake-up row reads it)
 --   hang        never answers the prompt (not even after session/cancel)
 --   crash       one chunk, a line on stderr, exit 3 mid-turn
 --   slow-start  waits FAKE_ACP_DELAY_MS (default 2000) before answering initialize, then as normal
@@ -40,7 +45,10 @@ local FLOOD = getenv_num("FAKE_ACP_FLOOD", 10000)
 local DELAY_MS = getenv_num("FAKE_ACP_DELAY_MS", 2000)
 local CHUNK_MS = getenv_num("FAKE_ACP_CHUNK_MS", 0)
 local CHUNK = math.max(1, getenv_num("FAKE_ACP_CHUNK", 16))
-local MODES = { normal = true, flood = true, hang = true, crash = true, ["slow-start"] = true, permission = true }
+local STAMP_MS = getenv_num("FAKE_ACP_STAMP_MS", 20)
+local STAMP_FILE = os.getenv("FAKE_ACP_STAMP")
+local MODES = { normal = true, flood = true, hang = true, crash = true, ["slow-start"] = true, permission = true,
+  stamp = true }
 if not MODES[MODE] then
   io.stderr:write("fake_acp: unknown mode '", MODE, "'\n")
   os.exit(2)
@@ -174,8 +182,13 @@ local function finish(s, stop_reason, err)
   s.turn = nil
   for _, t in ipairs(turn.timers) do if not t:is_closing() then t:close() end end
   status_update(turn.sid, stop_reason == "end_turn" and "completion" or "error", "idle")
+  local stamp = turn.stamp and uv.hrtime()
   if err then reply_error(turn.id, err.code, err.message)
   else reply(turn.id, { stopReason = stop_reason }) end
+  if stamp and STAMP_FILE then
+    local f = io.open(STAMP_FILE, "w")
+    if f then f:write(string.format("%d\n", stamp)); f:close() end
+  end
   if turn.on_finish then turn.on_finish() end
 end
 
@@ -220,21 +233,42 @@ function behaviours.normal(s, turn)
 end
 behaviours["slow-start"] = behaviours.normal
 
-function behaviours.flood(s, turn)
-  local n, sent, batch = FLOOD, 0, 256
-  local function pump()
-    if turn.done then return end
-    if sent >= n then return finish(s, "end_turn") end
-    local lines = {}
-    for i = sent + 1, math.min(n, sent + batch) do
-      lines[#lines + 1] = encode({ jsonrpc = "2.0", method = "session/update", params = {
-        sessionId = turn.sid, update = chunk_update("agent_message_chunk", "flood " .. i .. "\n") } })
+-- The bytes the real agent writes around a text chunk (lua/rmcp/acp/client.lua reads this layout
+-- straight off the line); the flood's lines copy it so agentd takes its real chunk path.
+local CHUNK_HEAD = '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"'
+local CHUNK_MID = '","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":'
+local CHUNK_TAIL = "}}}}\n"
+local FLOOD_BATCH = 1024 -- lines per write
+
+-- The flood of session sid as strings of FLOOD_BATCH lines each, built on its first flood.
+local function flood_batches(s, sid)
+  if s.flood and s.flood.n == FLOOD then return s.flood end
+  local head = CHUNK_HEAD .. sid .. CHUNK_MID
+  local batches, lines = { n = FLOOD }, {}
+  for i = 1, FLOOD do
+    lines[#lines + 1] = head .. '"flood ' .. i .. '\\n"' .. CHUNK_TAIL
+    if #lines == FLOOD_BATCH or i == FLOOD then
+      batches[#batches + 1] = table.concat(lines)
+      lines = {}
     end
-    sent = math.min(n, sent + batch)
-    lines[#lines + 1] = ""
-    write_raw(table.concat(lines, "\n"), function(err) if not err then pump() end end)
   end
-  pump()
+  s.flood = batches
+  return batches
+end
+
+function behaviours.flood(s, turn)
+  local batches = flood_batches(s, turn.sid)
+  if #batches == 0 then return finish(s, "end_turn") end
+  -- every batch is queued at once: the pipe paces the writes, no Lua runs between them
+  for i, batch in ipairs(batches) do
+    write_raw(batch, i == #batches and function(err) if not err and s.turn == turn then finish(s, "end_turn") end end or nil)
+  end
+end
+
+function behaviours.stamp(s, turn)
+  update(turn.sid, chunk_update("agent_message_chunk", "stamp"))
+  turn.stamp = true
+  turn.timers[#turn.timers + 1] = after(STAMP_MS, function() finish(s, "end_turn") end)
 end
 
 function behaviours.hang(s, turn)
