@@ -5,7 +5,7 @@ return {
   name = "reasonix_restart_agentd",
   title = "Restart agentd",
   description = "Restart the shared agent daemon (a new binary already queues a safe reload). Refused while "
-    .. "yours are live unless force=true (stops them, resumable), and while others' are.",
+    .. "any is live (force=true stops yours, resumable; never others').",
   inputSchema = common.object({ force = { type = "boolean", default = false } }),
   outputSchema = common.result(),
   annotations = { readOnlyHint = false, destructiveHint = true, idempotentHint = false, openWorldHint = false },
