@@ -73,6 +73,8 @@ test("after agentd is killed and restarted, list shows every session and resume 
   t.eq(by_id[done_id].status, "orphaned")
   t.eq(by_id[busy_id].status, "orphaned")
   t.eq(by_id[stopped_id].status, "exited")
+  t.eq(ctx.call(c, "poll", { session_id = done_id, include_full = true }).full_text, "noted the codeword",
+    "the session's text survives the daemon's death (read back from the journal)")
   local w = ctx.call(c, "watch", { session_ids = { busy_id } })
   t.eq(w.results[busy_id].status, "orphaned")
   local r = ctx.call(c, "resume", { session_id = done_id })

@@ -259,8 +259,12 @@ test("stop leaves a resumable tombstone", function(t)
   t.eq(s.status, "exited")
   t.eq(s.exit_reason, "stopped")
   t.ok(not support.alive(pid), "the agent process is gone")
-  local p = ctx.call(c, "poll", { session_id = sid })
+  local p = ctx.call(c, "poll", { session_id = sid, include_full = true })
   t.eq(p.status, "exited")
+  local cut = p.full_text
+  t.match(cut, "^z+$", "the text of the turn the stop cut short")
+  -- delivered, the tombstone's buffers are released: its text comes back from the journal
+  t.eq(ctx.call(c, "poll", { session_id = sid, include_full = true }).full_text, cut)
   t.eq(ctx.call(c, "list", {}).sessions[1].status, "exited")
   local r = ctx.call(c, "resume", { session_id = sid })
   t.eq(r.status, "idle")

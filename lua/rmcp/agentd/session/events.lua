@@ -251,7 +251,10 @@ function M.on_exit(d, s, agent, code, signal)
   end
   push_event(s, { type = "process_exited", code = code, signal = signal, error_text = err_text })
   rt.wait_dirty = true
-  state.journal(d, s, { type = "process_exit", code = code, signal = signal, reason = s.exit_reason, error_text = err_text })
+  -- the text of a turn the exit cut short goes to the journal too, so the session's text is whole on disk
+  local partial = was_prompt and rt.turn_text.size > 0 and buf_text(rt.turn_text):sub(-20000) or nil
+  state.journal(d, s, { type = "process_exit", code = code, signal = signal, reason = s.exit_reason, error_text = err_text,
+                        text = partial })
   store.close_journal(s.id)
   s.status = "exited"
   state.persist(d, s)

@@ -146,6 +146,7 @@ function M.restore(d, rec)
     s.exit_reason = "daemon_died"
     s.terminal_pending = true
   end
+  s.rt.released = true -- a restored session's text is its journal's
   d.sessions[s.id] = s
   return s
 end
@@ -279,6 +280,33 @@ function M.effective_config(s)
   return out
 end
 
+-- The session's text as its journal has it (each turn's text, in order, and a turn cut short by the
+-- agent's exit), for a tombstone whose buffers were released; the last max bytes.
+local function journal_text(s, max)
+  local parts = {}
+  local f = io.open(s.transcript_path, "r")
+  if not f then return "" end
+  for line in f:lines() do
+    if line:find('"turn_end"', 1, true) or line:find('"process_exit"', 1, true) then
+      local rec = json.decode(line)
+      if type(rec) == "table" and (rec.type == "turn_end" or rec.type == "process_exit") and type(rec.text) == "string" then
+        parts[#parts + 1] = rec.text
+      end
+    end
+  end
+  f:close()
+  return (caps.tail(table.concat(parts), max))
+end
+
+-- Drops what a tombstone no longer needs in memory once a poll or watch took its end: the
+-- whole-session text buffers and tool tables (its text is read back from the journal when asked).
+local function release(s)
+  local rt = s.rt
+  rt.full_text, rt.full_thought, rt.turn_text = buf_new(), buf_new(), buf_new()
+  rt.tools, rt.active, rt.queued = {}, {}, {}
+  rt.released = true
+end
+
 -- Drains what is new since the last poll/watch into a snapshot for policy shaping, and resets it.
 function M.drain(s)
   local rt = s.rt
@@ -295,7 +323,8 @@ function M.drain(s)
     events = rt.events, events_overflow = rt.events_overflow,
     plan = s.plan, plan_changed = rt.plan_rev ~= rt.plan_seen, current_work = M.current_work(s),
     permission_request = first and M.decision_view(first) or nil,
-    full_text = buf_text(rt.full_text), full_thought = buf_text(rt.full_thought), transcript_path = s.transcript_path,
+    full_text = not rt.released and buf_text(rt.full_text) or nil,
+    full_thought = buf_text(rt.full_thought), transcript_path = s.transcript_path,
     text_cut = rt.text.cut, thought_cut = rt.thought.cut, full_text_cut = rt.full_text.cut, full_thought_cut = rt.full_thought.cut,
     counters = rt.counters, config = M.effective_config(s),
     last_turn_text = (s.status == "idle" or s.status == "exited" or s.status == "orphaned") and s.last_text or nil,
@@ -305,6 +334,16 @@ function M.drain(s)
   rt.plan_seen, rt.error_seen = rt.plan_rev, rt.error_rev
   rt.wait_dirty = false
   rt.drained_turns = s.turns_total -- a queued daemon reload counts the turn's result as delivered
+  if rt.released then
+    -- read from disk only when a shaping asks for it (a detailed poll with include_full)
+    setmetatable(snap, { __index = function(t, k)
+      if k ~= "full_text" then return nil end
+      t.full_text = journal_text(s, config.limits_now().max_full_text)
+      return t.full_text
+    end })
+  elseif not live_status[s.status] then
+    release(s)
+  end
   return snap
 end
 
