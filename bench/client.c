@@ -32,6 +32,8 @@
 #include <unistd.h>
 #include <dirent.h>
 
+#include "io.h"
+
 #define MAX_SERVERS 8
 #define MAX_CASES 32
 #define MAX_ARGS 32
@@ -80,12 +82,6 @@ static void die(int code, const char *fmt, ...) {
   exit(code);
 }
 
-/* Monotonic time in ns: the same clock as luv's hrtime, so stamps from a Lua peer compare. */
-static long long now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 /* strdup that exits on out-of-memory. */
 static char *xstrdup(const char *s) {
@@ -202,24 +198,9 @@ static void server_start(server_t *s) {
   }
 }
 
-/* Writes all of the iovecs to s (one writev in the usual case). */
+/* Writes all of the iovecs to s (one writev in the usual case); a server that is gone ends the run. */
 static void server_writev(server_t *s, struct iovec *iov, int n) {
-  while (n > 0) {
-    ssize_t w = writev(s->to_fd, iov, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      die(2, "%s: write: %s (did it exit?)", s->name, strerror(errno));
-    }
-    while (n > 0 && (size_t)w >= iov->iov_len) {
-      w -= (ssize_t)iov->iov_len;
-      iov++;
-      n--;
-    }
-    if (n > 0) {
-      iov->iov_base = (char *)iov->iov_base + w;
-      iov->iov_len -= (size_t)w;
-    }
-  }
+  if (write_all(s->to_fd, iov, n) < 0) die(2, "%s: write: %s (did it exit?)", s->name, strerror(errno));
 }
 
 /* Sends head ID tail "\n" to s; returns the id used. */

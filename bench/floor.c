@@ -30,6 +30,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "io.h"
+
 #define MAX_CLIENTS 16
 #define MAX_CANNED 32
 #define STAMP_DELAY_NS 20000000LL
@@ -56,33 +58,7 @@ static void fail(const char *what) {
   exit(2);
 }
 
-/* Monotonic ns, the clock bench-client compares stamps with. */
-static long long now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
-/* Writes all of iov to fd; 0, or -1 when the reader is gone. */
-static int write_all(int fd, struct iovec *iov, int n) {
-  while (n > 0) {
-    ssize_t w = writev(fd, iov, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return -1;
-    }
-    while (n > 0 && (size_t)w >= iov->iov_len) {
-      w -= (ssize_t)iov->iov_len;
-      iov++;
-      n--;
-    }
-    if (n > 0) {
-      iov->iov_base = (char *)iov->iov_base + w;
-      iov->iov_len -= (size_t)w;
-    }
-  }
-  return 0;
-}
 
 /* Reads what fd has into b; returns bytes read, 0 at EOF, -1 on error. */
 static ssize_t fill(linebuf_t *b) {
