@@ -1,12 +1,12 @@
-/* proc.c: the process machinery behind rmcp.proc (the binding is proc_lua.c). We fork and exec ourselves because uv_spawn has no pre-exec hook for
- * PR_SET_PDEATHSIG; we reap with waitpid(pid, WNOHANG) for our own pids only, never
- * waitpid(-1), so children that libuv/luv spawned on the same loop keep their exit callbacks. */
+/* proc.c: the process machinery behind rmcp.proc (the binding is proc_lua.c). We fork and exec
+ * ourselves because uv_spawn has no pre-exec hook for PR_SET_PDEATHSIG; we reap with
+ * waitpid(pid, WNOHANG) for our own pids only, never waitpid(-1), so children that libuv/luv
+ * spawned on the same loop keep their exit callbacks. */
 #define _GNU_SOURCE
 #include "proc.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <lauxlib.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +17,6 @@
 #include <unistd.h>
 
 #include "channel.h"
-#include "lua_host.h"
 
 struct proc {
   pid_t pid;
