@@ -245,7 +245,7 @@ int luaopen_rmcp_channel(lua_State *L)
   };
   static const luaL_Reg meta[] = {
     {"__gc", lchannel_close}, {"__close", lchannel_close}, {"__tostring", lchannel_tostring},
-    {"__rmcp_teardown", lchannel_teardown}, {"__rmcp_close", lchannel_close}, {NULL, NULL},
+    {LUA_HOST_TEARDOWN, lchannel_teardown}, {LUA_HOST_CLOSE, lchannel_close}, {NULL, NULL},
   };
   if (luaL_newmetatable(L, LCHANNEL_MT)) {
     luaL_setfuncs(L, meta, 0);

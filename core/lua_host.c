@@ -11,15 +11,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "channel.h"
-#include "proc.h"
-
 int luaopen_cjson(lua_State *L);
 int luaopen_cjson_safe(lua_State *L);
 
 #define HOST_KEY "rmcp.host*"
 #define OPEN_KEY "rmcp.open"
-#define FLUSH_TIMEOUT_MS 2000
 
 /* Die on out-of-memory: the only Lua failure the process does not survive. */
 static void host_oom(lua_State *L)
@@ -279,9 +275,11 @@ int lua_host_run_main(lua_host_t *h, int argc, char **argv)
   return lua_host_pcall(L, 2, 0) == LUA_OK ? 0 : 1;
 }
 
-/* Call method name on every object still registered as open (teardown helper). */
-static void host_close_open(lua_State *L, const char *method)
+/* Call metamethod `method` (LUA_HOST_TEARDOWN, LUA_HOST_CLOSE) on every object still open: the
+ * host runs the protocol, each binding decides what its objects do. */
+void lua_host_close_objects(lua_host_t *h, const char *method)
 {
+  lua_State *L = h->L;
   lua_getfield(L, LUA_REGISTRYINDEX, OPEN_KEY);
   int open = lua_gettop(L);
   lua_newtable(L);  /* snapshot: closing edits the open table */
@@ -306,18 +304,11 @@ static void host_close_open(lua_State *L, const char *method)
   lua_pop(L, 2);
 }
 
-/* uv_walk callback: close foreign (luv) handles, sparing channels still flushing. */
+/* uv_walk callback: close every handle left (luv's, whatever the caller did not close). */
 static void host_walk_close(uv_handle_t *handle, void *arg)
 {
-  uv_handle_t *keep = arg;
-  if (handle == keep || uv_is_closing(handle) || channel_handle_is_flushing(handle)) return;
-  uv_close(handle, NULL);
-}
-
-/* Deadline for the teardown flush: stop waiting for slow readers. */
-static void host_flush_timeout(uv_timer_t *t)
-{
-  uv_stop(t->loop);
+  (void)arg;
+  if (!uv_is_closing(handle)) uv_close(handle, NULL);
 }
 
 /* Close every handle and drain the loop while the Lua state is still alive. */
@@ -329,23 +320,14 @@ static void host_drain(lua_host_t *h)
   }
 }
 
-/* Tear down: flush pending channel writes (bounded), close everything, then close Lua. */
+/* Close what Lua still has open (LUA_HOST_CLOSE on each object, then the loop's handles), then
+ * the state; the modules' own teardown (and any flush) is the caller's, before this. */
 void lua_host_free(lua_host_t *h)
 {
   if (h == NULL) return;
-  lua_State *L = h->L;
-  host_close_open(L, "__rmcp_teardown");
-  proc_teardown();
-  uv_timer_t timer;
-  uv_timer_init(h->loop, &timer);
-  uv_timer_start(&timer, host_flush_timeout, FLUSH_TIMEOUT_MS, 0);
-  uv_unref((uv_handle_t *)&timer);
-  uv_walk(h->loop, host_walk_close, &timer);
-  uv_run(h->loop, UV_RUN_DEFAULT);
-  uv_close((uv_handle_t *)&timer, NULL);
-  host_close_open(L, "__rmcp_close");
+  lua_host_close_objects(h, LUA_HOST_CLOSE);
   host_drain(h);
-  lua_close(L);
+  lua_close(h->L);
   host_drain(h);
   free(h->lua_dir);
   free(h->exe);

@@ -16,8 +16,15 @@ typedef struct lua_host {
   int stopped;
 } lua_host_t;
 
+/* Metamethods of the objects a binding keeps open (lua_host_retain), called at exit by
+ * lua_host_close_objects: TEARDOWN stops an object (a channel with queued writes keeps flushing),
+ * CLOSE closes it now. */
+#define LUA_HOST_TEARDOWN "__rmcp_teardown"
+#define LUA_HOST_CLOSE "__rmcp_close"
+
 lua_host_t *lua_host_new(uv_loop_t *loop, const char *lua_dir);
 int lua_host_run_main(lua_host_t *h, int argc, char **argv);
+void lua_host_close_objects(lua_host_t *h, const char *method);
 void lua_host_free(lua_host_t *h);
 
 lua_host_t *lua_host_get(lua_State *L);

@@ -401,7 +401,7 @@ int luaopen_rmcp_proc(lua_State *L)
   };
   static const luaL_Reg meta[] = {
     {"__gc", lproc_close}, {"__tostring", lproc_tostring},
-    {"__rmcp_teardown", lproc_close}, {"__rmcp_close", lproc_close}, {NULL, NULL},
+    {LUA_HOST_TEARDOWN, lproc_close}, {LUA_HOST_CLOSE, lproc_close}, {NULL, NULL},
   };
   if (luaL_newmetatable(L, LPROC_MT)) {
     luaL_setfuncs(L, meta, 0);

@@ -1,6 +1,6 @@
 /* test_lua_host.c: the Lua host and the rmcp.* bindings as Lua sees them: luv on our loop,
- * errors in callbacks logged and survived, luv-style failure values, teardown that flushes
- * pending writes, and the reasonix-mcp binary's exit codes (sys.stop, runs dry, main raises). */
+ * errors in callbacks logged and survived, luv-style failure values, and the reasonix-mcp binary:
+ * exit codes (sys.stop, runs dry, main raises) and a teardown that flushes pending writes. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "lua_host.h"
+#include "proc.h"
 #include "testloop.h"
 
 static char tmp[PATH_MAX];
@@ -167,50 +168,6 @@ static const char *lua_channel_sock =
   "ok(c:write('one') == 0 and c:write('two') == 0, 'writes go out directly')\n"
   "ok(c:queued() == 0, 'queued')\n";
 
-/* The teardown flush: a reader process counts what arrives after lua_host_free. */
-static void test_teardown_flush(void)
-{
-  TEST("teardown flushes queued channel writes before closing (bounded)");
-  int data[2], rep[2], go[2];
-  REQUIRE(pipe(data) == 0 && pipe(rep) == 0 && pipe(go) == 0);
-  fflush(NULL);
-  pid_t pid = fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    close(data[1]);
-    close(rep[0]);
-    close(go[1]);
-    long total = 0;
-    char buf[65536];
-    if (read(go[0], buf, 1) != 1) _exit(1);  /* start reading only once the writes are queued */
-    ssize_t n;
-    while ((n = read(data[0], buf, sizeof(buf))) > 0) total += n;
-    if (write(rep[1], &total, sizeof(total)) != sizeof(total)) _exit(1);
-    _exit(0);
-  }
-  close(data[0]);
-  close(rep[1]);
-  close(go[0]);
-  char chunk[256];
-  snprintf(chunk, sizeof(chunk),
-           "local ch = assert(require('rmcp.channel').open(%d, {read=false, mode='raw'}))\n"
-           "local s = string.rep('q', 65536)\n"
-           "for i = 1, 48 do ch:write(s) end\n"
-           "ok(ch:queued() > 1024 * 1024, 'writes are queued')\n"
-           "done()\n",
-           data[1]);
-  run_lua("flush", chunk);
-  REQUIRE(write(go[1], "g", 1) == 1);
-  close(go[1]);
-  lua_host_free(H);
-  H = NULL;
-  long total = 0;
-  CHECK(read(rep[0], &total, sizeof(total)) == sizeof(total));
-  CHECKF(total == 48L * 65536, "reader got %ld bytes", total);
-  close(rep[0]);
-  waitpid(pid, NULL, 0);
-}
-
 /* Run the binary with a stub rmcp/main.lua; returns the exit status, output in out. */
 static int run_bin(const char *main_lua, const char *args, char *out, size_t cap)
 {
@@ -275,6 +232,16 @@ static void test_binary(void)
                "", out, sizeof(out));
   char *end = strstr(out, "\nend\n");
   CHECKF(rc == 3 && strstr(out, "in a timer") && end, "rc %d, %zu bytes", rc, strlen(out));
+
+  TEST("binary: teardown flushes queued channel writes to a reader that starts late (bounded)");
+  rc = run_bin("return {main = function()\n"
+               "  local out = assert(require('rmcp.channel').open(1, {read = false, mode = 'raw'}))\n"
+               "  local s = string.rep('q', 65536)\n"
+               "  for i = 1, 48 do out:write(s) end\n"
+               "  if out:queued() > 1024 * 1024 then out:write('queued\\n') end\n"
+               "  require('rmcp.sys').stop(0) end}\n",
+               "| (sleep 0.3; wc -c)", out, sizeof(out));
+  CHECKF(rc == 0 && atol(out) == 48L * 65536 + 7, "rc %d, reader got %s", rc, out);
 }
 
 int main(void)
@@ -305,7 +272,8 @@ int main(void)
   run_lua("proc", lua_proc);
   TEST("rmcp.channel, rmcp.sock, rmcp.sys from Lua");
   run_lua("channel_sock", lua_channel_sock);
-  test_teardown_flush();
+  proc_teardown();
+  lua_host_free(H);
   loop_finish(&loop);
   test_binary();
   char cmd[PATH_MAX + 16];
