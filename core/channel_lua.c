@@ -5,6 +5,7 @@
 
 #include "channel.h"
 #include "lua_host.h"
+#include "modules.h"
 #include "ndjson.h"
 
 #define LCHANNEL_MT "rmcp.channel"

@@ -1,5 +1,6 @@
-/* lua_host.c: builds the lua_State (luv on our loop, cjson, rmcp.* preloads) and runs every
- * C->Lua call through one protected path with a traceback. */
+/* lua_host.c: builds the lua_State (luv on our loop, cjson, the modules its caller names as
+ * preloads) and runs every C->Lua call through one protected path with a traceback. It knows
+ * no rmcp module: the bindings call its helpers, main.c registers them and tears them down. */
 #include "lua_host.h"
 
 #include <errno.h>
@@ -183,27 +184,28 @@ static void host_set_path(lua_host_t *h)
   lua_pop(L, 2);
 }
 
-/* Register the C modules in package.preload and luv in package.loaded. */
-static void host_open_modules(lua_host_t *h)
+/* Put each (name, luaopen) of list into package.preload; list ends with {NULL, NULL}. */
+static void host_preload(lua_State *L, const luaL_Reg *list)
 {
-  lua_State *L = h->L;
-  static const luaL_Reg preload[] = {
-    {"cjson", luaopen_cjson},
-    {"cjson.safe", luaopen_cjson_safe},
-    {"rmcp.channel", luaopen_rmcp_channel},
-    {"rmcp.proc", luaopen_rmcp_proc},
-    {"rmcp.sock", luaopen_rmcp_sock},
-    {"rmcp.sys", luaopen_rmcp_sys},
-    {"rmcp.fswatch", luaopen_rmcp_fswatch},
-    {"rmcp.json", luaopen_rmcp_json},
-    {NULL, NULL},
-  };
   luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
-  for (const luaL_Reg *r = preload; r->name; r++) {
+  for (const luaL_Reg *r = list; r && r->name; r++) {
     lua_pushcfunction(L, r->func);
     lua_setfield(L, -2, r->name);
   }
   lua_pop(L, 1);
+}
+
+/* Register cjson and the caller's modules in package.preload, and luv in package.loaded. */
+static void host_open_modules(lua_host_t *h, const luaL_Reg *modules)
+{
+  lua_State *L = h->L;
+  static const luaL_Reg cjson[] = {
+    {"cjson", luaopen_cjson},
+    {"cjson.safe", luaopen_cjson_safe},
+    {NULL, NULL},
+  };
+  host_preload(L, cjson);
+  host_preload(L, modules);
   /* luv must see our loop and our pcall before it opens, or it builds a second loop
    * and exit(-1)s on the first callback error */
   luv_set_loop(L, h->loop);
@@ -219,8 +221,9 @@ static char *host_exe_path(void)
   return p ? p : strdup("reasonix-mcp");
 }
 
-/* Create the host: state, libraries, luv on loop, preloads, path and rmcp.host info. */
-lua_host_t *lua_host_new(uv_loop_t *loop, const char *lua_dir)
+/* Create the host: state, libraries, luv on loop, modules (name, luaopen; NULL-terminated) as
+ * preloads, path and rmcp.host info. */
+lua_host_t *lua_host_new(uv_loop_t *loop, const char *lua_dir, const luaL_Reg *modules)
 {
   lua_host_t *h = calloc(1, sizeof(*h));
   if (h == NULL) return NULL;
@@ -241,7 +244,7 @@ lua_host_t *lua_host_new(uv_loop_t *loop, const char *lua_dir)
   lua_setfield(L, LUA_REGISTRYINDEX, HOST_KEY);
   lua_newtable(L);
   lua_setfield(L, LUA_REGISTRYINDEX, OPEN_KEY);
-  host_open_modules(h);
+  host_open_modules(h, modules);
   host_set_path(h);
   host_set_info(h);
   return h;

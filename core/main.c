@@ -14,6 +14,7 @@
 
 #include "channel.h"
 #include "lua_host.h"
+#include "modules.h"
 #include "proc.h"
 
 #define FLUSH_TIMEOUT_MS 2000
@@ -21,6 +22,17 @@
 #ifndef RMCP_SOURCE_LUA_DIR
 #define RMCP_SOURCE_LUA_DIR "lua"
 #endif
+
+/* The rmcp.* modules this binary has, handed to the host as preloads. */
+static const luaL_Reg main_modules[] = {
+  {"rmcp.channel", luaopen_rmcp_channel},
+  {"rmcp.proc", luaopen_rmcp_proc},
+  {"rmcp.sock", luaopen_rmcp_sock},
+  {"rmcp.sys", luaopen_rmcp_sys},
+  {"rmcp.fswatch", luaopen_rmcp_fswatch},
+  {"rmcp.json", luaopen_rmcp_json},
+  {NULL, NULL},
+};
 
 /* A closed 0, 1 or 2 would be reused by the next open() and leak protocol bytes into it. */
 static void main_fix_stdio(void)
@@ -122,7 +134,7 @@ int main(int argc, char **argv)
     return 1;
   }
   char *lua_dir = main_lua_dir();
-  lua_host_t *host = lua_dir ? lua_host_new(&loop, lua_dir) : NULL;
+  lua_host_t *host = lua_dir ? lua_host_new(&loop, lua_dir, main_modules) : NULL;
   free(lua_dir);
   if (host == NULL) {
     fprintf(stderr, "reasonix-mcp: out of memory creating the lua state\n");

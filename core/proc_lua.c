@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "lua_host.h"
+#include "modules.h"
 #include "proc.h"
 
 /* ---- Lua binding: rmcp.proc ---- */

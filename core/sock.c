@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "lua_host.h"
+#include "modules.h"
 
 struct sock_listener {
   uv_poll_t poll;

@@ -14,8 +14,16 @@
 #include <unistd.h>
 
 #include "lua_host.h"
+#include "modules.h"
 #include "proc.h"
 #include "testloop.h"
+
+/* The modules the binary has (main.c's list): the bindings are what this test drives. */
+static const luaL_Reg modules[] = {
+  {"rmcp.channel", luaopen_rmcp_channel}, {"rmcp.proc", luaopen_rmcp_proc}, {"rmcp.sock", luaopen_rmcp_sock},
+  {"rmcp.sys", luaopen_rmcp_sys}, {"rmcp.fswatch", luaopen_rmcp_fswatch}, {"rmcp.json", luaopen_rmcp_json},
+  {NULL, NULL},
+};
 
 static char tmp[PATH_MAX];
 static lua_host_t *H;
@@ -253,7 +261,7 @@ int main(void)
   REQUIRE(realpath(tmpl, tmp) != NULL);
   uv_loop_t loop;
   uv_loop_init(&loop);
-  H = lua_host_new(&loop, tmp);
+  H = lua_host_new(&loop, tmp, modules);
   REQUIRE(H);
   lua_register(H->L, "ok", l_ok);
   lua_register(H->L, "done", l_done);
