@@ -217,6 +217,25 @@ static int lchannel_is_closed(lua_State *L)
   return 1;
 }
 
+/* ch:fileno() -> fd | nil, err, code: the fd under the channel (still the channel's), e.g. to hand
+ * it to a successor image. */
+static int lchannel_fileno(lua_State *L)
+{
+  lchannel_t *u = lchannel_check(L);
+  int fd = u->ch ? channel_fileno(u->ch) : -1;
+  if (fd < 0) return lua_host_fail(L, UV_EBADF, "channel is closed");
+  lua_pushinteger(L, fd);
+  return 1;
+}
+
+/* ch:buffered() -> bytes read but not delivered yet (a partial line); 0 once closed. */
+static int lchannel_buffered(lua_State *L)
+{
+  lchannel_t *u = lchannel_check(L);
+  lua_pushinteger(L, u->ch ? (lua_Integer)channel_buffered(u->ch) : 0);
+  return 1;
+}
+
 /* Host teardown, first pass: keep flushing queued writes, or close. */
 static int lchannel_teardown(lua_State *L)
 {
@@ -242,7 +261,8 @@ int luaopen_rmcp_channel(lua_State *L)
   static const luaL_Reg methods[] = {
     {"write", lchannel_write}, {"queued", lchannel_queued}, {"pause", lchannel_pause},
     {"resume", lchannel_resume}, {"shutdown", lchannel_shutdown}, {"close", lchannel_close},
-    {"is_closed", lchannel_is_closed}, {NULL, NULL},
+    {"is_closed", lchannel_is_closed}, {"fileno", lchannel_fileno}, {"buffered", lchannel_buffered},
+    {NULL, NULL},
   };
   static const luaL_Reg meta[] = {
     {"__gc", lchannel_close}, {"__close", lchannel_close}, {"__tostring", lchannel_tostring},

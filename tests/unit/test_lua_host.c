@@ -165,8 +165,12 @@ static const char *lua_channel_sock =
   "local got = {}\n"
   "local c; c = assert(channel.open(fd, {on_line=function(l) got[#got+1] = l end,\n"
   "  on_eof=function(e) ok(e == nil and got[1] == 'bye two', 'reply then EOF: ' .. tostring(got[1]))\n"
-  "    ok(not c:is_closed(), 'open until closed'); c:close(); ok(c:is_closed(), 'is_closed')\n"
-  "    c:close(); ok(c:queued() == 0, 'closed: queued 0')\n"
+  "    ok(not c:is_closed(), 'open until closed'); ok(c:buffered() == 0, 'nothing buffered at EOF')\n"
+  "    c:close(); ok(c:is_closed(), 'is_closed')\n"
+  "    c:close(); ok(c:queued() == 0 and c:buffered() == 0, 'closed: queued 0, buffered 0')\n"
+  "    local f, ferr, fcode = c:fileno(); ok(f == nil and fcode == 'EBADF', 'fileno after close: ' .. tostring(ferr))\n"
+  "    local pok, perr = pcall(c.pause, c); ok(not pok and perr:match('channel is closed'), 'pause after close raises')\n"
+  "    ok(not pcall(c.resume, c), 'resume after close raises')\n"
   "    local w, werr, wcode = c:write('x'); ok(w == nil and wcode == 'EPIPE', 'write after close')\n"
   "    done() end}))\n"
   "ok(not pcall(c.write, c, 'a\\nb'), 'ndjson write refuses an embedded newline')\n"
@@ -174,7 +178,8 @@ static const char *lua_channel_sock =
   "local bad, berr, bcode = channel.open(999)\n"
   "ok(bad == nil and bcode == 'EBADF', 'bad fd: ' .. tostring(berr))\n"
   "ok(c:write('one') == 0 and c:write('two') == 0, 'writes go out directly')\n"
-  "ok(c:queued() == 0, 'queued')\n";
+  "ok(c:queued() == 0, 'queued')\n"
+  "ok(c:fileno() == fd, 'fileno is the fd it was opened on')\n";
 
 /* Run the binary with a stub rmcp/main.lua; returns the exit status, output in out. */
 static int run_bin(const char *main_lua, const char *args, char *out, size_t cap)
