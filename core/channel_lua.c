@@ -1,20 +1,22 @@
-/* channel_lua.c: rmcp.channel, the Lua binding of channel.c (the channel object and channel.open). */
+/* channel_lua.c: rmcp.channel, the Lua binding of channel.c: channel.open, and the channel object,
+ * which either owns its channel (open) or borrows one that C code owns (channel_lua_push). */
 #include <lauxlib.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "channel.h"
+#include "channel_lua.h"
 #include "lua_host.h"
 #include "modules.h"
 #include "ndjson.h"
 
 #define LCHANNEL_MT "rmcp.channel"
 
-typedef struct {
-  channel_t *ch;   /* NULL once closed */
+struct lchannel {
+  channel_t *ch;   /* NULL once closed (or, borrowed, once its owner let go of it) */
   lua_State *L;    /* main thread */
+  int borrowed;    /* C code owns ch and its callbacks: no refs, no keep-alive, no close on __gc */
   int self, on_line, on_data, on_oversize, on_eof, on_drain;
-} lchannel_t;
+};
 
 /* Push the channel callback's Lua function and call it with nargs arguments. */
 static void lchannel_call(channel_t *ch, int which, int nargs)
@@ -104,6 +106,49 @@ static void lchannel_close_ud(lua_State *L, lchannel_t *u)
   lchannel_drop_refs(L, u);
 }
 
+/* __gc: an owned channel closes (it is only collectable once closed, or at exit); a borrowed one
+ * is its owner's to close. */
+static int lchannel_gc(lua_State *L)
+{
+  lchannel_t *u = lchannel_check(L);
+  if (u->borrowed)
+    u->ch = NULL;
+  else
+    lchannel_close_ud(L, u);
+  return 0;
+}
+
+static void lchannel_metatable(lua_State *L);
+
+/* Push a new channel object for ch (NULL: not open yet) with no callbacks. */
+static lchannel_t *lchannel_new(lua_State *L, lua_State *main, channel_t *ch)
+{
+  lchannel_t *u = lua_newuserdatauv(L, sizeof(*u), 0);
+  u->ch = ch;
+  u->L = main;
+  u->borrowed = 0;
+  u->self = u->on_line = u->on_data = u->on_oversize = u->on_eof = u->on_drain = LUA_NOREF;
+  lchannel_metatable(L);
+  lua_setmetatable(L, -2);
+  return u;
+}
+
+/* Push a channel object that borrows ch: its methods work on ch, but C code owns ch and its
+ * callbacks, and must call channel_lua_detach before ch goes away (the object then reads as closed;
+ * close() on it closes ch, which its owner learns through on_closed). */
+lchannel_t *channel_lua_push(lua_State *L, channel_t *ch)
+{
+  lchannel_t *u = lchannel_new(L, L, ch);
+  u->borrowed = 1;
+  return u;
+}
+
+/* The owner of a borrowed channel lets go of it: the object reads as closed from now on. */
+void channel_lua_detach(lchannel_t *u)
+{
+  u->ch = NULL;
+}
+
 /* channel.open(fd, opts) -> channel | nil, err, code */
 static int lchannel_open(lua_State *L)
 {
@@ -131,11 +176,7 @@ static int lchannel_open(lua_State *L)
   lua_host_t *h = lua_host_get(L);
   if (h == NULL) return luaL_error(L, "rmcp.channel needs the reasonix-mcp host");
 
-  lchannel_t *u = lua_newuserdatauv(L, sizeof(*u), 0);
-  u->ch = NULL;
-  u->L = h->L;
-  u->self = u->on_line = u->on_data = u->on_oversize = u->on_eof = u->on_drain = LUA_NOREF;
-  luaL_setmetatable(L, LCHANNEL_MT);
+  lchannel_t *u = lchannel_new(L, h->L, NULL);
   u->on_line = lua_host_checkref(L, 2, "on_line");
   u->on_data = lua_host_checkref(L, 2, "on_data");
   u->on_oversize = lua_host_checkref(L, 2, "on_oversize");
@@ -255,8 +296,9 @@ static int lchannel_tostring(lua_State *L)
   return 1;
 }
 
-/* Module loader: require "rmcp.channel". */
-int luaopen_rmcp_channel(lua_State *L)
+/* Push the channel metatable, creating it on first use (a borrowed channel may be handed out
+ * before anyone requires rmcp.channel). */
+static void lchannel_metatable(lua_State *L)
 {
   static const luaL_Reg methods[] = {
     {"write", lchannel_write}, {"queued", lchannel_queued}, {"pause", lchannel_pause},
@@ -265,7 +307,7 @@ int luaopen_rmcp_channel(lua_State *L)
     {NULL, NULL},
   };
   static const luaL_Reg meta[] = {
-    {"__gc", lchannel_close}, {"__close", lchannel_close}, {"__tostring", lchannel_tostring},
+    {"__gc", lchannel_gc}, {"__close", lchannel_close}, {"__tostring", lchannel_tostring},
     {LUA_HOST_TEARDOWN, lchannel_teardown}, {LUA_HOST_CLOSE, lchannel_close}, {NULL, NULL},
   };
   if (luaL_newmetatable(L, LCHANNEL_MT)) {
@@ -273,6 +315,12 @@ int luaopen_rmcp_channel(lua_State *L)
     luaL_newlib(L, methods);
     lua_setfield(L, -2, "__index");
   }
+}
+
+/* Module loader: require "rmcp.channel". */
+int luaopen_rmcp_channel(lua_State *L)
+{
+  lchannel_metatable(L);
   lua_pop(L, 1);
   lua_newtable(L);
   lua_pushcfunction(L, lchannel_open);

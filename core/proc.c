@@ -23,6 +23,7 @@ struct proc {
   int reaped, code, sig;
   int exit_fired, closed, detached;
   int open_pipes;          /* read pipes that have not reached EOF */
+  int eof_seen;            /* bit i: stdio slot i reached EOF (or was closed before it) */
   int handles;             /* channels not yet freed */
   channel_t *in, *out, *err;
   const proc_cbs *cbs;
@@ -229,13 +230,21 @@ static void child_exec(const proc_opts *o, int fds[3], int errfd, pid_t parent, 
 
 /* ---- the parent side ---- */
 
+/* Count the EOF of read slot i once; on_exit may be due. */
+static void proc_slot_done(proc_t *p, int i)
+{
+  if (p->eof_seen & (1 << i)) return;
+  p->eof_seen |= 1 << i;
+  p->open_pipes--;
+  proc_finish_all();
+}
+
 /* A read pipe reached EOF (or failed): count it, maybe report exit. */
 static void proc_pipe_eof(channel_t *ch, int err)
 {
   proc_t *p = channel_data(ch);
   (void)err;
-  p->open_pipes--;
-  proc_finish_all();
+  proc_slot_done(p, ch == p->out ? 1 : 2);
 }
 
 /* stdout line. */
@@ -266,10 +275,17 @@ static void proc_err_data(channel_t *ch, const char *chunk, size_t n)
   if (p->cbs->on_stderr) p->cbs->on_stderr(p, chunk, n);
 }
 
-/* One of our channels is freed. */
+/* One of our channels is freed. One its holder closed (proc_stdio) is forgotten, and a read pipe
+ * closed before EOF counts as its EOF, so on_exit still fires. */
 static void proc_channel_closed(channel_t *ch)
 {
   proc_t *p = channel_data(ch);
+  channel_t **slots[3] = {&p->in, &p->out, &p->err};
+  for (int i = 0; i < 3; i++) {
+    if (*slots[i] != ch) continue;
+    *slots[i] = NULL;
+    if (i > 0) proc_slot_done(p, i);
+  }
   p->handles--;
   proc_maybe_free(p);
 }
@@ -454,6 +470,15 @@ int proc_adopt(uv_loop_t *loop, pid_t pid, const int fds[3], const proc_opts *o,
   r = proc_track(loop, pid, parent, o, out);
   reaper_update();
   return r;
+}
+
+/* The channel of stdio slot i (0 stdin, 1 stdout, 2 stderr): our end of the pipe, NULL when there
+ * is none or p is closed. p owns it and frees it; its holder may use it and close it (the child
+ * then sees EPIPE or EOF, and a read pipe closed counts as its EOF). */
+channel_t *proc_stdio(const proc_t *p, int i)
+{
+  if (p->closed || i < 0 || i > 2) return NULL;
+  return i == 0 ? p->in : i == 1 ? p->out : p->err;
 }
 
 /* Our end of stdio slot i (0 stdin, 1 stdout, 2 stderr), -1 when there is none. */

@@ -6,6 +6,8 @@
 #include <sys/types.h>
 #include <uv.h>
 
+#include "channel.h"
+
 typedef struct proc proc_t;
 
 typedef enum {
@@ -47,6 +49,7 @@ typedef struct proc_opts {
 
 int proc_spawn(uv_loop_t *loop, const proc_opts *opts, proc_t **out, const char **failed_step);
 pid_t proc_pid(const proc_t *p);
+channel_t *proc_stdio(const proc_t *p, int i);
 int proc_write(proc_t *p, const char *data, size_t len);
 size_t proc_queued(const proc_t *p);
 int proc_close_stdin(proc_t *p);

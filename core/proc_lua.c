@@ -1,9 +1,11 @@
-/* proc_lua.c: the Lua binding of rmcp.proc (spawn, adopt, and the process object). The process
- * machinery itself is proc.c. */
+/* proc_lua.c: the Lua binding of rmcp.proc (spawn, adopt, and the process object, which hands out
+ * its pipes as rmcp.channel objects: p.stdin, p.stdout, p.stderr). The process machinery itself
+ * is proc.c. */
 #include <lauxlib.h>
 #include <signal.h>
 #include <string.h>
 
+#include "channel_lua.h"
 #include "lua_host.h"
 #include "modules.h"
 #include "proc.h"
@@ -18,7 +20,10 @@ typedef struct {
   pid_t pid;
   int raw;           /* stdin takes raw bytes, not lines */
   int self, on_line, on_oversize, on_stdout, on_stderr, on_exit;
+  lchannel_t *stdio[3];  /* the pipes as channel objects (also user values 1..3), or NULL */
 } lproc_t;
+
+static const char *const lproc_slots[3] = {"stdin", "stdout", "stderr"};
 
 /* Drop callback refs and the keep-alive. */
 static void lproc_drop(lua_State *L, lproc_t *u)
@@ -31,14 +36,27 @@ static void lproc_drop(lua_State *L, lproc_t *u)
   lua_host_release(L, &u->self);
 }
 
-/* Close the C side and drop the Lua side; idempotent. */
+/* Close the C side and drop the Lua side; idempotent. The pipe objects read as closed after it. */
 static void lproc_close_ud(lua_State *L, lproc_t *u)
 {
   if (u->p == NULL) return;
   proc_t *p = u->p;
   u->p = NULL;
+  for (int i = 0; i < 3; i++)
+    if (u->stdio[i]) channel_lua_detach(u->stdio[i]);
   proc_close(p);
   lproc_drop(L, u);
+}
+
+/* Give the new process object at the top of the stack its pipes, as borrowed channel objects. */
+static void lproc_push_stdio(lua_State *L, lproc_t *u)
+{
+  for (int i = 0; i < 3; i++) {
+    channel_t *ch = proc_stdio(u->p, i);
+    if (ch == NULL) continue;
+    u->stdio[i] = channel_lua_push(L, ch);
+    lua_setiuservalue(L, -2, i + 1);
+  }
 }
 
 /* Push a string argument and call the callback ref. */
@@ -164,7 +182,7 @@ static void lproc_framing(lua_State *L, proc_opts *o)
 /* Push a new proc userdata with the callbacks of opts (arg 1); o gets cbs and data. */
 static lproc_t *lproc_new(lua_State *L, lua_host_t *h, proc_opts *o)
 {
-  lproc_t *u = lua_newuserdatauv(L, sizeof(*u), 0);
+  lproc_t *u = lua_newuserdatauv(L, sizeof(*u), 3);
   memset(u, 0, sizeof(*u));
   u->L = h->L;
   u->self = u->on_line = u->on_oversize = u->on_stdout = u->on_stderr = u->on_exit = LUA_NOREF;
@@ -219,6 +237,7 @@ static int lproc_spawn(lua_State *L)
   }
   u->pid = proc_pid(u->p);
   u->raw = o.stdout_raw;
+  lproc_push_stdio(L, u);
   u->self = lua_host_retain(L, -1);
   return 1;
 }
@@ -232,10 +251,9 @@ static int lproc_adopt(lua_State *L)
   if (h == NULL) return luaL_error(L, "rmcp.proc needs the reasonix-mcp host");
   proc_opts o;
   memset(&o, 0, sizeof(o));
-  static const char *const slots[3] = {"stdin", "stdout", "stderr"};
   int fds[3];
   for (int i = 0; i < 3; i++) {
-    lua_getfield(L, 1, slots[i]);
+    lua_getfield(L, 1, lproc_slots[i]);
     fds[i] = (int)luaL_optinteger(L, -1, -1);
     lua_pop(L, 1);
   }
@@ -253,6 +271,7 @@ static int lproc_adopt(lua_State *L)
   }
   u->pid = pid;
   u->raw = o.stdout_raw;
+  lproc_push_stdio(L, u);
   u->self = lua_host_retain(L, -1);
   return 1;
 }
@@ -383,6 +402,22 @@ static int lproc_buffered(lua_State *L)
   return 1;
 }
 
+/* __index: p.stdin, p.stdout, p.stderr are the pipes (nil when not a pipe); else the methods. */
+static int lproc_index(lua_State *L)
+{
+  lproc_check(L);
+  const char *key = lua_tostring(L, 2);
+  for (int i = 0; key && i < 3; i++) {
+    if (strcmp(key, lproc_slots[i]) == 0) {
+      lua_getiuservalue(L, 1, i + 1);
+      return 1;
+    }
+  }
+  lua_pushvalue(L, 2);
+  lua_gettable(L, lua_upvalueindex(1));
+  return 1;
+}
+
 /* __tostring */
 static int lproc_tostring(lua_State *L)
 {
@@ -407,6 +442,7 @@ int luaopen_rmcp_proc(lua_State *L)
   if (luaL_newmetatable(L, LPROC_MT)) {
     luaL_setfuncs(L, meta, 0);
     luaL_newlib(L, methods);
+    lua_pushcclosure(L, lproc_index, 1);
     lua_setfield(L, -2, "__index");
   }
   lua_pop(L, 1);

@@ -140,6 +140,60 @@ static const char *lua_proc =
   "ok(not pcall(p1.write, p1, 'a\\nb'), 'ndjson stdin refuses an embedded newline')\n"
   "p1:close_stdin()\n";
 
+static const char *lua_proc_stdio =
+  "local proc, channel, uv = require 'rmcp.proc', require 'rmcp.channel', require 'luv'\n"
+  "local lines = {}\n"
+  "local p; p = assert(proc.spawn{file='/bin/sh',\n"
+  "  args={'-c', 'read x; printf \"got %s\\\\npart\" \"$x\"; read y; echo \"ial $y\"; echo e >&2; exit 5'},\n"
+  "  on_line=function(l) lines[#lines+1] = l end,\n"
+  "  on_exit=function(code)\n"
+  "    ok(code == 5 and lines[2] == 'partial two', 'lines through the pipes: ' .. tostring(lines[2]))\n"
+  "    ok(not p.stdout:is_closed(), 'the pipes are open inside on_exit')\n"
+  "    local t = uv.new_timer(); t:start(0, 0, function() t:close()\n"
+  "      ok(p.stdin:is_closed() and p.stdout:is_closed() and p.stderr:is_closed(), 'closed after exit')\n"
+  "      local pok, perr = pcall(p.stdout.pause, p.stdout)\n"
+  "      ok(not pok and tostring(perr):match('channel is closed'), 'pause of a closed pipe raises: ' .. tostring(perr))\n"
+  "      ok(not pcall(p.stderr.resume, p.stderr), 'resume of a closed pipe raises')\n"
+  "      local w, _, wcode = p.stdin:write('x'); ok(w == nil and wcode == 'EPIPE', 'write after exit: EPIPE')\n"
+  "      ok(p.stdin:queued() == 0 and p.stdout:buffered() == 0, 'queued and buffered are 0')\n"
+  "      local f, _, fcode = p.stdout:fileno(); ok(f == nil and fcode == 'EBADF', 'no fd after exit')\n"
+  "      ok(p.stdin:shutdown() == nil, 'shutdown after exit: nil, err')\n"
+  "      p.stdout:close(); collectgarbage(); collectgarbage()\n"
+  "      done() end)\n"
+  "  end})\n"
+  "ok(tostring(p.stdin):match('^rmcp.channel') and getmetatable(p.stdout) == getmetatable(p.stdin), 'pipes are channel objects')\n"
+  "ok(p.stdin ~= p.stdout and p.stdout == p.stdout, 'one object per pipe')\n"
+  "ok(math.type(p.stdin:fileno()) == 'integer' and p.stdin:fileno() ~= p.stdout:fileno(), 'fileno of each pipe')\n"
+  "ok(p.kill and p.pid and p.bogus == nil, 'methods are still found')\n"
+  "ok(p.stdin:write('one') == 0, 'stdin write')\n"
+  "ok(not pcall(p.stdin.write, p.stdin, 'a\\nb'), 'ndjson stdin refuses an embedded newline')\n"
+  "local t = uv.new_timer()\n"
+  "t:start(5, 5, function()\n"
+  "  if p.stdout:buffered() == 0 then return end\n"
+  "  t:close()\n"
+  "  ok(#lines == 1 and lines[1] == 'got one', 'first line, then a partial one buffered')\n"
+  "  p.stdout:pause(); p.stderr:pause()\n"
+  "  ok(p.stdin:write('two') == 0, 'second write'); p.stdin:shutdown()\n"
+  "  local t2 = uv.new_timer(); t2:start(200, 0, function() t2:close()\n"
+  "    ok(#lines == 1, 'paused: nothing delivered, no exit before EOF')\n"
+  "    p.stdout:resume(); p.stderr:resume() end)\n"
+  "end)\n"
+  "local n = assert(proc.spawn{file='/bin/true', stdin='null', stdout='null', stderr='pipe', on_exit=function() end})\n"
+  "ok(n.stdin == nil and n.stdout == nil and n.stderr, 'no channel where there is no pipe')\n";
+
+static const char *lua_proc_close_pipe =
+  "local proc = require 'rmcp.proc'\n"
+  "local q; q = assert(proc.spawn{file='/bin/sh', args={'-c', 'read x; echo late; exit 3'},\n"
+  "  on_exit=function(code, sig)\n"
+  "    ok(code == 3 or sig == 13, 'on_exit fires after its holder closed stdout: ' .. code .. ' ' .. sig)\n"
+  "    local out = q.stdout; q = nil; collectgarbage(); collectgarbage()\n"
+  "    ok(out:is_closed() and out:buffered() == 0, 'a pipe outlives its process object, closed')\n"
+  "    done() end})\n"
+  "q.stdout:close(); q.stderr:close(); q.stdout:close()\n"
+  "ok(q.stdout:is_closed() and q:running(), 'a pipe closed by its holder; the process runs on')\n"
+  "ok(not pcall(q.stdout.pause, q.stdout), 'pause after close raises')\n"
+  "ok(q.stdin:write('go') == 0, 'stdin still writes'); q.stdin:shutdown()\n";
+
 static const char *lua_channel_sock =
   "local channel, sock, sys = require 'rmcp.channel', require 'rmcp.sock', require 'rmcp.sys'\n"
   "local ok2, err, code = sock.secure_dir('/proc/nope/x')\n"
@@ -283,6 +337,10 @@ int main(void)
   free(err);
   TEST("rmcp.proc from Lua: failures as nil, msg, code; programmer errors raise; exit, kill");
   run_lua("proc", lua_proc);
+  TEST("rmcp.proc pipes are rmcp.channel objects: write, shutdown, pause, buffered, fileno; closed after exit");
+  run_lua("proc_stdio", lua_proc_stdio);
+  TEST("a pipe its holder closes counts as EOF: on_exit still fires");
+  run_lua("proc_close_pipe", lua_proc_close_pipe);
   TEST("rmcp.channel, rmcp.sock, rmcp.sys from Lua");
   run_lua("channel_sock", lua_channel_sock);
   proc_teardown();

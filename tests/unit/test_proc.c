@@ -312,6 +312,24 @@ static void test_stdin_and_fds(uv_loop_t *loop)
   close(sv[1]);
 }
 
+static void test_stdio_closed_by_holder(uv_loop_t *loop)
+{
+  TEST("proc_stdio: the pipes as channels; one its holder closes counts as EOF, so on_exit still fires");
+  result r;
+  char *argv[4];
+  proc_opts o = sh_opts(argv, "read x; echo late; exit 3", &r);
+  o.io[0].kind = PROC_IO_PIPE;
+  proc_t *p;
+  REQUIRE(proc_spawn(loop, &o, &p, NULL) == 0);
+  CHECK(proc_stdio(p, 0) && proc_stdio(p, 1) && proc_stdio(p, 2) && proc_stdio(p, 3) == NULL);
+  channel_close(proc_stdio(p, 1));
+  channel_close(proc_stdio(p, 2));
+  CHECK(channel_write(proc_stdio(p, 0), "go", 2) == 0);
+  CHECK(channel_shutdown(proc_stdio(p, 0)) == 0);
+  CHECK(run_until(loop, &r.exited, 10000));
+  CHECK(r.exited == 1 && r.nlines == 0);
+}
+
 /* Kill-test state: the grandchild's pid arrives as the first line. */
 static void kill_on_line(proc_t *p, const char *s, size_t n)
 {
@@ -580,6 +598,7 @@ int main(void)
   test_exec_failures(&loop, tmp);
   test_cwd_env_files(&loop, tmp);
   test_stdin_and_fds(&loop);
+  test_stdio_closed_by_holder(&loop);
   test_kill_group(&loop);
   test_foreign_children(&loop);
   test_close_detached(&loop);
