@@ -243,7 +243,7 @@ local function bare_rss()
     stdin = "pipe", stdout = "null", stderr = "inherit", stdout_mode = "raw", on_exit = function() end }))
   async.sleep(300)
   local kib = rss_kib(p:pid())
-  p:close_stdin()
+  p.stdin:shutdown()
   return kib
 end
 
@@ -275,20 +275,20 @@ local function raw_flood(n)
   }))
   assert(await_timeout(10000, "raw agent setup", function(resume)
     on_setup = function() resume(true) end
-    p:write('{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}')
-    p:write('{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"' .. WS .. '","mcpServers":[]}}')
+    p.stdin:write('{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}')
+    p.stdin:write('{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"' .. WS .. '","mcpServers":[]}}')
   end))
   async.sleep(50) -- let the setup notifications pass
   local t0, c0, a0 = now_s(), self_cpu(), cpu_of(p:pid())
   local ok, err = await_timeout(60000, "raw flood", function(resume)
     on_done = function() resume(true) end
     phase_ = "count"
-    p:write(json.encode({ jsonrpc = "2.0", id = 3, method = "session/prompt",
+    p.stdin:write(json.encode({ jsonrpc = "2.0", id = 3, method = "session/prompt",
       params = { sessionId = sid, prompt = { { type = "text", text = "[fake:flood] raw" } } } }))
   end)
   assert(ok, err)
   local dt, cpu, acpu = now_s() - t0, self_cpu() - c0, cpu_of(p:pid()) - a0
-  p:close_stdin()
+  p.stdin:shutdown()
   return n / dt, cpu / n, acpu / n, lines
 end
 
@@ -389,7 +389,7 @@ local function start_mcp_server(env)
     on_line = function(line) peer:receive(line) end,
     on_exit = function(code) if peer then peer:close("server exited " .. tostring(code)) end end,
   }))
-  peer = jsonrpc.new({ name = "bench-mcp", send = function(line) p:write(line) end })
+  peer = jsonrpc.new({ name = "bench-mcp", send = function(line) p.stdin:write(line) end })
   local r, err = async.request(peer, "initialize", { protocolVersion = "2025-06-18", capabilities = {},
     clientInfo = { name = "bench", version = "0" } })
   assert(r, "MCP initialize: " .. tostring(err))
@@ -582,7 +582,7 @@ local function run()
   local server_rss = rss_kib(sp:pid())
   row({ section = "memory", what = "MCP server RSS after the round trips", value = server_rss, base = bare, fmt = fmt_mib,
         target = { on = "ratio", op = "<=", limit = 2, text = "<= 2x bare" } })
-  sp:close_stdin()
+  sp.stdin:shutdown()
   await_timeout(5000, "MCP server exit", function(resume)
     local t = uv.new_timer()
     t:start(20, 20, function() if not sp:running() then t:close(); resume(true) end end)

@@ -136,9 +136,9 @@ static const char *lua_proc =
   "    ok(type(p2:pid()) == 'number' and p2:running(), 'pid, running')\n"
   "    ok(p2:kill('SIGTERM') == true, 'kill sends')\n"
   "  end})\n"
-  "ok(p1:write('hello') == 0 or true, 'write')\n"
-  "ok(not pcall(p1.write, p1, 'a\\nb'), 'ndjson stdin refuses an embedded newline')\n"
-  "p1:close_stdin()\n";
+  "ok(p1.stdin:write('hello') == 0 or true, 'write')\n"
+  "ok(not pcall(p1.stdin.write, p1.stdin, 'a\\nb'), 'ndjson stdin refuses an embedded newline')\n"
+  "p1.stdin:shutdown()\n";
 
 static const char *lua_proc_stdio =
   "local proc, channel, uv = require 'rmcp.proc', require 'rmcp.channel', require 'luv'\n"
