@@ -481,56 +481,10 @@ channel_t *proc_stdio(const proc_t *p, int i)
   return i == 0 ? p->in : i == 1 ? p->out : p->err;
 }
 
-/* Our end of stdio slot i (0 stdin, 1 stdout, 2 stderr), -1 when there is none. */
-int proc_fileno(const proc_t *p, int i)
-{
-  channel_t *ch = i == 0 ? p->in : i == 1 ? p->out : p->err;
-  return ch && !p->closed ? channel_fileno(ch) : -1;
-}
-
-/* Stop (paused = 1) or restart reading the child's stdout and stderr. */
-void proc_pause(proc_t *p, int paused)
-{
-  channel_t *chans[2] = {p->out, p->err};
-  for (int i = 0; i < 2; i++) {
-    if (chans[i] == NULL) continue;
-    if (paused)
-      channel_pause(chans[i]);
-    else
-      channel_resume(chans[i]);
-  }
-}
-
-/* Bytes read from the child's stdout but not delivered yet (a partial line). */
-size_t proc_buffered(const proc_t *p)
-{
-  return p->out && !p->closed ? channel_buffered(p->out) : 0;
-}
-
 /* The child's pid (also its process group id). */
 pid_t proc_pid(const proc_t *p)
 {
   return p->pid;
-}
-
-/* Write to the child's stdin pipe. */
-int proc_write(proc_t *p, const char *data, size_t len)
-{
-  if (p->closed || p->in == NULL) return UV_EPIPE;
-  return channel_write(p->in, data, len);
-}
-
-/* Bytes queued for the child's stdin. */
-size_t proc_queued(const proc_t *p)
-{
-  return p->in ? channel_queued(p->in) : 0;
-}
-
-/* Close the child's stdin after queued writes are flushed. */
-int proc_close_stdin(proc_t *p)
-{
-  if (p->closed || p->in == NULL) return 0;
-  return channel_shutdown(p->in);
 }
 
 /* Signal the whole process group; 1 when already reaped (nothing sent). */

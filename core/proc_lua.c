@@ -18,7 +18,6 @@ typedef struct {
   proc_t *p;         /* NULL once exited or closed */
   lua_State *L;
   pid_t pid;
-  int raw;           /* stdin takes raw bytes, not lines */
   int self, on_line, on_oversize, on_stdout, on_stderr, on_exit;
   lchannel_t *stdio[3];  /* the pipes as channel objects (also user values 1..3), or NULL */
 } lproc_t;
@@ -236,7 +235,6 @@ static int lproc_spawn(lua_State *L)
     return lua_host_fail(L, r, what);
   }
   u->pid = proc_pid(u->p);
-  u->raw = o.stdout_raw;
   lproc_push_stdio(L, u);
   u->self = lua_host_retain(L, -1);
   return 1;
@@ -270,7 +268,6 @@ static int lproc_adopt(lua_State *L)
     return lua_host_fail(L, r, lua_pushfstring(L, "adopt pid %d", (int)pid));
   }
   u->pid = pid;
-  u->raw = o.stdout_raw;
   lproc_push_stdio(L, u);
   u->self = lua_host_retain(L, -1);
   return 1;
@@ -287,36 +284,6 @@ static int lproc_pid(lua_State *L)
 {
   lua_pushinteger(L, lproc_check(L)->pid);
   return 1;
-}
-
-/* p:write(data) -> queued | nil, err, code */
-static int lproc_write(lua_State *L)
-{
-  lproc_t *u = lproc_check(L);
-  size_t n;
-  const char *s = luaL_checklstring(L, 2, &n);
-  if (!u->raw && memchr(s, '\n', n)) return luaL_error(L, "ndjson line contains a newline");
-  if (u->p == NULL) return lua_host_fail(L, UV_EPIPE, "process has exited");
-  int r = proc_write(u->p, s, n);
-  if (r < 0) return lua_host_fail(L, r, "stdin");
-  lua_pushinteger(L, (lua_Integer)proc_queued(u->p));
-  return 1;
-}
-
-/* p:queued() */
-static int lproc_queued(lua_State *L)
-{
-  lproc_t *u = lproc_check(L);
-  lua_pushinteger(L, u->p ? (lua_Integer)proc_queued(u->p) : 0);
-  return 1;
-}
-
-/* p:close_stdin() */
-static int lproc_close_stdin(lua_State *L)
-{
-  lproc_t *u = lproc_check(L);
-  if (u->p) proc_close_stdin(u->p);
-  return 0;
 }
 
 /* Map "TERM" / "SIGTERM" / a number to a signal number. */
@@ -365,43 +332,6 @@ static int lproc_close(lua_State *L)
   return 0;
 }
 
-/* p:fds() -> {stdin=, stdout=, stderr=} (our pipe ends, absent when none) */
-static int lproc_fds(lua_State *L)
-{
-  lproc_t *u = lproc_check(L);
-  static const char *const slots[3] = {"stdin", "stdout", "stderr"};
-  lua_createtable(L, 0, 3);
-  for (int i = 0; u->p && i < 3; i++) {
-    int fd = proc_fileno(u->p, i);
-    if (fd < 0) continue;
-    lua_pushinteger(L, fd);
-    lua_setfield(L, -2, slots[i]);
-  }
-  return 1;
-}
-
-/* p:pause() / p:resume(): stop / restart reading stdout and stderr. */
-static int lproc_pause(lua_State *L)
-{
-  lproc_t *u = lproc_check(L);
-  if (u->p) proc_pause(u->p, 1);
-  return 0;
-}
-static int lproc_resume(lua_State *L)
-{
-  lproc_t *u = lproc_check(L);
-  if (u->p) proc_pause(u->p, 0);
-  return 0;
-}
-
-/* p:buffered() -> bytes of stdout read but not delivered (a partial line) */
-static int lproc_buffered(lua_State *L)
-{
-  lproc_t *u = lproc_check(L);
-  lua_pushinteger(L, u->p ? (lua_Integer)proc_buffered(u->p) : 0);
-  return 1;
-}
-
 /* __index: p.stdin, p.stdout, p.stderr are the pipes (nil when not a pipe); else the methods. */
 static int lproc_index(lua_State *L)
 {
@@ -430,10 +360,8 @@ static int lproc_tostring(lua_State *L)
 int luaopen_rmcp_proc(lua_State *L)
 {
   static const luaL_Reg methods[] = {
-    {"pid", lproc_pid}, {"write", lproc_write}, {"queued", lproc_queued},
-    {"close_stdin", lproc_close_stdin}, {"kill", lproc_kill}, {"running", lproc_running},
-    {"close", lproc_close}, {"fds", lproc_fds}, {"pause", lproc_pause}, {"resume", lproc_resume},
-    {"buffered", lproc_buffered}, {NULL, NULL},
+    {"pid", lproc_pid}, {"kill", lproc_kill}, {"running", lproc_running}, {"close", lproc_close},
+    {NULL, NULL},
   };
   static const luaL_Reg meta[] = {
     {"__gc", lproc_close}, {"__tostring", lproc_tostring},

@@ -165,6 +165,8 @@ static const char *lua_proc_stdio =
   "ok(p.stdin ~= p.stdout and p.stdout == p.stdout, 'one object per pipe')\n"
   "ok(math.type(p.stdin:fileno()) == 'integer' and p.stdin:fileno() ~= p.stdout:fileno(), 'fileno of each pipe')\n"
   "ok(p.kill and p.pid and p.bogus == nil, 'methods are still found')\n"
+  "ok(p.write == nil and p.queued == nil and p.close_stdin == nil and p.pause == nil and p.resume == nil\n"
+  "  and p.buffered == nil and p.fds == nil, 'no channel method is re-exported on the process')\n"
   "ok(p.stdin:write('one') == 0, 'stdin write')\n"
   "ok(not pcall(p.stdin.write, p.stdin, 'a\\nb'), 'ndjson stdin refuses an embedded newline')\n"
   "local t = uv.new_timer()\n"
