@@ -282,7 +282,7 @@ local function bare_rss()
     stdin = "pipe", stdout = "null", stderr = "inherit", stdout_mode = "raw", on_exit = function() end }))
   async.sleep(300)
   local kib = rss_kib(p:pid())
-  p:close_stdin()
+  p.stdin:shutdown()
   return kib
 end
 
@@ -313,8 +313,8 @@ local function raw_flooder()
   }))
   assert(await_timeout(10000, "raw agent setup", function(resume)
     on_setup = function() resume(true) end
-    p:write('{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}')
-    p:write('{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"' .. WS .. '","mcpServers":[]}}')
+    p.stdin:write('{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}')
+    p.stdin:write('{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"' .. WS .. '","mcpServers":[]}}')
   end))
   async.sleep(50) -- let the setup notifications pass
   local n_prompt = 2
@@ -325,14 +325,14 @@ local function raw_flooder()
     local ok, err = await_timeout(60000, "raw flood", function(resume)
       on_done = function() resume(true) end
       state = "count"
-      p:write(json.encode({ jsonrpc = "2.0", id = n_prompt, method = "session/prompt",
+      p.stdin:write(json.encode({ jsonrpc = "2.0", id = n_prompt, method = "session/prompt",
         params = { sessionId = sid, prompt = { { type = "text", text = "[fake:flood] raw" } } } }))
     end)
     assert(ok, err)
     local dt, cpu, acpu = now_s() - t0, self_cpu() - c0, cpu_of(p:pid()) - a0
     return P.flood / dt, cpu / P.flood, acpu / P.flood
   end
-  function self.close() p:close_stdin() end
+  function self.close() p.stdin:shutdown() end
   return self
 end
 
@@ -713,7 +713,7 @@ local function run_mcp(bare)
   local fd = assert(proc.spawn({ file = FLOOR, args = { "daemon", FLOOR_DIR .. "/s.sock", FLOOR_DIR },
     env = env_list(env), stdin = "pipe", stdout = "null", stderr = { file = DIR .. "/floor.err", append = true },
     stdout_mode = "raw", on_exit = function() end }))
-  cleanups[#cleanups + 1] = function() fd:close_stdin() end
+  cleanups[#cleanups + 1] = function() fd.stdin:shutdown() end
   for _ = 1, 100 do
     if uv.fs_stat(FLOOR_DIR .. "/s.sock") then break end
     async.sleep(10)
@@ -801,7 +801,7 @@ local function run_mcp(bare)
         target = { on = "value", op = "<=", limit = 300e-6, text = "<= 300 us" } })
   note_cases(rw, { "ours wake", "floor wake" })
   stop_many(cm, ids)
-  fd:close_stdin()
+  fd.stdin:shutdown()
   table.remove(cleanups)
 end
 

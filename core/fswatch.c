@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "lua_host.h"
+#include "modules.h"
 
 #define FSWATCH_MT "rmcp.fswatch"
 #define FSWATCH_ENTRIES (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF)

@@ -22,6 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "modules.h"
+
 #define ARRAY_MT "rmcp.json.array"
 #define RAW_MT "rmcp.json.raw"
 #define MAX_DEPTH 1000

@@ -1,5 +1,6 @@
-/* lua_host.c: builds the lua_State (luv on our loop, cjson, rmcp.* preloads) and runs every
- * C->Lua call through one protected path with a traceback. */
+/* lua_host.c: builds the lua_State (luv on our loop, cjson, the modules its caller names as
+ * preloads) and runs every C->Lua call through one protected path with a traceback. It knows
+ * no rmcp module: the bindings call its helpers, main.c registers them and tears them down. */
 #include "lua_host.h"
 
 #include <errno.h>
@@ -11,15 +12,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "channel.h"
-#include "proc.h"
-
 int luaopen_cjson(lua_State *L);
 int luaopen_cjson_safe(lua_State *L);
 
 #define HOST_KEY "rmcp.host*"
 #define OPEN_KEY "rmcp.open"
-#define FLUSH_TIMEOUT_MS 2000
 
 /* Die on out-of-memory: the only Lua failure the process does not survive. */
 static void host_oom(lua_State *L)
@@ -187,27 +184,28 @@ static void host_set_path(lua_host_t *h)
   lua_pop(L, 2);
 }
 
-/* Register the C modules in package.preload and luv in package.loaded. */
-static void host_open_modules(lua_host_t *h)
+/* Put each (name, luaopen) of list into package.preload; list ends with {NULL, NULL}. */
+static void host_preload(lua_State *L, const luaL_Reg *list)
 {
-  lua_State *L = h->L;
-  static const luaL_Reg preload[] = {
-    {"cjson", luaopen_cjson},
-    {"cjson.safe", luaopen_cjson_safe},
-    {"rmcp.channel", luaopen_rmcp_channel},
-    {"rmcp.proc", luaopen_rmcp_proc},
-    {"rmcp.sock", luaopen_rmcp_sock},
-    {"rmcp.sys", luaopen_rmcp_sys},
-    {"rmcp.fswatch", luaopen_rmcp_fswatch},
-    {"rmcp.json", luaopen_rmcp_json},
-    {NULL, NULL},
-  };
   luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
-  for (const luaL_Reg *r = preload; r->name; r++) {
+  for (const luaL_Reg *r = list; r && r->name; r++) {
     lua_pushcfunction(L, r->func);
     lua_setfield(L, -2, r->name);
   }
   lua_pop(L, 1);
+}
+
+/* Register cjson and the caller's modules in package.preload, and luv in package.loaded. */
+static void host_open_modules(lua_host_t *h, const luaL_Reg *modules)
+{
+  lua_State *L = h->L;
+  static const luaL_Reg cjson[] = {
+    {"cjson", luaopen_cjson},
+    {"cjson.safe", luaopen_cjson_safe},
+    {NULL, NULL},
+  };
+  host_preload(L, cjson);
+  host_preload(L, modules);
   /* luv must see our loop and our pcall before it opens, or it builds a second loop
    * and exit(-1)s on the first callback error */
   luv_set_loop(L, h->loop);
@@ -223,8 +221,9 @@ static char *host_exe_path(void)
   return p ? p : strdup("reasonix-mcp");
 }
 
-/* Create the host: state, libraries, luv on loop, preloads, path and rmcp.host info. */
-lua_host_t *lua_host_new(uv_loop_t *loop, const char *lua_dir)
+/* Create the host: state, libraries, luv on loop, modules (name, luaopen; NULL-terminated) as
+ * preloads, path and rmcp.host info. */
+lua_host_t *lua_host_new(uv_loop_t *loop, const char *lua_dir, const luaL_Reg *modules)
 {
   lua_host_t *h = calloc(1, sizeof(*h));
   if (h == NULL) return NULL;
@@ -245,7 +244,7 @@ lua_host_t *lua_host_new(uv_loop_t *loop, const char *lua_dir)
   lua_setfield(L, LUA_REGISTRYINDEX, HOST_KEY);
   lua_newtable(L);
   lua_setfield(L, LUA_REGISTRYINDEX, OPEN_KEY);
-  host_open_modules(h);
+  host_open_modules(h, modules);
   host_set_path(h);
   host_set_info(h);
   return h;
@@ -279,9 +278,11 @@ int lua_host_run_main(lua_host_t *h, int argc, char **argv)
   return lua_host_pcall(L, 2, 0) == LUA_OK ? 0 : 1;
 }
 
-/* Call method name on every object still registered as open (teardown helper). */
-static void host_close_open(lua_State *L, const char *method)
+/* Call metamethod `method` (LUA_HOST_TEARDOWN, LUA_HOST_CLOSE) on every object still open: the
+ * host runs the protocol, each binding decides what its objects do. */
+void lua_host_close_objects(lua_host_t *h, const char *method)
 {
+  lua_State *L = h->L;
   lua_getfield(L, LUA_REGISTRYINDEX, OPEN_KEY);
   int open = lua_gettop(L);
   lua_newtable(L);  /* snapshot: closing edits the open table */
@@ -306,18 +307,11 @@ static void host_close_open(lua_State *L, const char *method)
   lua_pop(L, 2);
 }
 
-/* uv_walk callback: close foreign (luv) handles, sparing channels still flushing. */
+/* uv_walk callback: close every handle left (luv's, whatever the caller did not close). */
 static void host_walk_close(uv_handle_t *handle, void *arg)
 {
-  uv_handle_t *keep = arg;
-  if (handle == keep || uv_is_closing(handle) || channel_handle_is_flushing(handle)) return;
-  uv_close(handle, NULL);
-}
-
-/* Deadline for the teardown flush: stop waiting for slow readers. */
-static void host_flush_timeout(uv_timer_t *t)
-{
-  uv_stop(t->loop);
+  (void)arg;
+  if (!uv_is_closing(handle)) uv_close(handle, NULL);
 }
 
 /* Close every handle and drain the loop while the Lua state is still alive. */
@@ -329,23 +323,14 @@ static void host_drain(lua_host_t *h)
   }
 }
 
-/* Tear down: flush pending channel writes (bounded), close everything, then close Lua. */
+/* Close what Lua still has open (LUA_HOST_CLOSE on each object, then the loop's handles), then
+ * the state; the modules' own teardown (and any flush) is the caller's, before this. */
 void lua_host_free(lua_host_t *h)
 {
   if (h == NULL) return;
-  lua_State *L = h->L;
-  host_close_open(L, "__rmcp_teardown");
-  proc_teardown();
-  uv_timer_t timer;
-  uv_timer_init(h->loop, &timer);
-  uv_timer_start(&timer, host_flush_timeout, FLUSH_TIMEOUT_MS, 0);
-  uv_unref((uv_handle_t *)&timer);
-  uv_walk(h->loop, host_walk_close, &timer);
-  uv_run(h->loop, UV_RUN_DEFAULT);
-  uv_close((uv_handle_t *)&timer, NULL);
-  host_close_open(L, "__rmcp_close");
+  lua_host_close_objects(h, LUA_HOST_CLOSE);
   host_drain(h);
-  lua_close(L);
+  lua_close(h->L);
   host_drain(h);
   free(h->lua_dir);
   free(h->exe);

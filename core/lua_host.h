@@ -2,6 +2,7 @@
 #ifndef RMCP_LUA_HOST_H
 #define RMCP_LUA_HOST_H
 
+#include <lauxlib.h>
 #include <lua.h>
 #include <uv.h>
 
@@ -16,8 +17,15 @@ typedef struct lua_host {
   int stopped;
 } lua_host_t;
 
-lua_host_t *lua_host_new(uv_loop_t *loop, const char *lua_dir);
+/* Metamethods of the objects a binding keeps open (lua_host_retain), called at exit by
+ * lua_host_close_objects: TEARDOWN stops an object (a channel with queued writes keeps flushing),
+ * CLOSE closes it now. */
+#define LUA_HOST_TEARDOWN "__rmcp_teardown"
+#define LUA_HOST_CLOSE "__rmcp_close"
+
+lua_host_t *lua_host_new(uv_loop_t *loop, const char *lua_dir, const luaL_Reg *modules);
 int lua_host_run_main(lua_host_t *h, int argc, char **argv);
+void lua_host_close_objects(lua_host_t *h, const char *method);
 void lua_host_free(lua_host_t *h);
 
 lua_host_t *lua_host_get(lua_State *L);
@@ -29,12 +37,5 @@ int lua_host_checkref(lua_State *L, int idx, const char *field);
 int lua_host_optbool(lua_State *L, int idx, const char *field, int def);
 void lua_host_unref(lua_State *L, int *ref);
 int lua_host_fail(lua_State *L, int err, const char *what);
-
-int luaopen_rmcp_channel(lua_State *L);
-int luaopen_rmcp_proc(lua_State *L);
-int luaopen_rmcp_sock(lua_State *L);
-int luaopen_rmcp_sys(lua_State *L);
-int luaopen_rmcp_fswatch(lua_State *L);
-int luaopen_rmcp_json(lua_State *L);
 
 #endif

@@ -1,5 +1,6 @@
 /* main.c: process entry. Builds the host on our own loop, hands argv to rmcp.main, runs the
- * loop, and tears everything down so valgrind and ASan see no leak. */
+ * loop, and tears the modules down in order so valgrind and ASan see no leak: the host knows
+ * none of them. */
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -11,11 +12,27 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "channel.h"
 #include "lua_host.h"
+#include "modules.h"
+#include "proc.h"
+
+#define FLUSH_TIMEOUT_MS 2000
 
 #ifndef RMCP_SOURCE_LUA_DIR
 #define RMCP_SOURCE_LUA_DIR "lua"
 #endif
+
+/* The rmcp.* modules this binary has, handed to the host as preloads. */
+static const luaL_Reg main_modules[] = {
+  {"rmcp.channel", luaopen_rmcp_channel},
+  {"rmcp.proc", luaopen_rmcp_proc},
+  {"rmcp.sock", luaopen_rmcp_sock},
+  {"rmcp.sys", luaopen_rmcp_sys},
+  {"rmcp.fswatch", luaopen_rmcp_fswatch},
+  {"rmcp.json", luaopen_rmcp_json},
+  {NULL, NULL},
+};
 
 /* A closed 0, 1 or 2 would be reused by the next open() and leak protocol bytes into it. */
 static void main_fix_stdio(void)
@@ -57,6 +74,54 @@ static void main_close_handle(uv_handle_t *handle, void *arg)
   if (!uv_is_closing(handle)) uv_close(handle, NULL);
 }
 
+/* uv_walk callback of the flush: close every handle but the deadline and channels still flushing. */
+static void main_close_unflushed(uv_handle_t *handle, void *keep)
+{
+  if (handle == keep || uv_is_closing(handle) || channel_handle_is_flushing(handle)) return;
+  uv_close(handle, NULL);
+}
+
+/* Deadline of the flush: stop waiting for slow readers. */
+static void main_flush_timeout(uv_timer_t *t)
+{
+  uv_stop(t->loop);
+}
+
+/* Close callback of the flush deadline: it lives on main_flush's stack. */
+static void main_flush_closed(uv_handle_t *handle)
+{
+  *(int *)handle->data = 1;
+}
+
+/* Give channels with queued writes up to FLUSH_TIMEOUT_MS to write them, with everything else
+ * closed, so a reply written just before sys.stop is not lost. */
+static void main_flush(uv_loop_t *loop)
+{
+  uv_timer_t timer;
+  int closed = 0;
+  uv_timer_init(loop, &timer);
+  timer.data = &closed;
+  uv_timer_start(&timer, main_flush_timeout, FLUSH_TIMEOUT_MS, 0);
+  uv_unref((uv_handle_t *)&timer);
+  uv_walk(loop, main_close_unflushed, &timer);
+  uv_run(loop, UV_RUN_DEFAULT);
+  uv_close((uv_handle_t *)&timer, main_flush_closed);
+  while (!closed) uv_run(loop, UV_RUN_NOWAIT);  /* not a slow reader's writes: only the close */
+}
+
+/* Tear down in order: Lua objects stop (channels with queued writes start flushing), the process
+ * table lets go of children, the flush runs (bounded), then the host closes the rest and Lua. */
+static int main_teardown(uv_loop_t *loop, lua_host_t *host)
+{
+  lua_host_close_objects(host, LUA_HOST_TEARDOWN);
+  proc_teardown();
+  main_flush(loop);
+  lua_host_free(host);
+  uv_walk(loop, main_close_handle, NULL);
+  uv_run(loop, UV_RUN_DEFAULT);
+  return uv_loop_close(loop);
+}
+
 /* Entry point: exit code from sys.stop(code), 0 when the loop runs dry, 1 when main() raised. */
 int main(int argc, char **argv)
 {
@@ -69,7 +134,7 @@ int main(int argc, char **argv)
     return 1;
   }
   char *lua_dir = main_lua_dir();
-  lua_host_t *host = lua_dir ? lua_host_new(&loop, lua_dir) : NULL;
+  lua_host_t *host = lua_dir ? lua_host_new(&loop, lua_dir, main_modules) : NULL;
   free(lua_dir);
   if (host == NULL) {
     fprintf(stderr, "reasonix-mcp: out of memory creating the lua state\n");
@@ -80,9 +145,6 @@ int main(int argc, char **argv)
     uv_run(&loop, UV_RUN_DEFAULT);
     code = host->stopped ? host->exit_code : 0;
   }
-  lua_host_free(host);
-  uv_walk(&loop, main_close_handle, NULL);
-  uv_run(&loop, UV_RUN_DEFAULT);
-  if (uv_loop_close(&loop) != 0) fprintf(stderr, "reasonix-mcp: warning: uv loop still busy at exit\n");
+  if (main_teardown(&loop, host) != 0) fprintf(stderr, "reasonix-mcp: warning: uv loop still busy at exit\n");
   return code;
 }

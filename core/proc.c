@@ -1,12 +1,12 @@
-/* proc.c: the process machinery behind rmcp.proc (the binding is proc_lua.c). We fork and exec ourselves because uv_spawn has no pre-exec hook for
- * PR_SET_PDEATHSIG; we reap with waitpid(pid, WNOHANG) for our own pids only, never
- * waitpid(-1), so children that libuv/luv spawned on the same loop keep their exit callbacks. */
+/* proc.c: the process machinery behind rmcp.proc (the binding is proc_lua.c). We fork and exec
+ * ourselves because uv_spawn has no pre-exec hook for PR_SET_PDEATHSIG; we reap with
+ * waitpid(pid, WNOHANG) for our own pids only, never waitpid(-1), so children that libuv/luv
+ * spawned on the same loop keep their exit callbacks. */
 #define _GNU_SOURCE
 #include "proc.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <lauxlib.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,13 +17,13 @@
 #include <unistd.h>
 
 #include "channel.h"
-#include "lua_host.h"
 
 struct proc {
   pid_t pid;
   int reaped, code, sig;
   int exit_fired, closed, detached;
   int open_pipes;          /* read pipes that have not reached EOF */
+  int eof_seen;            /* bit i: stdio slot i reached EOF (or was closed before it) */
   int handles;             /* channels not yet freed */
   channel_t *in, *out, *err;
   const proc_cbs *cbs;
@@ -230,13 +230,21 @@ static void child_exec(const proc_opts *o, int fds[3], int errfd, pid_t parent, 
 
 /* ---- the parent side ---- */
 
+/* Count the EOF of read slot i once; on_exit may be due. */
+static void proc_slot_done(proc_t *p, int i)
+{
+  if (p->eof_seen & (1 << i)) return;
+  p->eof_seen |= 1 << i;
+  p->open_pipes--;
+  proc_finish_all();
+}
+
 /* A read pipe reached EOF (or failed): count it, maybe report exit. */
 static void proc_pipe_eof(channel_t *ch, int err)
 {
   proc_t *p = channel_data(ch);
   (void)err;
-  p->open_pipes--;
-  proc_finish_all();
+  proc_slot_done(p, ch == p->out ? 1 : 2);
 }
 
 /* stdout line. */
@@ -267,10 +275,17 @@ static void proc_err_data(channel_t *ch, const char *chunk, size_t n)
   if (p->cbs->on_stderr) p->cbs->on_stderr(p, chunk, n);
 }
 
-/* One of our channels is freed. */
+/* One of our channels is freed. One its holder closed (proc_stdio) is forgotten, and a read pipe
+ * closed before EOF counts as its EOF, so on_exit still fires. */
 static void proc_channel_closed(channel_t *ch)
 {
   proc_t *p = channel_data(ch);
+  channel_t **slots[3] = {&p->in, &p->out, &p->err};
+  for (int i = 0; i < 3; i++) {
+    if (*slots[i] != ch) continue;
+    *slots[i] = NULL;
+    if (i > 0) proc_slot_done(p, i);
+  }
   p->handles--;
   proc_maybe_free(p);
 }
@@ -457,56 +472,19 @@ int proc_adopt(uv_loop_t *loop, pid_t pid, const int fds[3], const proc_opts *o,
   return r;
 }
 
-/* Our end of stdio slot i (0 stdin, 1 stdout, 2 stderr), -1 when there is none. */
-int proc_fileno(const proc_t *p, int i)
+/* The channel of stdio slot i (0 stdin, 1 stdout, 2 stderr): our end of the pipe, NULL when there
+ * is none or p is closed. p owns it and frees it; its holder may use it and close it (the child
+ * then sees EPIPE or EOF, and a read pipe closed counts as its EOF). */
+channel_t *proc_stdio(const proc_t *p, int i)
 {
-  channel_t *ch = i == 0 ? p->in : i == 1 ? p->out : p->err;
-  return ch && !p->closed ? channel_fileno(ch) : -1;
-}
-
-/* Stop (paused = 1) or restart reading the child's stdout and stderr. */
-void proc_pause(proc_t *p, int paused)
-{
-  channel_t *chans[2] = {p->out, p->err};
-  for (int i = 0; i < 2; i++) {
-    if (chans[i] == NULL) continue;
-    if (paused)
-      channel_pause(chans[i]);
-    else
-      channel_resume(chans[i]);
-  }
-}
-
-/* Bytes read from the child's stdout but not delivered yet (a partial line). */
-size_t proc_buffered(const proc_t *p)
-{
-  return p->out && !p->closed ? channel_buffered(p->out) : 0;
+  if (p->closed || i < 0 || i > 2) return NULL;
+  return i == 0 ? p->in : i == 1 ? p->out : p->err;
 }
 
 /* The child's pid (also its process group id). */
 pid_t proc_pid(const proc_t *p)
 {
   return p->pid;
-}
-
-/* Write to the child's stdin pipe. */
-int proc_write(proc_t *p, const char *data, size_t len)
-{
-  if (p->closed || p->in == NULL) return UV_EPIPE;
-  return channel_write(p->in, data, len);
-}
-
-/* Bytes queued for the child's stdin. */
-size_t proc_queued(const proc_t *p)
-{
-  return p->in ? channel_queued(p->in) : 0;
-}
-
-/* Close the child's stdin after queued writes are flushed. */
-int proc_close_stdin(proc_t *p)
-{
-  if (p->closed || p->in == NULL) return 0;
-  return channel_shutdown(p->in);
 }
 
 /* Signal the whole process group; 1 when already reaped (nothing sent). */

@@ -6,6 +6,8 @@
 #include <sys/types.h>
 #include <uv.h>
 
+#include "channel.h"
+
 typedef struct proc proc_t;
 
 typedef enum {
@@ -47,17 +49,12 @@ typedef struct proc_opts {
 
 int proc_spawn(uv_loop_t *loop, const proc_opts *opts, proc_t **out, const char **failed_step);
 pid_t proc_pid(const proc_t *p);
-int proc_write(proc_t *p, const char *data, size_t len);
-size_t proc_queued(const proc_t *p);
-int proc_close_stdin(proc_t *p);
+channel_t *proc_stdio(const proc_t *p, int i);
 int proc_kill(proc_t *p, int sig);
 int proc_running(const proc_t *p);
 void proc_close(proc_t *p);
 void *proc_data(const proc_t *p);
 void proc_teardown(void);
 int proc_adopt(uv_loop_t *loop, pid_t pid, const int fds[3], const proc_opts *opts, proc_t **out);
-int proc_fileno(const proc_t *p, int i);
-void proc_pause(proc_t *p, int paused);
-size_t proc_buffered(const proc_t *p);
 
 #endif

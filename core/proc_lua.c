@@ -1,10 +1,13 @@
-/* proc_lua.c: the Lua binding of rmcp.proc (spawn, adopt, and the process object). The process
- * machinery itself is proc.c. */
+/* proc_lua.c: the Lua binding of rmcp.proc (spawn, adopt, and the process object, which hands out
+ * its pipes as rmcp.channel objects: p.stdin, p.stdout, p.stderr). The process machinery itself
+ * is proc.c. */
 #include <lauxlib.h>
 #include <signal.h>
 #include <string.h>
 
+#include "channel_lua.h"
 #include "lua_host.h"
+#include "modules.h"
 #include "proc.h"
 
 /* ---- Lua binding: rmcp.proc ---- */
@@ -15,9 +18,11 @@ typedef struct {
   proc_t *p;         /* NULL once exited or closed */
   lua_State *L;
   pid_t pid;
-  int raw;           /* stdin takes raw bytes, not lines */
   int self, on_line, on_oversize, on_stdout, on_stderr, on_exit;
+  lchannel_t *stdio[3];  /* the pipes as channel objects (also user values 1..3), or NULL */
 } lproc_t;
+
+static const char *const lproc_slots[3] = {"stdin", "stdout", "stderr"};
 
 /* Drop callback refs and the keep-alive. */
 static void lproc_drop(lua_State *L, lproc_t *u)
@@ -30,14 +35,27 @@ static void lproc_drop(lua_State *L, lproc_t *u)
   lua_host_release(L, &u->self);
 }
 
-/* Close the C side and drop the Lua side; idempotent. */
+/* Close the C side and drop the Lua side; idempotent. The pipe objects read as closed after it. */
 static void lproc_close_ud(lua_State *L, lproc_t *u)
 {
   if (u->p == NULL) return;
   proc_t *p = u->p;
   u->p = NULL;
+  for (int i = 0; i < 3; i++)
+    if (u->stdio[i]) channel_lua_detach(u->stdio[i]);
   proc_close(p);
   lproc_drop(L, u);
+}
+
+/* Give the new process object at the top of the stack its pipes, as borrowed channel objects. */
+static void lproc_push_stdio(lua_State *L, lproc_t *u)
+{
+  for (int i = 0; i < 3; i++) {
+    channel_t *ch = proc_stdio(u->p, i);
+    if (ch == NULL) continue;
+    u->stdio[i] = channel_lua_push(L, ch);
+    lua_setiuservalue(L, -2, i + 1);
+  }
 }
 
 /* Push a string argument and call the callback ref. */
@@ -163,7 +181,7 @@ static void lproc_framing(lua_State *L, proc_opts *o)
 /* Push a new proc userdata with the callbacks of opts (arg 1); o gets cbs and data. */
 static lproc_t *lproc_new(lua_State *L, lua_host_t *h, proc_opts *o)
 {
-  lproc_t *u = lua_newuserdatauv(L, sizeof(*u), 0);
+  lproc_t *u = lua_newuserdatauv(L, sizeof(*u), 3);
   memset(u, 0, sizeof(*u));
   u->L = h->L;
   u->self = u->on_line = u->on_oversize = u->on_stdout = u->on_stderr = u->on_exit = LUA_NOREF;
@@ -217,7 +235,7 @@ static int lproc_spawn(lua_State *L)
     return lua_host_fail(L, r, what);
   }
   u->pid = proc_pid(u->p);
-  u->raw = o.stdout_raw;
+  lproc_push_stdio(L, u);
   u->self = lua_host_retain(L, -1);
   return 1;
 }
@@ -231,10 +249,9 @@ static int lproc_adopt(lua_State *L)
   if (h == NULL) return luaL_error(L, "rmcp.proc needs the reasonix-mcp host");
   proc_opts o;
   memset(&o, 0, sizeof(o));
-  static const char *const slots[3] = {"stdin", "stdout", "stderr"};
   int fds[3];
   for (int i = 0; i < 3; i++) {
-    lua_getfield(L, 1, slots[i]);
+    lua_getfield(L, 1, lproc_slots[i]);
     fds[i] = (int)luaL_optinteger(L, -1, -1);
     lua_pop(L, 1);
   }
@@ -251,7 +268,7 @@ static int lproc_adopt(lua_State *L)
     return lua_host_fail(L, r, lua_pushfstring(L, "adopt pid %d", (int)pid));
   }
   u->pid = pid;
-  u->raw = o.stdout_raw;
+  lproc_push_stdio(L, u);
   u->self = lua_host_retain(L, -1);
   return 1;
 }
@@ -267,36 +284,6 @@ static int lproc_pid(lua_State *L)
 {
   lua_pushinteger(L, lproc_check(L)->pid);
   return 1;
-}
-
-/* p:write(data) -> queued | nil, err, code */
-static int lproc_write(lua_State *L)
-{
-  lproc_t *u = lproc_check(L);
-  size_t n;
-  const char *s = luaL_checklstring(L, 2, &n);
-  if (!u->raw && memchr(s, '\n', n)) return luaL_error(L, "ndjson line contains a newline");
-  if (u->p == NULL) return lua_host_fail(L, UV_EPIPE, "process has exited");
-  int r = proc_write(u->p, s, n);
-  if (r < 0) return lua_host_fail(L, r, "stdin");
-  lua_pushinteger(L, (lua_Integer)proc_queued(u->p));
-  return 1;
-}
-
-/* p:queued() */
-static int lproc_queued(lua_State *L)
-{
-  lproc_t *u = lproc_check(L);
-  lua_pushinteger(L, u->p ? (lua_Integer)proc_queued(u->p) : 0);
-  return 1;
-}
-
-/* p:close_stdin() */
-static int lproc_close_stdin(lua_State *L)
-{
-  lproc_t *u = lproc_check(L);
-  if (u->p) proc_close_stdin(u->p);
-  return 0;
 }
 
 /* Map "TERM" / "SIGTERM" / a number to a signal number. */
@@ -345,40 +332,19 @@ static int lproc_close(lua_State *L)
   return 0;
 }
 
-/* p:fds() -> {stdin=, stdout=, stderr=} (our pipe ends, absent when none) */
-static int lproc_fds(lua_State *L)
+/* __index: p.stdin, p.stdout, p.stderr are the pipes (nil when not a pipe); else the methods. */
+static int lproc_index(lua_State *L)
 {
-  lproc_t *u = lproc_check(L);
-  static const char *const slots[3] = {"stdin", "stdout", "stderr"};
-  lua_createtable(L, 0, 3);
-  for (int i = 0; u->p && i < 3; i++) {
-    int fd = proc_fileno(u->p, i);
-    if (fd < 0) continue;
-    lua_pushinteger(L, fd);
-    lua_setfield(L, -2, slots[i]);
+  lproc_check(L);
+  const char *key = lua_tostring(L, 2);
+  for (int i = 0; key && i < 3; i++) {
+    if (strcmp(key, lproc_slots[i]) == 0) {
+      lua_getiuservalue(L, 1, i + 1);
+      return 1;
+    }
   }
-  return 1;
-}
-
-/* p:pause() / p:resume(): stop / restart reading stdout and stderr. */
-static int lproc_pause(lua_State *L)
-{
-  lproc_t *u = lproc_check(L);
-  if (u->p) proc_pause(u->p, 1);
-  return 0;
-}
-static int lproc_resume(lua_State *L)
-{
-  lproc_t *u = lproc_check(L);
-  if (u->p) proc_pause(u->p, 0);
-  return 0;
-}
-
-/* p:buffered() -> bytes of stdout read but not delivered (a partial line) */
-static int lproc_buffered(lua_State *L)
-{
-  lproc_t *u = lproc_check(L);
-  lua_pushinteger(L, u->p ? (lua_Integer)proc_buffered(u->p) : 0);
+  lua_pushvalue(L, 2);
+  lua_gettable(L, lua_upvalueindex(1));
   return 1;
 }
 
@@ -394,18 +360,17 @@ static int lproc_tostring(lua_State *L)
 int luaopen_rmcp_proc(lua_State *L)
 {
   static const luaL_Reg methods[] = {
-    {"pid", lproc_pid}, {"write", lproc_write}, {"queued", lproc_queued},
-    {"close_stdin", lproc_close_stdin}, {"kill", lproc_kill}, {"running", lproc_running},
-    {"close", lproc_close}, {"fds", lproc_fds}, {"pause", lproc_pause}, {"resume", lproc_resume},
-    {"buffered", lproc_buffered}, {NULL, NULL},
+    {"pid", lproc_pid}, {"kill", lproc_kill}, {"running", lproc_running}, {"close", lproc_close},
+    {NULL, NULL},
   };
   static const luaL_Reg meta[] = {
     {"__gc", lproc_close}, {"__tostring", lproc_tostring},
-    {"__rmcp_teardown", lproc_close}, {"__rmcp_close", lproc_close}, {NULL, NULL},
+    {LUA_HOST_TEARDOWN, lproc_close}, {LUA_HOST_CLOSE, lproc_close}, {NULL, NULL},
   };
   if (luaL_newmetatable(L, LPROC_MT)) {
     luaL_setfuncs(L, meta, 0);
     luaL_newlib(L, methods);
+    lua_pushcclosure(L, lproc_index, 1);
     lua_setfield(L, -2, "__index");
   }
   lua_pop(L, 1);

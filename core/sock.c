@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "lua_host.h"
+#include "modules.h"
 
 struct sock_listener {
   uv_poll_t poll;
@@ -350,8 +351,8 @@ static int lsock_connect(lua_State *L)
 int luaopen_rmcp_sock(lua_State *L)
 {
   static const luaL_Reg meta[] = {
-    {"__gc", lsock_close}, {"__close", lsock_close}, {"__rmcp_teardown", lsock_close},
-    {"__rmcp_close", lsock_close}, {NULL, NULL},
+    {"__gc", lsock_close}, {"__close", lsock_close}, {LUA_HOST_TEARDOWN, lsock_close},
+    {LUA_HOST_CLOSE, lsock_close}, {NULL, NULL},
   };
   static const luaL_Reg funcs[] = {
     {"secure_dir", lsock_secure_dir}, {"listen", lsock_listen}, {"connect", lsock_connect}, {NULL, NULL},

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "lua_host.h"
+#include "modules.h"
 
 /* Open (creating 0600) and take an exclusive, non-blocking flock; UV_EAGAIN when held. */
 int sys_flock(const char *path, int *fdp)

@@ -64,7 +64,7 @@ local function start_server(env, cwd)
     on_line = function(line) peer:receive(line) end,
     on_exit = function(code) if peer then peer:close("server exited with " .. tostring(code)) end end,
   })
-  peer = jsonrpc.new{ name = "demo", send = function(line) p:write(line) end,
+  peer = jsonrpc.new{ name = "demo", send = function(line) p.stdin:write(line) end,
     on_notification = function() end }
   return p, peer
 end
@@ -111,7 +111,7 @@ local function demo()
     for k, v in pairs(env) do envlist[#envlist + 1] = k .. "=" .. v end
 
     local server, peer = start_server(envlist, workspace)
-    cleanup[#cleanup + 1] = function() server:close_stdin() end
+    cleanup[#cleanup + 1] = function() server.stdin:shutdown() end
     local init = assert(async.request(peer, "initialize", { protocolVersion = "2025-06-18",
       capabilities = {}, clientInfo = { name = "demo-orchestrator", version = "1" } }))
     peer:notify("notifications/initialized", {})

@@ -21,13 +21,13 @@ local function start_agent(t, file, args, env, cwd)
     on_stderr = function(chunk) stderr[#stderr + 1] = chunk end,
     on_exit = function(code, signal) exited = { code = code, signal = signal }; peer:close("agent exited") end,
   })
-  peer = jsonrpc.new{ name = "smoke", send = function(line) p:write(line) end,
+  peer = jsonrpc.new{ name = "smoke", send = function(line) p.stdin:write(line) end,
     on_notification = function(method, params)
       if method == "session/update" then updates[#updates + 1] = params.update end
     end }
   t.defer(function()
     if p:running() then
-      p:close_stdin()
+      p.stdin:shutdown()
       t.wait_for(function() return exited end, 3000, "the agent to exit after stdin closed")
     end
   end)

@@ -1,6 +1,6 @@
 /* test_lua_host.c: the Lua host and the rmcp.* bindings as Lua sees them: luv on our loop,
- * errors in callbacks logged and survived, luv-style failure values, teardown that flushes
- * pending writes, and the reasonix-mcp binary's exit codes (sys.stop, runs dry, main raises). */
+ * errors in callbacks logged and survived, luv-style failure values, and the reasonix-mcp binary:
+ * exit codes (sys.stop, runs dry, main raises) and a teardown that flushes pending writes. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -14,7 +14,16 @@
 #include <unistd.h>
 
 #include "lua_host.h"
+#include "modules.h"
+#include "proc.h"
 #include "testloop.h"
+
+/* The modules the binary has (main.c's list): the bindings are what this test drives. */
+static const luaL_Reg modules[] = {
+  {"rmcp.channel", luaopen_rmcp_channel}, {"rmcp.proc", luaopen_rmcp_proc}, {"rmcp.sock", luaopen_rmcp_sock},
+  {"rmcp.sys", luaopen_rmcp_sys}, {"rmcp.fswatch", luaopen_rmcp_fswatch}, {"rmcp.json", luaopen_rmcp_json},
+  {NULL, NULL},
+};
 
 static char tmp[PATH_MAX];
 static lua_host_t *H;
@@ -127,9 +136,65 @@ static const char *lua_proc =
   "    ok(type(p2:pid()) == 'number' and p2:running(), 'pid, running')\n"
   "    ok(p2:kill('SIGTERM') == true, 'kill sends')\n"
   "  end})\n"
-  "ok(p1:write('hello') == 0 or true, 'write')\n"
-  "ok(not pcall(p1.write, p1, 'a\\nb'), 'ndjson stdin refuses an embedded newline')\n"
-  "p1:close_stdin()\n";
+  "ok(p1.stdin:write('hello') == 0 or true, 'write')\n"
+  "ok(not pcall(p1.stdin.write, p1.stdin, 'a\\nb'), 'ndjson stdin refuses an embedded newline')\n"
+  "p1.stdin:shutdown()\n";
+
+static const char *lua_proc_stdio =
+  "local proc, channel, uv = require 'rmcp.proc', require 'rmcp.channel', require 'luv'\n"
+  "local lines = {}\n"
+  "local p; p = assert(proc.spawn{file='/bin/sh',\n"
+  "  args={'-c', 'read x; printf \"got %s\\\\npart\" \"$x\"; read y; echo \"ial $y\"; echo e >&2; exit 5'},\n"
+  "  on_line=function(l) lines[#lines+1] = l end,\n"
+  "  on_exit=function(code)\n"
+  "    ok(code == 5 and lines[2] == 'partial two', 'lines through the pipes: ' .. tostring(lines[2]))\n"
+  "    ok(not p.stdout:is_closed(), 'the pipes are open inside on_exit')\n"
+  "    local t = uv.new_timer(); t:start(0, 0, function() t:close()\n"
+  "      ok(p.stdin:is_closed() and p.stdout:is_closed() and p.stderr:is_closed(), 'closed after exit')\n"
+  "      local pok, perr = pcall(p.stdout.pause, p.stdout)\n"
+  "      ok(not pok and tostring(perr):match('channel is closed'), 'pause of a closed pipe raises: ' .. tostring(perr))\n"
+  "      ok(not pcall(p.stderr.resume, p.stderr), 'resume of a closed pipe raises')\n"
+  "      local w, _, wcode = p.stdin:write('x'); ok(w == nil and wcode == 'EPIPE', 'write after exit: EPIPE')\n"
+  "      ok(p.stdin:queued() == 0 and p.stdout:buffered() == 0, 'queued and buffered are 0')\n"
+  "      local f, _, fcode = p.stdout:fileno(); ok(f == nil and fcode == 'EBADF', 'no fd after exit')\n"
+  "      ok(p.stdin:shutdown() == nil, 'shutdown after exit: nil, err')\n"
+  "      p.stdout:close(); collectgarbage(); collectgarbage()\n"
+  "      done() end)\n"
+  "  end})\n"
+  "ok(tostring(p.stdin):match('^rmcp.channel') and getmetatable(p.stdout) == getmetatable(p.stdin), 'pipes are channel objects')\n"
+  "ok(p.stdin ~= p.stdout and p.stdout == p.stdout, 'one object per pipe')\n"
+  "ok(math.type(p.stdin:fileno()) == 'integer' and p.stdin:fileno() ~= p.stdout:fileno(), 'fileno of each pipe')\n"
+  "ok(p.kill and p.pid and p.bogus == nil, 'methods are still found')\n"
+  "ok(p.write == nil and p.queued == nil and p.close_stdin == nil and p.pause == nil and p.resume == nil\n"
+  "  and p.buffered == nil and p.fds == nil, 'no channel method is re-exported on the process')\n"
+  "ok(p.stdin:write('one') == 0, 'stdin write')\n"
+  "ok(not pcall(p.stdin.write, p.stdin, 'a\\nb'), 'ndjson stdin refuses an embedded newline')\n"
+  "local t = uv.new_timer()\n"
+  "t:start(5, 5, function()\n"
+  "  if p.stdout:buffered() == 0 then return end\n"
+  "  t:close()\n"
+  "  ok(#lines == 1 and lines[1] == 'got one', 'first line, then a partial one buffered')\n"
+  "  p.stdout:pause(); p.stderr:pause()\n"
+  "  ok(p.stdin:write('two') == 0, 'second write'); p.stdin:shutdown()\n"
+  "  local t2 = uv.new_timer(); t2:start(200, 0, function() t2:close()\n"
+  "    ok(#lines == 1, 'paused: nothing delivered, no exit before EOF')\n"
+  "    p.stdout:resume(); p.stderr:resume() end)\n"
+  "end)\n"
+  "local n = assert(proc.spawn{file='/bin/true', stdin='null', stdout='null', stderr='pipe', on_exit=function() end})\n"
+  "ok(n.stdin == nil and n.stdout == nil and n.stderr, 'no channel where there is no pipe')\n";
+
+static const char *lua_proc_close_pipe =
+  "local proc = require 'rmcp.proc'\n"
+  "local q; q = assert(proc.spawn{file='/bin/sh', args={'-c', 'read x; echo late; exit 3'},\n"
+  "  on_exit=function(code, sig)\n"
+  "    ok(code == 3 or sig == 13, 'on_exit fires after its holder closed stdout: ' .. code .. ' ' .. sig)\n"
+  "    local out = q.stdout; q = nil; collectgarbage(); collectgarbage()\n"
+  "    ok(out:is_closed() and out:buffered() == 0, 'a pipe outlives its process object, closed')\n"
+  "    done() end})\n"
+  "q.stdout:close(); q.stderr:close(); q.stdout:close()\n"
+  "ok(q.stdout:is_closed() and q:running(), 'a pipe closed by its holder; the process runs on')\n"
+  "ok(not pcall(q.stdout.pause, q.stdout), 'pause after close raises')\n"
+  "ok(q.stdin:write('go') == 0, 'stdin still writes'); q.stdin:shutdown()\n";
 
 static const char *lua_channel_sock =
   "local channel, sock, sys = require 'rmcp.channel', require 'rmcp.sock', require 'rmcp.sys'\n"
@@ -156,8 +221,12 @@ static const char *lua_channel_sock =
   "local got = {}\n"
   "local c; c = assert(channel.open(fd, {on_line=function(l) got[#got+1] = l end,\n"
   "  on_eof=function(e) ok(e == nil and got[1] == 'bye two', 'reply then EOF: ' .. tostring(got[1]))\n"
-  "    ok(not c:is_closed(), 'open until closed'); c:close(); ok(c:is_closed(), 'is_closed')\n"
-  "    c:close(); ok(c:queued() == 0, 'closed: queued 0')\n"
+  "    ok(not c:is_closed(), 'open until closed'); ok(c:buffered() == 0, 'nothing buffered at EOF')\n"
+  "    c:close(); ok(c:is_closed(), 'is_closed')\n"
+  "    c:close(); ok(c:queued() == 0 and c:buffered() == 0, 'closed: queued 0, buffered 0')\n"
+  "    local f, ferr, fcode = c:fileno(); ok(f == nil and fcode == 'EBADF', 'fileno after close: ' .. tostring(ferr))\n"
+  "    local pok, perr = pcall(c.pause, c); ok(not pok and perr:match('channel is closed'), 'pause after close raises')\n"
+  "    ok(not pcall(c.resume, c), 'resume after close raises')\n"
   "    local w, werr, wcode = c:write('x'); ok(w == nil and wcode == 'EPIPE', 'write after close')\n"
   "    done() end}))\n"
   "ok(not pcall(c.write, c, 'a\\nb'), 'ndjson write refuses an embedded newline')\n"
@@ -165,51 +234,8 @@ static const char *lua_channel_sock =
   "local bad, berr, bcode = channel.open(999)\n"
   "ok(bad == nil and bcode == 'EBADF', 'bad fd: ' .. tostring(berr))\n"
   "ok(c:write('one') == 0 and c:write('two') == 0, 'writes go out directly')\n"
-  "ok(c:queued() == 0, 'queued')\n";
-
-/* The teardown flush: a reader process counts what arrives after lua_host_free. */
-static void test_teardown_flush(void)
-{
-  TEST("teardown flushes queued channel writes before closing (bounded)");
-  int data[2], rep[2], go[2];
-  REQUIRE(pipe(data) == 0 && pipe(rep) == 0 && pipe(go) == 0);
-  fflush(NULL);
-  pid_t pid = fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    close(data[1]);
-    close(rep[0]);
-    close(go[1]);
-    long total = 0;
-    char buf[65536];
-    if (read(go[0], buf, 1) != 1) _exit(1);  /* start reading only once the writes are queued */
-    ssize_t n;
-    while ((n = read(data[0], buf, sizeof(buf))) > 0) total += n;
-    if (write(rep[1], &total, sizeof(total)) != sizeof(total)) _exit(1);
-    _exit(0);
-  }
-  close(data[0]);
-  close(rep[1]);
-  close(go[0]);
-  char chunk[256];
-  snprintf(chunk, sizeof(chunk),
-           "local ch = assert(require('rmcp.channel').open(%d, {read=false, mode='raw'}))\n"
-           "local s = string.rep('q', 65536)\n"
-           "for i = 1, 48 do ch:write(s) end\n"
-           "ok(ch:queued() > 1024 * 1024, 'writes are queued')\n"
-           "done()\n",
-           data[1]);
-  run_lua("flush", chunk);
-  REQUIRE(write(go[1], "g", 1) == 1);
-  close(go[1]);
-  lua_host_free(H);
-  H = NULL;
-  long total = 0;
-  CHECK(read(rep[0], &total, sizeof(total)) == sizeof(total));
-  CHECKF(total == 48L * 65536, "reader got %ld bytes", total);
-  close(rep[0]);
-  waitpid(pid, NULL, 0);
-}
+  "ok(c:queued() == 0, 'queued')\n"
+  "ok(c:fileno() == fd, 'fileno is the fd it was opened on')\n";
 
 /* Run the binary with a stub rmcp/main.lua; returns the exit status, output in out. */
 static int run_bin(const char *main_lua, const char *args, char *out, size_t cap)
@@ -275,6 +301,16 @@ static void test_binary(void)
                "", out, sizeof(out));
   char *end = strstr(out, "\nend\n");
   CHECKF(rc == 3 && strstr(out, "in a timer") && end, "rc %d, %zu bytes", rc, strlen(out));
+
+  TEST("binary: teardown flushes queued channel writes to a reader that starts late (bounded)");
+  rc = run_bin("return {main = function()\n"
+               "  local out = assert(require('rmcp.channel').open(1, {read = false, mode = 'raw'}))\n"
+               "  local s = string.rep('q', 65536)\n"
+               "  for i = 1, 48 do out:write(s) end\n"
+               "  if out:queued() > 1024 * 1024 then out:write('queued\\n') end\n"
+               "  require('rmcp.sys').stop(0) end}\n",
+               "| (sleep 0.3; wc -c)", out, sizeof(out));
+  CHECKF(rc == 0 && atol(out) == 48L * 65536 + 7, "rc %d, reader got %s", rc, out);
 }
 
 int main(void)
@@ -286,7 +322,7 @@ int main(void)
   REQUIRE(realpath(tmpl, tmp) != NULL);
   uv_loop_t loop;
   uv_loop_init(&loop);
-  H = lua_host_new(&loop, tmp);
+  H = lua_host_new(&loop, tmp, modules);
   REQUIRE(H);
   lua_register(H->L, "ok", l_ok);
   lua_register(H->L, "done", l_done);
@@ -303,9 +339,14 @@ int main(void)
   free(err);
   TEST("rmcp.proc from Lua: failures as nil, msg, code; programmer errors raise; exit, kill");
   run_lua("proc", lua_proc);
+  TEST("rmcp.proc pipes are rmcp.channel objects: write, shutdown, pause, buffered, fileno; closed after exit");
+  run_lua("proc_stdio", lua_proc_stdio);
+  TEST("a pipe its holder closes counts as EOF: on_exit still fires");
+  run_lua("proc_close_pipe", lua_proc_close_pipe);
   TEST("rmcp.channel, rmcp.sock, rmcp.sys from Lua");
   run_lua("channel_sock", lua_channel_sock);
-  test_teardown_flush();
+  proc_teardown();
+  lua_host_free(H);
   loop_finish(&loop);
   test_binary();
   char cmd[PATH_MAX + 16];

@@ -286,13 +286,13 @@ static void test_stdin_and_fds(uv_loop_t *loop)
   result r;
   char *argv[4];
   proc_t *p;
-  TEST("stdin pipe: lines written come back, close_stdin ends the child");
+  TEST("stdin pipe: lines written come back, shutting the stdin channel ends the child");
   proc_opts o = sh_opts(argv, "cat", &r);
   o.io[0].kind = PROC_IO_PIPE;
   REQUIRE(proc_spawn(loop, &o, &p, NULL) == 0);
-  CHECK(proc_write(p, "one", 3) == 0);
-  CHECK(proc_write(p, "two", 3) == 0);
-  CHECK(proc_close_stdin(p) == 0);
+  CHECK(channel_write(proc_stdio(p, 0), "one", 3) == 0);
+  CHECK(channel_write(proc_stdio(p, 0), "two", 3) == 0);
+  CHECK(channel_shutdown(proc_stdio(p, 0)) == 0);
   CHECK(run_until(loop, &r.exited, 10000));
   CHECKF(strcmp(r.lines, "one|two|") == 0, "%s", r.lines);
   CHECK(r.code == 0);
@@ -310,6 +310,24 @@ static void test_stdin_and_fds(uv_loop_t *loop)
   close(58);
   close(sv[0]);
   close(sv[1]);
+}
+
+static void test_stdio_closed_by_holder(uv_loop_t *loop)
+{
+  TEST("proc_stdio: the pipes as channels; one its holder closes counts as EOF, so on_exit still fires");
+  result r;
+  char *argv[4];
+  proc_opts o = sh_opts(argv, "read x; echo late; exit 3", &r);
+  o.io[0].kind = PROC_IO_PIPE;
+  proc_t *p;
+  REQUIRE(proc_spawn(loop, &o, &p, NULL) == 0);
+  CHECK(proc_stdio(p, 0) && proc_stdio(p, 1) && proc_stdio(p, 2) && proc_stdio(p, 3) == NULL);
+  channel_close(proc_stdio(p, 1));
+  channel_close(proc_stdio(p, 2));
+  CHECK(channel_write(proc_stdio(p, 0), "go", 2) == 0);
+  CHECK(channel_shutdown(proc_stdio(p, 0)) == 0);
+  CHECK(run_until(loop, &r.exited, 10000));
+  CHECK(r.exited == 1 && r.nlines == 0);
 }
 
 /* Kill-test state: the grandchild's pid arrives as the first line. */
@@ -346,7 +364,7 @@ static void test_kill_group(uv_loop_t *loop)
   REQUIRE(proc_spawn(loop, &o, &p, NULL) == 0);
   CHECK(proc_running(p));
   CHECK(proc_kill(p, 0) == 0);
-  proc_close_stdin(p);
+  channel_shutdown(proc_stdio(p, 0));
   CHECK(run_until(loop, &r.exited, 10000));
   CHECK(!proc_running(p));
   CHECK(proc_kill(p, SIGKILL) == 1);
@@ -371,7 +389,7 @@ static void foreign_on_exit_check(uv_check_t *c)
   proc_t *p = ctx[1];
   if (st[0] && ctx[2] == NULL) {
     ctx[2] = p;
-    proc_close_stdin(p);
+    channel_shutdown(proc_stdio(p, 0));
     uv_check_stop(c);
   }
 }
@@ -516,6 +534,7 @@ static pid_t fork_sh(const char *script, int fds[3])
 static void test_adopt(uv_loop_t *loop)
 {
   TEST("adopt: a child we did not spawn is watched through its pipes and reaped; fds, pause, buffered");
+  channel_t *ch[3];
   int fds[3];
   pid_t pid = fork_sh("echo first; printf part; read x; echo \"al $x\"; echo oops >&2; exit 7", fds);
   result r;
@@ -528,21 +547,24 @@ static void test_adopt(uv_loop_t *loop)
   REQUIRE(proc_adopt(loop, pid, fds, &o, &p) == 0);
   CHECK(proc_pid(p) == pid);
   for (int i = 0; i < 3; i++) {
-    CHECK(proc_fileno(p, i) == fds[i]);
+    ch[i] = proc_stdio(p, i);
+    CHECK(ch[i] && channel_fileno(ch[i]) == fds[i]);
     CHECK(fcntl(fds[i], F_GETFD) & FD_CLOEXEC);
   }
   CHECK(run_until(loop, &r.nlines, 5000));
   /* the partial "part" arrives without a newline: held, and reported as buffered */
   uint64_t deadline = uv_now(loop) + 5000;
-  while (proc_buffered(p) == 0 && uv_now(loop) < deadline) uv_run(loop, UV_RUN_NOWAIT), uv_update_time(loop);
-  CHECK(proc_buffered(p) > 0);
-  proc_pause(p, 1);
-  CHECK(proc_write(p, "now\n", 4) >= 0);
+  while (channel_buffered(ch[1]) == 0 && uv_now(loop) < deadline) uv_run(loop, UV_RUN_NOWAIT), uv_update_time(loop);
+  CHECK(channel_buffered(ch[1]) > 0);
+  channel_pause(ch[1]);
+  channel_pause(ch[2]);
+  CHECK(channel_write(ch[0], "now", 3) >= 0);
   /* paused: nothing is delivered until resumed (the child answers at once) */
   int never = 0;
   CHECK(!run_until(loop, &never, 300));
   CHECK(r.nlines == 1);
-  proc_pause(p, 0);
+  channel_resume(ch[1]);
+  channel_resume(ch[2]);
   CHECK(run_until(loop, &r.exited, 5000));
   CHECKF(strcmp(r.lines, "first|partal now|") == 0, "lines: %s", r.lines);
   CHECK(strstr(r.err, "oops") != NULL);
@@ -580,6 +602,7 @@ int main(void)
   test_exec_failures(&loop, tmp);
   test_cwd_env_files(&loop, tmp);
   test_stdin_and_fds(&loop);
+  test_stdio_closed_by_holder(&loop);
   test_kill_group(&loop);
   test_foreign_children(&loop);
   test_close_detached(&loop);

@@ -17,6 +17,7 @@
 
 #include "check.h"
 #include "lua_host.h"
+#include "modules.h"
 #include "sys.h"
 
 static char tmp[PATH_MAX];
@@ -138,7 +139,8 @@ static int child_lua(void)
     "assert(not pcall(sys.redirect_stdio))\n";
   uv_loop_t loop;
   uv_loop_init(&loop);
-  lua_host_t *h = lua_host_new(&loop, tmp);
+  static const luaL_Reg modules[] = {{"rmcp.sys", luaopen_rmcp_sys}, {NULL, NULL}};
+  lua_host_t *h = lua_host_new(&loop, tmp, modules);
   if (h == NULL) return 2;
   lua_pushstring(h->L, log_path);
   lua_setglobal(h->L, "LOG");

@@ -53,7 +53,8 @@ local function new_agent(opts)
   self.peer = jsonrpc.new({
     name = "acp",
     send = function(line)
-      if self.p and not self.exited then self.p:write(line) end
+      local stdin = self.p and not self.exited and self.p.stdin
+      if stdin then stdin:write(line) end
     end,
     methods = {
       ["session/request_permission"] = function(params, reply)
@@ -126,12 +127,36 @@ end
 -- Stops reading the agent and says what a successor image needs to take it over: pid, pipe fds,
 -- the next request id and the stderr tail; nil, why while a partial line is still buffered.
 function Agent:handover_state()
-  self.p:pause()
-  if self.p:buffered() > 0 then
-    self.p:resume()
+  self:set_reading(false)
+  local out = self.p.stdout
+  if out and out:buffered() > 0 then
+    self:set_reading(true)
     return nil, "a partial line from the agent is buffered"
   end
-  return { pid = self.p:pid(), fds = self.p:fds(), next_id = self.peer.next_id, stderr = self.stderr }
+  local fds = {}
+  for _, name in ipairs({ "stdin", "stdout", "stderr" }) do
+    local ch = self.p[name]
+    fds[name] = ch and ch:fileno() or nil
+  end
+  return { pid = self.p:pid(), fds = fds, next_id = self.peer.next_id, stderr = self.stderr }
+end
+
+-- Stops (on = false) or restarts reading the agent's stdout and stderr (the agent blocks on a full
+-- pipe meanwhile); a no-op once its pipes are closed.
+function Agent:set_reading(on)
+  if not self.p then return end
+  for _, name in ipairs({ "stdout", "stderr" }) do
+    local ch = self.p[name]
+    if ch and not ch:is_closed() then
+      if on then ch:resume() else ch:pause() end
+    end
+  end
+end
+
+-- Bytes written to the agent that its stdin pipe has not taken yet (0 once it is closed).
+function Agent:queued()
+  local stdin = self.p and self.p.stdin
+  return stdin and stdin:queued() or 0
 end
 
 -- Keeps the tail of the agent's stderr for error text.
@@ -195,7 +220,7 @@ function Agent:stop(cb, grace_ms)
   end
   if self.exited or self.stopping then return end
   self.stopping = true
-  self.p:close_stdin()
+  if self.p.stdin then self.p.stdin:shutdown() end
   local timer = uv.new_timer()
   self.kill_timer = timer
   local stage = 0

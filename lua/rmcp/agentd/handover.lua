@@ -54,7 +54,7 @@ function M.blocker(d)
       if rt.stopping then return s, "stopping" end
       local prompt = (rt.prompt_active and rt.prompt_id) and 1 or 0
       if a.peer:pending_count() ~= prompt then return s, "a request to the agent is in flight" end
-      if a.p:queued() > 0 then return s, "writes to the agent are queued" end
+      if a:queued() > 0 then return s, "writes to the agent are queued" end
       for _, dec in ipairs(s.pending) do
         if not jsonrpc.reply_id(dec.reply) then return s, "a decision without a request id" end
       end
@@ -71,7 +71,7 @@ function M.collect(d)
   local st = { version = M.VERSION, lock_fd = d.lock, sessions = {}, from_pid = d.pid }
   local paused = {}
   local function undo(why)
-    for _, a in ipairs(paused) do a.p:resume() end
+    for _, a in ipairs(paused) do a:set_reading(true) end
     return nil, why
   end
   for id, s in pairs(d.sessions) do
@@ -91,7 +91,7 @@ end
 -- Gives paused agents back their reading (a handover that did not happen).
 function M.release(paused)
   for _, a in ipairs(paused) do
-    if not a.exited then a.p:resume() end
+    if not a.exited then a:set_reading(true) end
   end
 end
 

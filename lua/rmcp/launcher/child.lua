@@ -77,7 +77,7 @@ end
 -- Writes one line to the server's stdin; false once its stdin is closed or it is gone.
 function Child:send(line)
   if self.exited or self.stdin_closed then return false end
-  local queued = self.p:write(line)
+  local queued = self.p.stdin:write(line)
   return queued ~= nil
 end
 
@@ -86,7 +86,7 @@ function Child:stop(grace_ms)
   if self.exited then return end
   if not self.stdin_closed then
     self.stdin_closed = true
-    self.p:close_stdin()
+    self.p.stdin:shutdown()
   end
   if self.timers.term then return end
   grace_ms = grace_ms or 2000
@@ -101,7 +101,7 @@ function Child:kill(sig)
   if self.exited then return end
   if not self.stdin_closed then
     self.stdin_closed = true
-    self.p:close_stdin()
+    self.p.stdin:shutdown()
   end
   self.p:kill(sig)
 end
