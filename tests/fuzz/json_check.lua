@@ -1,0 +1,105 @@
+-- The checks of fuzz_json.c, one input at a time: json.decode never raises; a value it returns
+-- encodes without raising (an error string is allowed only for nesting past cjson's limit), as valid
+-- UTF-8, and decodes back to the same value, as the contract of core/json.c says it is written:
+-- invalid UTF-8 as U+FFFD (one per bad byte), NaN and infinities as null, empty arrays as [].
+local json = require "rmcp.lib.json"
+
+local REPLACEMENT = "\u{FFFD}"
+
+-- Length of the valid UTF-8 sequence at byte i of s (shortest form, no surrogates, up to
+-- U+10FFFF), or nil.
+local function utf8_seq(s, i)
+  local c = s:byte(i)
+  if c < 0x80 then return 1 end
+  local len, min
+  if c >= 0xc2 and c <= 0xdf then len, min = 2, 0x80
+  elseif c >= 0xe0 and c <= 0xef then len, min = 3, 0x800
+  elseif c >= 0xf0 and c <= 0xf4 then len, min = 4, 0x10000
+  else return nil end
+  if i + len - 1 > #s then return nil end
+  local cp = c & (0x3f >> (len - 1))
+  for k = i + 1, i + len - 1 do
+    local b = s:byte(k)
+    if b & 0xc0 ~= 0x80 then return nil end
+    cp = (cp << 6) | (b & 0x3f)
+  end
+  if cp < min or cp > 0x10ffff or (cp >= 0xd800 and cp <= 0xdfff) then return nil end
+  return len
+end
+
+-- s with each byte that does not start a valid sequence replaced by U+FFFD, and whether it was valid.
+local function utf8_fix(s)
+  local out, i, valid = {}, 1, true
+  while i <= #s do
+    local len = utf8_seq(s, i)
+    if len then
+      out[#out + 1] = s:sub(i, i + len - 1)
+      i = i + len
+    else
+      out[#out + 1] = REPLACEMENT
+      valid = false
+      i = i + 1
+    end
+  end
+  return table.concat(out), valid
+end
+
+-- nil when b is what decoding the encoding of a must give, else where they differ.
+local function same(a, b, path)
+  if type(a) == "number" then
+    if a ~= a or a == math.huge or a == -math.huge then
+      if b ~= json.null then return path .. ": non-finite number came back as " .. tostring(b) end
+      return nil
+    end
+    if type(b) ~= "number" or math.type(a) ~= math.type(b) or a ~= b then
+      return string.format("%s: %s %s came back as %s %s", path, math.type(a), a, math.type(b) or type(b), b)
+    end
+    return nil
+  end
+  if type(a) == "string" then
+    if b ~= utf8_fix(a) then return path .. ": string " .. string.format("%q", a) .. " came back as " .. string.format("%q", tostring(b)) end
+    return nil
+  end
+  if type(a) ~= "table" then
+    if a ~= b then return path .. ": " .. tostring(a) .. " came back as " .. tostring(b) end
+    return nil
+  end
+  if type(b) ~= "table" then return path .. ": table came back as " .. type(b) end
+  if json.is_array(a) ~= json.is_array(b) then return path .. ": array mark lost" end
+  -- keys are written as UTF-8 too; two keys that become the same cannot be compared
+  local fixed = {}
+  for k, v in pairs(a) do
+    local fk = type(k) == "string" and utf8_fix(k) or k
+    if fixed[fk] ~= nil then return nil end
+    fixed[fk] = v
+  end
+  for k, v in pairs(fixed) do
+    local err = same(v, b[k], path .. "." .. tostring(k))
+    if err then return err end
+  end
+  for k in pairs(b) do
+    if fixed[k] == nil then return path .. ": extra key " .. tostring(k) end
+  end
+  return nil
+end
+
+-- One input: nil when every check holds, else what failed.
+return function(text)
+  local v, err = json.decode(text)
+  if v == nil then
+    if type(err) ~= "string" then return "decode failed without a message" end
+    return nil
+  end
+  local out, eerr = json.encode(v)
+  if out == nil then
+    if type(eerr) ~= "string" then return "encode failed without a message" end
+    if eerr:find("nest") then return nil end
+    return "encode of a decoded value failed: " .. eerr
+  end
+  if type(out) ~= "string" then return "encode returned a " .. type(out) end
+  local _, valid = utf8_fix(out)
+  if not valid then return "encode wrote invalid UTF-8: " .. string.format("%q", out) end
+  local back, berr = json.decode(out)
+  if back == nil then return "encoded text does not decode: " .. tostring(berr) .. " in " .. string.format("%q", out) end
+  return same(v, back, "$")
+end
