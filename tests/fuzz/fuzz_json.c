@@ -8,7 +8,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
   static lua_State *L;
   static int ref;
-  if (L == NULL) L = fuzz_lua_open("json_check.lua", &ref);
+  if (L == NULL) L = fuzz_lua_open("json_check.lua", &ref, 0);
   fuzz_lua_check(L, ref, data, size, "fuzz_json");
   return 0;
 }

@@ -15,6 +15,28 @@
 int luaopen_cjson(lua_State *L);
 int luaopen_cjson_safe(lua_State *L);
 int luaopen_rmcp_json(lua_State *L);
+#ifdef RMCP_FUZZ_WITH_CORE
+int luaopen_luv(lua_State *L);
+int luaopen_rmcp_fswatch(lua_State *L);
+int luaopen_rmcp_sys(lua_State *L);
+#endif
+
+/* Lua line-to-line edges as libFuzzer extra counters: the interpreter is not instrumented, so
+ * without these the fuzzer would see only the C it calls, blind to which Lua branches an input took. */
+#define FUZZ_LUA_EDGES 65536
+__attribute__((used, section("__libfuzzer_extra_counters"))) static uint8_t fuzz_lua_edges[FUZZ_LUA_EDGES];
+static uintptr_t fuzz_lua_prev;
+
+/* Line hook: counts the edge from the previous Lua line to this one (AFL's prev >> 1 ^ cur). */
+static inline void fuzz_lua_hook(lua_State *L, lua_Debug *ar)
+{
+  if (!lua_getinfo(L, "S", ar)) return;
+  uintptr_t cur = ((uintptr_t)ar->source * 31u + (uintptr_t)ar->currentline) * 2654435761u;
+  cur = (cur >> 7) % FUZZ_LUA_EDGES;
+  uint8_t *c = &fuzz_lua_edges[(cur ^ fuzz_lua_prev) % FUZZ_LUA_EDGES];
+  if (*c < 255) (*c)++;
+  fuzz_lua_prev = cur >> 1;
+}
 
 /* Stops the run with the Lua message on top of the stack, as libFuzzer's crash. */
 static inline void fuzz_lua_die(lua_State *L, const char *what)
@@ -32,8 +54,9 @@ static inline int fuzz_lua_traceback(lua_State *L)
 }
 
 /* Builds the state and returns it with the checker function (script's return value) in the
- * registry under ref; dies when the script does not load. */
-static inline lua_State *fuzz_lua_open(const char *script, int *ref)
+ * registry under ref; dies when the script does not load. with_core also opens luv (on its default
+ * loop, never run) and preloads the core modules the server's Lua requires. */
+static inline lua_State *fuzz_lua_open(const char *script, int *ref, int with_core)
 {
   lua_State *L = luaL_newstate();
   if (L == NULL) abort();
@@ -45,6 +68,18 @@ static inline lua_State *fuzz_lua_open(const char *script, int *ref)
   lua_setfield(L, -2, "cjson.safe");
   lua_pushcfunction(L, luaopen_rmcp_json);
   lua_setfield(L, -2, "rmcp.json");
+#ifdef RMCP_FUZZ_WITH_CORE
+  if (with_core) {
+    lua_pushcfunction(L, luaopen_rmcp_fswatch);
+    lua_setfield(L, -2, "rmcp.fswatch");
+    lua_pushcfunction(L, luaopen_rmcp_sys);
+    lua_setfield(L, -2, "rmcp.sys");
+    luaL_requiref(L, "luv", luaopen_luv, 0);
+    lua_pop(L, 1);
+  }
+#else
+  (void)with_core;
+#endif
   lua_pop(L, 1);
   lua_getglobal(L, "package");
   lua_pushliteral(L, RMCP_FUZZ_LUA_DIR "/?.lua;" RMCP_FUZZ_LUA_DIR "/?/init.lua;" RMCP_FUZZ_DIR "/?.lua");
@@ -61,6 +96,7 @@ static inline lua_State *fuzz_lua_open(const char *script, int *ref)
   }
   *ref = luaL_ref(L, LUA_REGISTRYINDEX);
   lua_pop(L, 1);
+  lua_sethook(L, fuzz_lua_hook, LUA_MASKLINE, 0);
   return L;
 }
 
