@@ -5,6 +5,7 @@
 local json = require "rmcp.lib.json"
 
 local utf8_fix = require("fuzz_utf8").fix
+local sentinel = require "fuzz_sentinel"
 
 -- nil when b is what decoding the encoding of a must give, else where they differ.
 local function same(a, b, path)
@@ -52,6 +53,7 @@ return function(text)
     if type(err) ~= "string" then return "decode failed without a message" end
     return nil
   end
+  if sentinel.within(v) then return nil end
   local out, eerr = json.encode(v)
   if out == nil then
     if type(eerr) ~= "string" then return "encode failed without a message" end

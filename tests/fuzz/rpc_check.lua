@@ -8,6 +8,7 @@ local json = require "rmcp.lib.json"
 local jsonrpc = require "rmcp.lib.jsonrpc"
 local mcp = require "rmcp.server.mcp"
 local utf8_fix = require("fuzz_utf8").fix
+local sentinel = require "fuzz_sentinel"
 
 require("rmcp.lib.log").set_sink(function() end)
 
@@ -27,6 +28,9 @@ local ANSWERS = {
 
 -- One input: nil when every check holds, else what failed (a Lua error also fails it).
 return function(input)
+  for line in input:gmatch("[^\n]+") do
+    if sentinel.within(json.decode(line)) then return nil end
+  end
   local bad
   local link, n = { conn = true }, 0
   function link.request(_, _, _, cb)
