@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Installs what building and testing need and is missing: Debian packages (as root), the pinned
 # reasonix agent from npm into .agent/, the e2e test clients into tests/e2e/node_modules and the
-# benchmark's reference MCP server into bench/node_modules.
+# benchmark's reference MCP server into bench/node_modules. clang and libclang-rt-14-dev (the
+# libFuzzer runtime) build the fuzz targets of tests/fuzz.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-debs=(cmake make gcc pkg-config liblua5.4-dev lua-cjson lua-cjson-dev libuv1-dev lua-luv lua-luv-dev python3 valgrind procps)
+debs=(cmake make gcc pkg-config liblua5.4-dev lua-cjson lua-cjson-dev libuv1-dev lua-luv lua-luv-dev python3 valgrind procps
+  clang libclang-rt-14-dev)
 missing=()
 for p in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

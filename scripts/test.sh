@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, then builds and runs every test twice — a normal
 # build and an ASan+UBSan build; the normal build's ctest also runs the C unit tests under valgrind.
+# A third build (clang, libFuzzer) runs each fuzz target shortly over its seed corpus (tests/fuzz).
 # Ends with a quick benchmark run whose result is reported, never counted (bench/README.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,6 +16,9 @@ cmake --build build -j"$jobs"
 echo "== build: asan+ubsan"
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DRMCP_SANITIZE=ON >/dev/null
 cmake --build build-asan -j"$jobs"
+echo "== build: fuzz (clang + libFuzzer)"
+cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRMCP_FUZZ=ON >/dev/null
+cmake --build build-fuzz -j"$jobs" --target fuzz
 
 # What a build's run skipped: test files whose agent, provider or client is missing, which
 # tests/support/needs.sh skips only with RMCP_TEST_ALLOW_SKIP=1 (without it they fail the run).
@@ -36,6 +40,8 @@ skips build-asan
 echo "== tests: normal build"
 ctest --test-dir build --output-on-failure -j2 || status=1
 skips build
+echo "== tests: fuzz (short runs over tests/fuzz/corpus; a crash fails the run)"
+ctest --test-dir build-fuzz -L fuzz --output-on-failure -j2 || status=1
 
 # The benchmark, short and report-only: timings depend on the host, so a FAIL mark does not fail
 # the run; a crash (2), a missing dependency (3) or a process left behind (1) is said loudly.

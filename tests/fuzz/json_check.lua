@@ -1,0 +1,69 @@
+-- The checks of fuzz_json.c, one input at a time: json.decode never raises; a value it returns
+-- encodes without raising (an error string is allowed only for nesting past cjson's limit), as valid
+-- UTF-8, and decodes back to the same value, as the contract of core/json.c says it is written:
+-- invalid UTF-8 as U+FFFD (one per bad byte), NaN and infinities as null, empty arrays as [].
+local json = require "rmcp.lib.json"
+
+local utf8_fix = require("fuzz_utf8").fix
+local sentinel = require "fuzz_sentinel"
+
+-- nil when b is what decoding the encoding of a must give, else where they differ.
+local function same(a, b, path)
+  if type(a) == "number" then
+    if a ~= a or a == math.huge or a == -math.huge then
+      if b ~= json.null then return path .. ": non-finite number came back as " .. tostring(b) end
+      return nil
+    end
+    if type(b) ~= "number" or math.type(a) ~= math.type(b) or a ~= b then
+      return string.format("%s: %s %s came back as %s %s", path, math.type(a), a, math.type(b) or type(b), b)
+    end
+    return nil
+  end
+  if type(a) == "string" then
+    if b ~= utf8_fix(a) then return path .. ": string " .. string.format("%q", a) .. " came back as " .. string.format("%q", tostring(b)) end
+    return nil
+  end
+  if type(a) ~= "table" then
+    if a ~= b then return path .. ": " .. tostring(a) .. " came back as " .. tostring(b) end
+    return nil
+  end
+  if type(b) ~= "table" then return path .. ": table came back as " .. type(b) end
+  if json.is_array(a) ~= json.is_array(b) then return path .. ": array mark lost" end
+  -- keys are written as UTF-8 too; two keys that become the same cannot be compared
+  local fixed = {}
+  for k, v in pairs(a) do
+    local fk = type(k) == "string" and utf8_fix(k) or k
+    if fixed[fk] ~= nil then return nil end
+    fixed[fk] = v
+  end
+  for k, v in pairs(fixed) do
+    local err = same(v, b[k], path .. "." .. tostring(k))
+    if err then return err end
+  end
+  for k in pairs(b) do
+    if fixed[k] == nil then return path .. ": extra key " .. tostring(k) end
+  end
+  return nil
+end
+
+-- One input: nil when every check holds, else what failed.
+return function(text)
+  local v, err = json.decode(text)
+  if v == nil then
+    if type(err) ~= "string" then return "decode failed without a message" end
+    return nil
+  end
+  if sentinel.within(v) then return nil end
+  local out, eerr = json.encode(v)
+  if out == nil then
+    if type(eerr) ~= "string" then return "encode failed without a message" end
+    if eerr:find("nest") then return nil end
+    return "encode of a decoded value failed: " .. eerr
+  end
+  if type(out) ~= "string" then return "encode returned a " .. type(out) end
+  local _, valid = utf8_fix(out)
+  if not valid then return "encode wrote invalid UTF-8: " .. string.format("%q", out) end
+  local back, berr = json.decode(out)
+  if back == nil then return "encoded text does not decode: " .. tostring(berr) .. " in " .. string.format("%q", out) end
+  return same(v, back, "$")
+end
