@@ -201,6 +201,17 @@ static int json_check_keys(enc_t *e, int t)
   return 0;
 }
 
+/* True when the string at index i starts with the sentinel prefix json_fix writes (which only a
+ * caller who read the per-process nonce could spell). */
+static int json_is_sentinel(enc_t *e, int i)
+{
+  size_t n;
+  const char *s = lua_tolstring(e->L, i, &n);
+  if (n == 0 || s[0] != e->prefix[0]) return 0;
+  size_t pn = strlen(e->prefix);
+  return n >= pn && memcmp(s, e->prefix, pn) == 0;
+}
+
 /* Walks the table at index t, swapping in a sentinel for every value cjson would write wrong.
  * Returns 0, or -1 with the error in e (the stack is then left as it was on entry). */
 static int json_walk(enc_t *e, int t, int depth)
@@ -218,6 +229,11 @@ static int json_walk(enc_t *e, int t, int depth)
     if (kt == LUA_TNUMBER) has_number_key = 1;
     else if (kt == LUA_TSTRING) has_string_key = 1;
     int vt = lua_type(L, -1);
+    if ((kt == LUA_TSTRING && json_is_sentinel(e, -2)) || (vt == LUA_TSTRING && json_is_sentinel(e, -1))) {
+      snprintf(e->err, sizeof e->err, "json: a string starts with the encoder's internal marker; refused");
+      lua_pop(L, 2);
+      return -1;
+    }
     if (vt == LUA_TTABLE) {
       int v = lua_gettop(L);
       if (lua_getmetatable(L, v)) {
@@ -457,8 +473,8 @@ static void json_mark_empty_arrays(lua_State *L, const char *s, size_t n, const 
 }
 
 /* Walks a decoded value at index v: integral floats become integers; a table holding only the empty
- * array marker (at index marker) becomes an empty table marked as an array. */
-static void json_fix_decoded(lua_State *L, int v, int marker, int depth)
+ * array marker (at index marker) becomes an empty table marked as an array, counted in *arrays. */
+static void json_fix_decoded(lua_State *L, int v, int marker, int depth, size_t *arrays)
 {
   luaL_checkstack(L, 6, "json: nesting");
   if (marker && lua_rawlen(L, v) == 1) {
@@ -470,6 +486,7 @@ static void json_fix_decoded(lua_State *L, int v, int marker, int depth)
       lua_rawseti(L, v, 1);
       lua_pushvalue(L, UP_ARRAY_MT);
       lua_setmetatable(L, v);
+      (*arrays)++;
       return;
     }
   }
@@ -484,7 +501,7 @@ static void json_fix_decoded(lua_State *L, int v, int marker, int depth)
         lua_rawset(L, v);
       }
     } else if (vt == LUA_TTABLE && depth < MAX_DEPTH) {
-      json_fix_decoded(L, lua_gettop(L), marker, depth + 1);
+      json_fix_decoded(L, lua_gettop(L), marker, depth + 1, arrays);
     }
     lua_pop(L, 1);
   }
@@ -502,7 +519,8 @@ static int json_decode(lua_State *L)
   const char *s = lua_tolstring(L, 1, &n);
   lua_settop(L, 1);
   int marker = 0;
-  if (memchr(s, '[', n) && json_count_empty_arrays(s, n) > 0) {
+  size_t empty_arrays = 0;
+  if (memchr(s, '[', n) && (empty_arrays = json_count_empty_arrays(s, n)) > 0) {
     const char *prefix = lua_tostring(L, UP_PREFIX);
     lua_pushfstring(L, "%sE\x01", prefix);                   /* 2: the marker as Lua sees it */
     marker = 2;
@@ -522,7 +540,13 @@ static int json_decode(lua_State *L)
   }
   int v = lua_gettop(L);
   if (lua_type(L, v) == LUA_TTABLE) {
-    json_fix_decoded(L, v, marker, 1);
+    size_t arrays = 0;
+    json_fix_decoded(L, v, marker, 1, &arrays);
+    if (arrays > empty_arrays) { /* the text spelt out the marker itself: refuse, never guess */
+      lua_pushnil(L);
+      lua_pushliteral(L, "json: the text holds the decoder's internal empty-array marker");
+      return 2;
+    }
   } else if (lua_type(L, v) == LUA_TNUMBER && !lua_isinteger(L, v)) {
     lua_Integer i;
     if (lua_numbertointeger(lua_tonumber(L, v), &i) && (lua_Number)i == lua_tonumber(L, v)) lua_pushinteger(L, i);

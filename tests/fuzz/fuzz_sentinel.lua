@@ -1,8 +1,7 @@
 -- core/json.c swaps the values cjson cannot write for sentinel strings "\1rmcp<nonce>:<n>\1" and
--- marks empty arrays with "\1rmcp<nonce>E\1" while it works; a string of the caller's that equals
--- one is taken for it (the nonce, 64 random bits per process, is what keeps callers out). libFuzzer
--- learns the nonce from json.c's own comparisons, so the checkers set such inputs aside: they are
--- the known finding of tests/fuzz/README.md, not news.
+-- marks empty arrays with "\1rmcp<nonce>E\1" while it works. libFuzzer learns the per-process nonce
+-- from json.c's own comparisons and spells it; json.c now refuses such strings (encode) and such a
+-- marker (decode) with an error, which the checkers accept only for inputs that hold the lead.
 local M = {}
 
 local LEAD = "\1rmcp"

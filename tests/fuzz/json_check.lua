@@ -53,11 +53,11 @@ return function(text)
     if type(err) ~= "string" then return "decode failed without a message" end
     return nil
   end
-  if sentinel.within(v) then return nil end
   local out, eerr = json.encode(v)
   if out == nil then
     if type(eerr) ~= "string" then return "encode failed without a message" end
     if eerr:find("nest") then return nil end
+    if eerr:find("internal marker", 1, true) and sentinel.within(v) then return nil end -- refused, as it must be
     return "encode of a decoded value failed: " .. eerr
   end
   if type(out) ~= "string" then return "encode returned a " .. type(out) end

@@ -252,12 +252,12 @@ test("a session file with fields of the wrong type is repaired with a warning, n
   ctx.watch_until(c, { sid }, function(_, x) return x.status == "idle" end)
   ctx.shutdown()
   local f = assert(io.open(ctx.mcp_home .. "/sessions/rx-damaged0001.json", "w"))
-  f:write(json.encode({
+  f:write((json.encode({
     id = "rx-damaged0001", owner = "orch-a", cwd = ctx.ws, project_dir = ctx.ws, task = { "not", "text" },
     status = "exited", created_at = json.null, updated_at = "yesterday", last_text = 5, tool_approval = {},
     turns_total = "7", plan = { 1, { content = "step", status = "in_progress" } }, warnings = { 3 },
     terminal_pending = true, keep_alive = "yes",
-  }))
+  }):gsub("}$", ',"work_seconds":2e308}'))) -- reads as infinity, which JSON cannot hold
   f:close()
   local rows = ctx.call(c, "list", { include_task = true, detail = true }).sessions
   t.eq(#rows, 2, "both listed")
@@ -267,6 +267,7 @@ test("a session file with fields of the wrong type is repaired with a warning, n
   t.match(row.damaged, "last_text %(number, want string%)")
   t.match(row.damaged, "tool_approval %(table, want string%)")
   t.match(row.damaged, "task %(table, want string%)")
+  t.match(row.damaged, "work_seconds %(infinite, want number%)")
   t.eq(row.task, "")
   local w = ctx.call(c, "watch", { session_ids = { "rx-damaged0001" } }).results["rx-damaged0001"]
   t.eq(w.status, "exited")

@@ -19,9 +19,11 @@ M.field_types = {
   terminal_pending = "boolean", transcript_path = "string", work_seconds = "number", damaged = "string",
 }
 
--- True when value v (as decoded) has type want (M.field_types).
+-- True when value v (as decoded) has type want (M.field_types); a number must be finite (JSON has
+-- no infinity: one would be saved as null).
 function M.fits(v, want)
   if want == "integer" then return math.type(v) == "integer" end
+  if want == "number" then return type(v) == "number" and v == v and v ~= math.huge and v ~= -math.huge end
   if want == "array" then return type(v) == "table" and (v[1] ~= nil or next(v) == nil) end
   if want == "object" then return type(v) == "table" and v[1] == nil end
   return type(v) == want

@@ -109,7 +109,9 @@ local function repair(rec)
   for k, want in pairs(store.field_types) do
     local v = rec[k]
     if v ~= nil and not store.fits(v, want) then
-      bad[#bad + 1] = string.format("%s (%s, want %s)", k, v == json.null and "null" or type(v), want)
+      local got = v == json.null and "null" or (v ~= v and "nan")
+        or ((v == math.huge or v == -math.huge) and "infinite") or type(v)
+      bad[#bad + 1] = string.format("%s (%s, want %s)", k, got, want)
       rec[k] = nil
     end
   end
