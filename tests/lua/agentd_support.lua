@@ -79,7 +79,8 @@ function M.setup(t, opts)
     end
     t.fail("watch never returned the expected result")
   end
-  -- Shuts the daemon down (if one runs) and waits until its process is gone.
+  -- Shuts the daemon down (if one runs) and waits until its process is gone; any other agentd of
+  -- this home (one still starting, or handing over, when the shutdown went out) gets SIGTERM.
   function ctx.shutdown()
     local c = client.new({ home = mcp_home, orchestrator_id = "teardown", autostart = false })
     local ok = c:wait_connected()
@@ -91,6 +92,11 @@ function M.setup(t, opts)
     else
       c:close()
     end
+    t.wait_for(function()
+      local left = M.find_procs("agentd", "REASONIX_MCP_HOME=" .. mcp_home)
+      for _, pid in ipairs(left) do uv.kill(pid, "sigterm") end
+      return #left == 0
+    end, 5000, "every agentd of this home to exit")
   end
   t.defer(function()
     for _, c in ipairs(ctx.clients) do c:close() end
