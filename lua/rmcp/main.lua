@@ -62,10 +62,6 @@ function M.main(argv)
   end
   local rest = {}
   for i = 2, #argv do rest[#rest + 1] = argv[i] end
-  -- Each message leaves short-lived strings and tables behind while the loaded code and the
-  -- sessions stay: the generational collector frees the young without re-marking the whole heap
-  -- (the incremental one re-traversed it every few hundred messages).
-  collectgarbage("generational")
   require(module).main(rest)
 end
 
