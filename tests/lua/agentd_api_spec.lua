@@ -329,7 +329,7 @@ end)
 
 -- The environment of process pid as a map.
 local function environ(pid)
-  local f = assert(io.open("/proc/" .. pid .. "/environ", "rb"))
+  local f = assert(io.open("/proc/" .. pid .. "/environ", "r"))
   local text = f:read("a")
   f:close()
   local out = {}

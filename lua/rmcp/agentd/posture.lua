@@ -3,6 +3,7 @@
 local uv = require "luv"
 local proc = require "rmcp.proc"
 local json = require "rmcp.lib.json"
+local ownership = require "rmcp.agentd.ownership"
 
 local M = {}
 
@@ -25,7 +26,7 @@ function M.from_doctor(doc, cwd)
   }
   local warnings = {}
   local src = p.config_file
-  if type(src) == "string" and #allow > 0 and src:sub(1, #cwd + 1) == cwd .. "/" then
+  if type(src) == "string" and #allow > 0 and ownership.inside(src, cwd) then
     warnings[#warnings + 1] = "the workspace's own " .. src .. " widens the agent's allow_write to " ..
       table.concat(allow, ", ") .. " (spawn confinement ignores a workspace file; the agent does not)"
   end

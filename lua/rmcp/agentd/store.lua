@@ -179,10 +179,11 @@ function M.append(dir, id, rec)
   return true
 end
 
--- Reads the journal of session id; returns a list of records (bad lines skipped).
-function M.read_journal(dir, id)
+-- Reads a session's journal (its path: journal_path, the session's transcript_path); returns a
+-- list of records (bad lines skipped).
+function M.read_journal(path)
   local out = {}
-  local f = io.open(M.journal_path(dir, id), "r")
+  local f = io.open(path, "r")
   if not f then return out end
   for line in f:lines() do
     local rec = json.decode(line)

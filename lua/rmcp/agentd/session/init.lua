@@ -88,12 +88,8 @@ local turns = require "rmcp.agentd.session.turns"
 local setup = require "rmcp.agentd.session.setup"
 
 return {
-  NOT_READY = state.NOT_READY,
-  EXPECT_NOT_MET = state.EXPECT_NOT_MET,
   -- reading
   is_live = state.is_live,
-  current_work = state.current_work,
-  spawn_result = setup.spawn_result,
   handover_state = setup.handover_state,
   -- the daemon's life
   restore = state.restore,

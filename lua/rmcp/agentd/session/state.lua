@@ -286,17 +286,9 @@ end
 -- agent's exit), for a tombstone whose buffers were released; the last max bytes.
 local function journal_text(s, max)
   local parts = {}
-  local f = io.open(s.transcript_path, "r")
-  if not f then return "" end
-  for line in f:lines() do
-    if line:find('"turn_end"', 1, true) or line:find('"process_exit"', 1, true) then
-      local rec = json.decode(line)
-      if type(rec) == "table" and (rec.type == "turn_end" or rec.type == "process_exit") and type(rec.text) == "string" then
-        parts[#parts + 1] = rec.text
-      end
-    end
+  for _, rec in ipairs(store.read_journal(s.transcript_path)) do
+    if (rec.type == "turn_end" or rec.type == "process_exit") and type(rec.text) == "string" then parts[#parts + 1] = rec.text end
   end
-  f:close()
   return (caps.tail(table.concat(parts), max))
 end
 
