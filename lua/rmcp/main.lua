@@ -62,6 +62,9 @@ function M.main(argv)
   end
   local rest = {}
   for i = 2, #argv do rest[#rest + 1] = argv[i] end
+  if sub ~= "doctor" then
+    require("rmcp.lib.chunks").enable(require("rmcp.config").home(), require("rmcp.sock").secure_dir)
+  end
   require(module).main(rest)
 end
 

@@ -25,6 +25,7 @@
 -- could not start all force full checks until the watches cover the new set again.
 local uv = require "luv"
 local fswatch = require "rmcp.fswatch"
+local chunks = require "rmcp.lib.chunks"
 local log = require "rmcp.lib.log"
 
 local M = {}
@@ -160,7 +161,7 @@ local function build(names, stamps)
     local path = changed[name] and e and e.path or package.searchpath(name, package.path)
     if not path then error("module " .. name .. " not found on package.path", 0) end
     local st = stamps[name] or stamp(path)
-    local chunk, err = loadfile(path)
+    local chunk, err = chunks.loadfile(path)
     if not chunk then error(err, 0) end
     local value = chunk(name, path)
     check_module(name, value, path)
@@ -431,7 +432,7 @@ local function searcher(name)
   local path = package.searchpath(name, package.path)
   if not path then return nil end
   local st = stamp(path)
-  local chunk, err = loadfile(path)
+  local chunk, err = chunks.loadfile(path)
   if not chunk then
     error(string.format("error loading module '%s' from file '%s':\n\t%s", name, path, err), 2)
   end
