@@ -15,12 +15,21 @@ local MAX_IN_FLIGHT = 256
 -- Runs the launcher on this process's stdio; returns at once (the loop does the work).
 function M.main(_args)
   log.set_role("launcher")
+  local exe = require("rmcp.lib.exepath").invoked()
+  local child_mod = require "rmcp.launcher.child"
+  -- the first server starts before the rest of the launcher loads, so the two start-ups overlap;
+  -- its lines and exit reach the proxy's callbacks, which are in place before the loop runs
+  local first_hooks
+  local first, first_err = child_mod.spawn{
+    exe = exe, n = 1,
+    on_line = function(c, line) if first_hooks then first_hooks.on_line(c, line) end end,
+    on_exit = function(c, code, signal) if first_hooks then first_hooks.on_exit(c, code, signal) end end,
+  }
   local channel = require "rmcp.channel"
   local sys = require "rmcp.sys"
   local flow = require "rmcp.lib.flow"
   local proxy_mod = require "rmcp.launcher.proxy"
   local binwatch = require "rmcp.lib.binwatch"
-  local exe = require("rmcp.lib.exepath").invoked()
   local max_line = config.limit("max_line")
 
   local out, input, watcher, proxy
@@ -48,7 +57,14 @@ function M.main(_args)
   end
 
   proxy = proxy_mod.new{
-    exe = exe,
+    -- the first child is the one started above; later ones (restarts, swaps) start here
+    spawn_child = function(o)
+      if o.n == 1 then
+        first_hooks = o
+        return first, first_err
+      end
+      return child_mod.spawn{ exe = exe, n = o.n, on_line = o.on_line, on_exit = o.on_exit }
+    end,
     send_host = function(line) if not out:is_closed() then out:write(line) end end,
     on_stopping = function()
       if input then input:close() end
