@@ -229,20 +229,48 @@ test("allow_write is read from [sandbox] only, single- or multi-line, comments i
   t.eq(ownership.inside("/a/b/c", "/a/b"), true)
 end)
 
-test("a corrupt or foreign session file is skipped at start, the rest load", function(t)
-  local ctx = support.setup(t, { scenario = { rules = { { last_role = "user", text = "ok" } } } })
+test("an unreadable session file is listed as damaged with what remains, never resumed, never rewritten", function(t)
+  local ctx = support.setup(t, { scenario = { rules = { { last_role = "user", text = "the answer" } } } })
   local c = ctx.client()
   local sid = ctx.call(c, "spawn", { task = "survivor" }).session_id
+  ctx.watch_until(c, { sid }, function(_, x) return x.status == "idle" end)
   ctx.shutdown()
   local dir = ctx.mcp_home .. "/sessions/"
   local function write(name, text) local f = assert(io.open(dir .. name, "w")); f:write(text); f:close() end
+  local function read(name) local f = assert(io.open(dir .. name)); local x = f:read("a"); f:close(); return x end
+  -- cut short after its owner and cwd: listed, with the journal's turn
+  local cut = string.format('{"id":"rx-cut000000001","owner":"orch-a","cwd":%q,"task":"half a ta', ctx.ws)
+  write("rx-cut000000001.json", cut)
+  write("rx-cut000000001.events.jsonl", '{"type":"turn_end","text":"what it said","t":1}\n')
+  -- the metadata file of a real session lost: rebuilt from its journal (spawn names the owner)
+  os.rename(dir .. sid .. ".json", dir .. sid .. ".json.lost")
+  -- no owner anywhere, another orchestrator's, an id that does not match: not listed to orch-a
   write("rx-bad.json", "{not json")
-  write("rx-wrong.json", '{"id":"rx-other","owner":"x","cwd":"/"}')
-  write("rx-types.json", '{"id":"rx-types","owner":[],"cwd":5}')
-  local rows = ctx.call(c, "list", {}).sessions
-  t.eq(#rows, 1)
-  t.eq(rows[1].session_id, sid)
-  t.eq(rows[1].status, "orphaned")
+  write("rx-wrong.json", '{"id":"rx-other","owner":"orch-b","cwd":"/"}')
+  write("rx-empty.json", "")
+  local rows = {}
+  for _, r in ipairs(ctx.call(c, "list", {}).sessions) do rows[r.session_id] = r end
+  local n = 0
+  for _ in pairs(rows) do n = n + 1 end
+  t.eq(n, 2, "the cut file and the lost one are listed to their owner")
+  t.eq(rows["rx-cut000000001"].status, "exited")
+  t.eq(rows["rx-cut000000001"].exit_reason, "damaged")
+  t.match(rows["rx-cut000000001"].damaged, "unreadable session file %(not a JSON object%); recovered: owner, cwd; the journal holds 1 finished turn")
+  t.eq(rows["rx-cut000000001"].cwd, ctx.ws)
+  t.match(rows[sid].damaged, "unreadable session file %(missing%); recovered: owner, cwd; the journal holds 1 finished turn")
+  local p = ctx.call(c, "poll", { session_id = sid, detail = true, include_full = true })
+  t.match(p.full_text or "", "the answer", "its text comes back from the journal")
+  local err = ctx.call_err(c, "resume", { session_id = "rx-cut000000001" })
+  t.match(err.message, "cannot be resumed: its session file is unreadable %(not a JSON object%)")
+  ctx.call(c, "stop", { session_id = "rx-cut000000001" })
+  t.eq(read("rx-cut000000001.json"), cut, "the damaged file is kept as it was found")
+  t.eq(uv.fs_stat(dir .. sid .. ".json"), nil, "nothing rewrote the lost one either")
+  local b = ctx.call(ctx.client("orch-b"), "list", {}).sessions
+  t.eq(#b, 1)
+  t.match(b[1].damaged, "its id field is not rx%-wrong")
+  local logtext = assert(io.open(ctx.mcp_home .. "/agentd.log")):read("a")
+  t.match(logtext, "rx%-bad names no owner: not listed")
+  t.match(logtext, "rx%-empty names no owner")
 end)
 
 test("a session file with fields of the wrong type is repaired with a warning, never breaks a tool", function(t)

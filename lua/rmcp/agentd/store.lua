@@ -193,29 +193,92 @@ function M.read_journal(path)
   return out
 end
 
--- Loads every session metadata file in dir; returns a list of plain tables (bad files logged, skipped).
+-- What a session's journal tells of it: its owner and cwd (the spawn record), how many turns
+-- ended and the last turn's text.
+local function journal_facts(path)
+  local facts = { turns = 0 }
+  for _, rec in ipairs(M.read_journal(path)) do
+    if rec.type == "spawn" then
+      facts.owner = type(rec.owner) == "string" and rec.owner or facts.owner
+      facts.cwd = type(rec.cwd) == "string" and rec.cwd or facts.cwd
+      facts.t = facts.t or (type(rec.t) == "number" and rec.t or nil)
+    elseif rec.type == "turn_end" then
+      facts.turns = facts.turns + 1
+      facts.text = type(rec.text) == "string" and rec.text or facts.text
+    end
+  end
+  return facts
+end
+
+-- The record standing for session id whose metadata could not be read (why): what the file's text
+-- (nil: missing) and the journal still tell, so the session is listed as damaged instead of
+-- vanishing. Its owner is nil when neither names one. The file itself is never rewritten.
+local function damaged_record(dir, id, text, why)
+  local function field(name)
+    return text and (text:match('"' .. name .. '"%s*:%s*"([^"\\]*)"'))
+  end
+  local facts = journal_facts(M.journal_path(dir, id))
+  local owner = field("owner") or facts.owner
+  local cwd = field("cwd") or facts.cwd or ""
+  local recovered = { owner and "owner" or nil, cwd ~= "" and "cwd" or nil }
+  local note = string.format("unreadable session file (%s); recovered: %s; the journal holds %d finished turn(s)",
+    why, #recovered > 0 and table.concat(recovered, ", ") or "nothing", facts.turns)
+  return {
+    id = id, owner = owner, cwd = cwd, project_dir = cwd, task = field("task") or "",
+    status = "exited", exit_reason = "damaged", damaged = note, unreadable = why,
+    turns_total = facts.turns, last_text = facts.text,
+    created_at = facts.t or 0, updated_at = facts.t or 0,
+  }
+end
+
+-- Why the text of session id's metadata file is not a usable record, or nil when it is.
+local function unusable(text, id)
+  if not text then return "cannot read it" end
+  local rec = json.decode(text)
+  if type(rec) ~= "table" or rec[1] ~= nil then return text == "" and "empty" or "not a JSON object" end
+  if rec.id ~= id then return "its id field is not " .. id end
+  if type(rec.owner) ~= "string" then return "no owner" end
+  if type(rec.cwd) ~= "string" then return "no cwd" end
+  return nil, rec
+end
+
+-- Loads every session in dir: one record per metadata file, and for a file that cannot be read
+-- (or a journal whose metadata file is missing) a damaged record built from what remains (see
+-- damaged_record; one with no owner is logged and left out). Returns a list of plain tables.
 function M.load_all(dir)
-  local out = {}
+  local out, seen, journals_only = {}, {}, {}
   local scan = uv.fs_scandir(dir)
   while scan do
     local name = uv.fs_scandir_next(scan)
     if not name then break end
     local id = name:match("^(.+)%.json$")
+    local jid = name:match("^(.+)%.events%.jsonl$")
     if name:match("%.json%.tmp%d+a?$") then
       os.remove(dir .. "/" .. name) -- a save cut short by a crash (one daemon per home: not in use)
     elseif id and M.valid_id(id) then
+      seen[id] = true
       local f = io.open(dir .. "/" .. name, "r")
       local text = f and f:read("a")
       if f then f:close() end
-      local rec = text and json.decode(text)
-      if type(rec) == "table" and rec.id == id and type(rec.owner) == "string" and type(rec.cwd) == "string" then
-        out[#out + 1] = rec
-      else
-        log.warn("skipping unreadable session file %s/%s", dir, name)
-      end
+      local why, rec = unusable(text, id)
+      out[#out + 1] = rec or damaged_record(dir, id, text, why)
+    elseif jid and M.valid_id(jid) then
+      journals_only[#journals_only + 1] = jid
     end
   end
-  return out
+  for _, id in ipairs(journals_only) do
+    if not seen[id] then out[#out + 1] = damaged_record(dir, id, nil, "missing") end
+  end
+  local kept = {}
+  for _, rec in ipairs(out) do
+    if rec.unreadable then log.warn("session %s: %s", rec.id, rec.damaged) end
+    if rec.owner then
+      kept[#kept + 1] = rec
+    else
+      log.warn("session %s names no owner: not listed; its files are kept as they are in %s", rec.id, dir)
+    end
+  end
+  return kept
 end
 
 return M

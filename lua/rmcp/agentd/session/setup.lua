@@ -153,7 +153,7 @@ function M.spawn(d, owner, project_dir, o, cwd, cb)
     end
     s.contract_sent = true
     turns.prompt(d, s, contract.first_prompt(s.task), "prompt")
-    state.journal(d, s, { type = "spawn", cwd = s.cwd, model = s.model, effort = s.effort, tool_approval = s.tool_approval })
+    state.journal(d, s, { type = "spawn", owner = s.owner, cwd = s.cwd, model = s.model, effort = s.effort, tool_approval = s.tool_approval })
     state.persist(d, s) -- the session's first record
     turns.flush_queued(d, s)
     cb(M.spawn_result(s))
@@ -172,6 +172,11 @@ local resumable = { cwd = true, keep_alive = true, idle_timeout = true }
 -- answered as it is, with a warning. cb(result) or cb(nil, error); a failed resume keeps the
 -- tombstone (with the error text).
 function M.resume(d, s, changes, env, cb)
+  if s.unreadable then
+    return cb(nil, jsonrpc.error(jsonrpc.INVALID_PARAMS, string.format(
+      "session %s cannot be resumed: its session file is unreadable (%s). What remains is in %s; "
+        .. "spawn a new session to go on with the work", s.id, s.unreadable, s.transcript_path)))
+  end
   if state.is_live(s) then
     local r = M.spawn_result(s)
     r.warnings = json.array({ "session is already live; nothing to resume" })

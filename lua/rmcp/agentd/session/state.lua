@@ -161,8 +161,10 @@ function M.discard(d, s)
 end
 
 -- Writes the session's metadata: at once (and fsynced) when the session ends or the daemon stops,
--- else at the end of this loop iteration, coalesced (store.save).
+-- else at the end of this loop iteration, coalesced (store.save). A session restored from an
+-- unreadable file is never written: its file stays as it was found.
 function M.persist(d, s)
+  if s.unreadable then return end
   s.updated_at = store.now()
   store.save(d.paths.sessions, s, d.shutting_down or not live_status[s.status])
 end
