@@ -50,6 +50,39 @@ test("kill -9 agentd leaves no agent behind within 1 s", function(t)
   t.wait_for(function() return not support.alive(daemon) end, 1000, "agentd gone")
 end)
 
+test("turns not yet polled survive a kill -9 of agentd, and come back once, not twice", function(t)
+  local ctx = support.setup(t, { scenario = { rules = {
+    { last_role = "user", user_contains = "ONE", text = "first answer" },
+    { last_role = "user", user_contains = "TWO", text = "second answer" },
+    { last_role = "user", user_contains = "THREE", text = "third answer" },
+  } } })
+  local c = ctx.client()
+  -- list does not drain: three turns end and nobody polls or watches them
+  local function status()
+    for _, row in ipairs(ctx.call(c, "list", {}).sessions) do return row.status end
+  end
+  local sid = ctx.call(c, "spawn", { task = "ONE" }).session_id
+  t.wait_for(function() return status() == "idle" end, 10000, "turn 1 ended", 20)
+  for _, word in ipairs({ "TWO", "THREE" }) do
+    t.eq(ctx.call(c, "send", { session_id = sid, message = word }).delivered, "new_turn")
+    t.wait_for(function() return status() == "idle" end, 10000, word .. " ended", 20)
+  end
+  local function kill_agentd()
+    local daemon = c.info.agentd_pid
+    uv.kill(daemon, "sigkill")
+    t.wait_for(function() return not support.alive(daemon) end, 2000, "agentd gone")
+  end
+  kill_agentd()
+  local p = ctx.call(c, "poll", { session_id = sid, detail = true })
+  t.eq(p.status, "orphaned")
+  local texts = {}
+  for _, tu in ipairs(p.turns or {}) do texts[#texts + 1] = tu.text end
+  t.eq(texts, { "first answer", "second answer", "third answer" }, "every undelivered turn, in order")
+  t.eq(#(ctx.call(c, "poll", { session_id = sid, detail = true }).turns or {}), 0, "delivered once")
+  kill_agentd()
+  t.eq(#(ctx.call(c, "poll", { session_id = sid, detail = true }).turns or {}), 0, "not again after a second restart")
+end)
+
 test("after agentd is killed and restarted, list shows every session and resume works", function(t)
   local ctx = support.setup(t, { scenario = { rules = {
     { last_role = "user", user_contains = "REMEMBER", text = "noted the codeword" },

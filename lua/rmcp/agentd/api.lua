@@ -143,7 +143,7 @@ function methods.poll(d, conn, p, reply)
   if not s then return reply(nil, err) end
   local o, oerr = rules_poll.options(p)
   if not o then return reply(nil, bad(oerr)) end
-  reply(rules_poll.shape(session.drain(s), o))
+  reply(rules_poll.shape(session.drain(d, s), o))
 end
 
 -- transcript: what the agent did, from the journal.

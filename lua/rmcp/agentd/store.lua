@@ -14,7 +14,7 @@ M.field_types = {
   model = "string", effort = "string", tool_approval = "string", work_mode = "string",
   keep_alive = "boolean", idle_timeout = "number", acp_session_id = "string", status = "string",
   stop_reason = "string", exit_reason = "string", error_text = "string", contract_sent = "boolean",
-  created_at = "number", updated_at = "number", turns_total = "integer", last_text = "string",
+  created_at = "number", updated_at = "number", turns_total = "integer", turns_drained = "integer", last_text = "string",
   plan = "array", posture = "object", skipped_options = "array", warnings = "array",
   terminal_pending = "boolean", transcript_path = "string", work_seconds = "number", damaged = "string",
 }

@@ -36,7 +36,7 @@ function M.blocker(s)
   for _, dec in ipairs(s.pending or {}) do
     if not dec.delivered then return "decision not delivered" end
   end
-  if s.terminal_pending and s.rt.drained_turns ~= s.turns_total then return "result not delivered" end
+  if s.terminal_pending and s.turns_drained ~= s.turns_total then return "result not delivered" end
   return nil
 end
 

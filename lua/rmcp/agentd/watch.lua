@@ -41,7 +41,7 @@ local function try_watch(d, w)
     local s = d.sessions[sid]
     if s and rules_watch.ready(s) then
       any = true
-      local snap = session.drain(s)
+      local snap = session.drain(d, s)
       if w.detail then
         results[sid] = rules_poll.shape(snap, w.poll_opts)
       else

@@ -28,6 +28,9 @@
 ---@field created_at number
 ---@field updated_at number
 ---@field turns_total integer
+---@field turns_drained integer?   turns_total at the last poll/watch drain (turns after it are rebuilt from the journal at restore)
+---@field damaged string?         why the file was not taken as it was (repaired fields, or unreadable)
+---@field unreadable string?      (not persisted) its file could not be read: never written, never resumed
 ---@field last_text string?        the last turn's text (last 20000 bytes)
 ---@field plan table?              the agent's plan entries {content, status}
 ---@field posture table?           sandbox posture (posture.lua)
@@ -78,7 +81,6 @@
 ---@field active string[]          their ids, oldest first
 ---@field next_request_id integer
 ---@field wait_dirty boolean       new output since the last drain (wakes `wait`)
----@field drained_turns integer?   turns_total at the last drain
 ---@field config_options table?    what the agent advertises
 ---@field counters table           chunks, tool_calls, turns, steers, prompts, decisions
 

@@ -79,7 +79,7 @@ function M.create(d, owner, project_dir, o, cwd)
     id = id, owner = owner, project_dir = project_dir, cwd = cwd, task = o.task,
     model = o.model, effort = o.effort, tool_approval = o.tool_approval, work_mode = o.work_mode,
     keep_alive = o.keep_alive, idle_timeout = o.idle_timeout,
-    status = "starting", contract_sent = false, created_at = now, updated_at = now, turns_total = 0,
+    status = "starting", contract_sent = false, created_at = now, updated_at = now, turns_total = 0, turns_drained = 0,
     skipped_options = json.array(), warnings = json.array(), pending = {},
     transcript_path = store.journal_path(d.paths.sessions, id),
     rt = M.new_rt(),
@@ -132,6 +132,47 @@ local function repair(rec)
   end
 end
 
+-- Appends a finished turn (its text, stop_reason, and whether its text was already cut) to the
+-- undrained turns of runtime state rt. They are bounded: each text to its last max_delta_text
+-- bytes, all texts together to max_full_text (older texts cut first), and at most turn_buffer
+-- turns (the newest; turns_dropped counts the rest). A detailed poll reports every cut.
+function M.add_turn(rt, text, stop_reason, cut)
+  local l = config.limits_now()
+  local turns = rt.turns
+  local stored, tcut = caps.tail(text, l.max_delta_text)
+  turns[#turns + 1] = { text = stored, stop_reason = stop_reason, text_truncated = (cut or tcut) or nil }
+  local over = #turns - math.max(1, l.turn_buffer)
+  if over > 0 then
+    table.move(turns, over + 1, #turns + over, 1)
+    rt.turns_dropped = rt.turns_dropped + over
+  end
+  local budget = l.max_full_text
+  for i = #turns, 1, -1 do
+    local tu = turns[i]
+    if #tu.text > budget then tu.text, tu.text_truncated = caps.tail(tu.text, budget), true end
+    budget = budget - #tu.text
+  end
+end
+
+-- Puts back the turns of s that ended after its last drain (poll or watch), read from its
+-- journal, so a daemon death loses none of the per-turn history not yet delivered. A record from
+-- before turns_drained was kept counts only its last turn as undelivered when a result is pending.
+local function undrained_turns(s)
+  local drained = s.turns_drained
+  if drained == nil then drained = s.terminal_pending and s.turns_total - 1 or s.turns_total end
+  if drained >= s.turns_total then return end
+  local n = 0
+  for _, rec in ipairs(store.read_journal(s.transcript_path)) do
+    if rec.type == "turn_end" then
+      n = n + 1
+      if n > drained then
+        M.add_turn(s.rt, type(rec.text) == "string" and rec.text or "",
+          type(rec.stop_reason) == "string" and rec.stop_reason or nil)
+      end
+    end
+  end
+end
+
 -- Rebuilds a session from its persisted record after a daemon start (fields of the wrong type
 -- reset, with a warning); live ones become orphaned.
 function M.restore(d, rec)
@@ -149,6 +190,7 @@ function M.restore(d, rec)
     s.terminal_pending = true
   end
   s.rt.released = true -- a restored session's text is its journal's
+  undrained_turns(s)
   d.sessions[s.id] = s
   return s
 end
@@ -161,12 +203,12 @@ function M.discard(d, s)
 end
 
 -- Writes the session's metadata: at once (and fsynced) when the session ends or the daemon stops,
--- else at the end of this loop iteration, coalesced (store.save). A session restored from an
--- unreadable file is never written: its file stays as it was found.
-function M.persist(d, s)
+-- else (or when later is true) at the end of this loop iteration, coalesced (store.save). A
+-- session restored from an unreadable file is never written: its file stays as it was found.
+function M.persist(d, s, later)
   if s.unreadable then return end
   s.updated_at = store.now()
-  store.save(d.paths.sessions, s, d.shutting_down or not live_status[s.status])
+  store.save(d.paths.sessions, s, not later and (d.shutting_down or not live_status[s.status]))
 end
 
 -- Appends a journal record for the session.
@@ -304,7 +346,7 @@ local function release(s)
 end
 
 -- Drains what is new since the last poll/watch into a snapshot for policy shaping, and resets it.
-function M.drain(s)
+function M.drain(d, s)
   local rt = s.rt
   local events, times = rt.events, rt.event_t
   for i = 1, #events do
@@ -329,7 +371,12 @@ function M.drain(s)
   rt.noncritical, rt.events_overflow, rt.turns_dropped = 0, 0, 0
   rt.plan_seen, rt.error_seen = rt.plan_rev, rt.error_rev
   rt.wait_dirty = false
-  rt.drained_turns = s.turns_total -- a queued daemon reload counts the turn's result as delivered
+  if s.turns_drained ~= s.turns_total then
+    -- what was delivered is saved, so a daemon death neither loses nor repeats a turn; a queued
+    -- daemon reload counts the turn's result as delivered
+    s.turns_drained = s.turns_total
+    M.persist(d, s, true)
+  end
   if rt.released then
     -- read from disk only when a shaping asks for it (a detailed poll with include_full)
     setmetatable(snap, { __index = function(t, k)

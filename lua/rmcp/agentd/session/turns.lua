@@ -55,23 +55,7 @@ local function end_turn(d, s, stop_reason, err_text)
   local cut = rt.turn_text.cut
   local text = buf_text(rt.turn_text)
   rt.turn_text = buf_new()
-  -- Undrained turns are bounded: each text to its last max_delta_text bytes, all texts together to
-  -- max_full_text (older texts cut first), and at most turn_buffer turns (the newest; turns_dropped
-  -- counts the rest). A detailed poll reports every cut.
-  local turns = rt.turns
-  local stored, tcut = caps.tail(text, l.max_delta_text)
-  turns[#turns + 1] = { text = stored, stop_reason = stop_reason, text_truncated = (cut or tcut) or nil }
-  local over = #turns - math.max(1, l.turn_buffer)
-  if over > 0 then
-    table.move(turns, over + 1, #turns + over, 1)
-    rt.turns_dropped = rt.turns_dropped + over
-  end
-  local budget = l.max_full_text
-  for i = #turns, 1, -1 do
-    local tu = turns[i]
-    if #tu.text > budget then tu.text, tu.text_truncated = caps.tail(tu.text, budget), true end
-    budget = budget - #tu.text
-  end
+  state.add_turn(rt, text, stop_reason, cut)
   rt.counters.turns = rt.counters.turns + 1
   s.turns_total = (s.turns_total or 0) + 1
   s.last_text = text:sub(-20000)
