@@ -273,6 +273,29 @@ test("an unreadable session file is listed as damaged with what remains, never r
   t.match(logtext, "rx%-empty names no owner")
 end)
 
+test("a spawn the disk cannot hold fails before an agent starts, naming the path and the error", function(t)
+  local ctx = support.setup(t, { scenario = { rules = { { last_role = "user", text = "ok" } } } })
+  local sessions = ctx.mcp_home .. "/sessions"
+  assert(sock.secure_dir(sessions))
+  -- agentd runs in a private mount namespace where its sessions dir is a small tmpfs, filled up
+  local script = 'mount -t tmpfs -o size=64k,mode=0700 tmpfs "$1" || exit 97; '
+    .. 'dd if=/dev/zero of="$1/fill" bs=4k count=64 2>/dev/null; exec "$2" agentd'
+  local exited
+  local p = assert(proc.spawn({ file = "unshare", args = { "-m", "--propagation", "private", "sh", "-c", script,
+    "sh", sessions, require("rmcp.host").exe }, stdin = "null", stdout = "inherit", stderr = "inherit",
+    on_exit = function(code) exited = code end }))
+  t.defer(function() if not exited then p:kill("TERM") end end)
+  t.wait_for(function() return exited ~= nil or uv.fs_stat(ctx.mcp_home .. "/agentd.sock") ~= nil end, 5000,
+    "agentd to listen")
+  t.eq(exited, nil, "unshare + mount tmpfs must work here (root, util-linux); it exited " .. tostring(exited))
+  local c = ctx.client(nil, nil, { autostart = false })
+  local err = ctx.call_err(c, "spawn", { task = "no room" })
+  t.match(err.message, "spawn failed: cannot save the session to " .. sessions:gsub("%p", "%%%0") .. "/rx%-%x+%.json: ENOSPC")
+  t.eq(#ctx.call(c, "list", {}).sessions, 0, "nothing is left of it")
+  t.eq(#ctx.prov:requests(), 0, "no agent ever asked the model")
+  t.eq(#support.find_procs("acp", "REASONIX_MCP_HOME=" .. ctx.mcp_home), 0, "no agent process")
+end)
+
 test("a session file with fields of the wrong type is repaired with a warning, never breaks a tool", function(t)
   local ctx = support.setup(t, { scenario = { rules = { { last_role = "user", text = "ok" } } } })
   local c = ctx.client()

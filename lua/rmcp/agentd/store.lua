@@ -87,13 +87,14 @@ local flush_timer
 local journals, journal_n = {}, 0
 local MAX_OPEN_JOURNALS = 256
 
--- Writes session s to path now (tmp + rename, fsync when asked); returns true or false (logged).
+-- Writes session s to path now (tmp + rename, fsync when asked); returns true, or false and why
+-- (logged).
 local function write_now(path, s, fsync)
   local text = encode(s)
-  if not text then return false end
+  if not text then return false, "metadata not encodable" end
   local ok, werr = M.write_atomic(path, text, fsync)
-  if not ok then log.error("session %s: cannot save metadata: %s", s.id, werr) end
-  return ok == true
+  if not ok then log.error("session %s: cannot save metadata to %s: %s", s.id, path, werr) end
+  return ok == true, werr
 end
 
 -- Writes every deferred save (each session once, however often it changed in the iteration).
@@ -105,7 +106,7 @@ end
 
 -- Persists the metadata of session s into dir; the file on disk is always a whole record (tmp +
 -- rename). now: written at once and fsynced (a session that ends, daemon shutdown), returning false
--- when that failed (logged). Otherwise (a live session changing: several times per turn) the write
+-- and why when that failed (logged). Otherwise (a live session changing: several times per turn) the write
 -- is deferred to the end of this loop iteration and coalesced, and not fsynced: it survives a
 -- daemon crash at once, a power loss once the kernel writes it back.
 function M.save(dir, s, now)

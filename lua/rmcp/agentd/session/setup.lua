@@ -139,6 +139,13 @@ end
 function M.spawn(d, owner, project_dir, o, cwd, cb)
   local s = state.create(d, owner, project_dir, o, cwd)
   log.info("session %s: spawn for %s in %s", s.id, owner, cwd)
+  -- a session the disk cannot hold is refused before an agent starts (a full disk, say)
+  local saved, serr = state.save_first(d, s)
+  if not saved then
+    state.discard(d, s)
+    log.warn("session %s: spawn refused: %s", s.id, serr)
+    return cb(nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, "spawn failed: " .. serr))
+  end
   async.run(function()
     local ok, err = start_agent(d, s, o, "new")
     if not ok then
@@ -154,7 +161,7 @@ function M.spawn(d, owner, project_dir, o, cwd, cb)
     s.contract_sent = true
     turns.prompt(d, s, contract.first_prompt(s.task), "prompt")
     state.journal(d, s, { type = "spawn", owner = s.owner, cwd = s.cwd, model = s.model, effort = s.effort, tool_approval = s.tool_approval })
-    state.persist(d, s) -- the session's first record
+    state.persist(d, s)
     turns.flush_queued(d, s)
     cb(M.spawn_result(s))
   end, function(e)

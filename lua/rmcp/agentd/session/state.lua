@@ -211,6 +211,14 @@ function M.persist(d, s, later)
   store.save(d.paths.sessions, s, not later and (d.shutting_down or not live_status[s.status]))
 end
 
+-- Writes the session's first record at once (fsynced) before anything else is done for it: the
+-- disk is known to take it. Returns true, or nil and why (the path and the system's error).
+function M.save_first(d, s)
+  local ok, err = store.save(d.paths.sessions, s, true)
+  if ok then return true end
+  return nil, string.format("cannot save the session to %s: %s", store.meta_path(d.paths.sessions, s.id), tostring(err))
+end
+
 -- Appends a journal record for the session.
 function M.journal(d, s, rec)
   store.append(d.paths.sessions, s.id, rec)
