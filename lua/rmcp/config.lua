@@ -18,6 +18,7 @@ M.limits = {
   max_delta_text = 100000,    -- text delta of a poll (tail kept)
   max_watch_message = 4000,   -- compact message (first/last half kept)
   max_full_text = 200000,     -- full_text / thought (tail kept)
+  max_result_bytes = 60000,   -- a poll result (a detailed watch: all its results) as JSON, at most
   event_buffer = 4000,        -- unpolled non-critical events kept per session
   turn_buffer = 20,           -- undrained turns kept per session (the newest; poll's turns_dropped counts the rest)
   stderr_tail = 4000,         -- bytes of agent stderr kept for error text

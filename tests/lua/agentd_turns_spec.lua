@@ -2,6 +2,7 @@
 -- steer, forced steer when idle, permissions, questions, plan, errored turn, crash, stop.
 -- needs: agent python3
 local uv = require "luv"
+local json = require "rmcp.lib.json"
 local support = require "agentd_support"
 
 -- The provider's chat requests whose last user message contains needle.
@@ -325,6 +326,17 @@ test("a flood of chunks stays bounded; critical events are never dropped", funct
   t.eq(#p.events, 200)
   t.eq(p.events[#p.events].type, "turn_end")
   t.ok(p.events_dropped >= 6000 - 200, "drops are counted: " .. tostring(p.events_dropped))
+  -- a third flood read with everything asked for still fits a host's output cap
+  ctx.call(c, "send", { session_id = r.session_id, message = "[fake:flood] once more" })
+  t.wait_for(function() return ctx.call(c, "list", {}).sessions[1].status == "idle" end, 20000, "flood 3", 20)
+  local full = ctx.call(c, "poll", { session_id = r.session_id, detail = true, include_full = true,
+    include_thought = true, max_events = 200 })
+  local size = #json.encode(full)
+  t.ok(size <= 60000, "a detailed poll is at most max_result_bytes as JSON, got " .. size)
+  t.eq(full.result_truncated, true)
+  t.eq(full.full_text_truncated, true)
+  t.eq(full.events[#full.events].type, "turn_end", "critical events stay")
+  t.ok(#full.turns >= 1 and full.turns[#full.turns].stop_reason == "end_turn", "the turn is there")
 end)
 
 test("watch sends progress while it blocks", function(t)

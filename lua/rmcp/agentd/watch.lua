@@ -8,6 +8,7 @@ local log = require "rmcp.lib.log"
 local session = require "rmcp.agentd.session"
 local rules_watch = require "rmcp.rules.watch"
 local rules_poll = require "rmcp.rules.poll"
+local rules_caps = require "rmcp.rules.caps"
 
 local M = {}
 
@@ -34,23 +35,26 @@ local function finish(d, w, result, err)
 end
 
 -- Delivers the ready sessions of watch w, if any: compact (or poll-shaped) results, consuming
--- undelivered terminal state and decisions. Returns true when it ended the watch.
+-- undelivered terminal state and decisions. Detailed results share one result budget
+-- (max_result_bytes). Returns true when it ended the watch.
 local function try_watch(d, w)
-  local results, any = {}, false
+  local ready = {}
   for _, sid in ipairs(w.ids) do
     local s = d.sessions[sid]
-    if s and rules_watch.ready(s) then
-      any = true
-      local snap = session.drain(d, s)
-      if w.detail then
-        results[sid] = rules_poll.shape(snap, w.poll_opts)
-      else
-        results[sid] = rules_watch.compact(snap)
-      end
-      session.mark_delivered(d, s)
-    end
+    if s and rules_watch.ready(s) then ready[#ready + 1] = s end
   end
-  if not any then return false end
+  if #ready == 0 then return false end
+  if w.detail then w.poll_opts.budget = rules_caps.limit("max_result_bytes") // #ready end
+  local results = {}
+  for _, s in ipairs(ready) do
+    local snap = session.drain(d, s)
+    if w.detail then
+      results[s.id] = rules_poll.shape(snap, w.poll_opts)
+    else
+      results[s.id] = rules_watch.compact(snap)
+    end
+    session.mark_delivered(d, s)
+  end
   finish(d, w, { results = results })
   return true
 end

@@ -4,7 +4,7 @@ local hooks = require "rmcp.policy.hooks"
 
 local M = {}
 
--- The poll/watch cap name (max_events, max_events_cap, max_delta_text, max_watch_message,
+-- The poll/watch cap name (max_events, max_events_cap, max_delta_text, max_watch_message, max_result_bytes,
 -- max_full_text): the configured value (REASONIX_MCP_<NAME> or the default), then the policies' caps.
 function M.limit(name)
   return hooks.limit(name, config.limit(name))

@@ -85,6 +85,80 @@ local function lean_fields(r, snap)
   return r
 end
 
+-- Bytes value takes as JSON.
+local function encoded_size(value)
+  return #(json.encode(value) or "")
+end
+
+-- Cuts the text field of r (flagged by flag) to lose at least over bytes, keeping its tail.
+local function cut_text(r, field, flag, over)
+  local text = r[field]
+  if type(text) ~= "string" or text == "" then return end
+  r[field] = caps.tail(text, math.max(0, #text - over))
+  r[flag] = true
+end
+
+-- Drops events of r, the oldest non-critical ones first, until at least over bytes are gone;
+-- events_dropped counts them.
+local function cut_events(r, over)
+  local events = r.events
+  if type(events) ~= "table" or #events == 0 then return end
+  local kept, gone, n = json.array(), 0, 0
+  for _, ev in ipairs(events) do
+    if gone < over and not M.critical_types[ev.type] then
+      gone, n = gone + encoded_size(ev) + 1, n + 1
+    else
+      kept[#kept + 1] = ev
+    end
+  end
+  r.events = kept
+  r.events_dropped = (r.events_dropped or 0) + n
+end
+
+-- Empties the texts of r's turns, the oldest first, until at least over bytes are gone.
+local function cut_turns(r, over)
+  for _, turn in ipairs(r.turns or {}) do
+    if over <= 0 then return end
+    if turn.text ~= "" then
+      over = over - #turn.text
+      turn.text, turn.text_truncated = "", true
+      r.turns_truncated = true
+    end
+  end
+end
+
+-- The cuts that make a result fit, least needed first (the turns' texts repeat what text holds);
+-- each gets the bytes over budget and the budget.
+local cuts = {
+  function(r, over) cut_text(r, "full_thought", "full_thought_truncated", over) end,
+  function(r, over) cut_text(r, "thought", "thought_truncated", over) end,
+  function(r, over) cut_text(r, "full_text", "full_text_truncated", over) end,
+  cut_turns,
+  -- the text and the events share what is left: the text first down to half the budget
+  function(r, over, budget)
+    local text = r.text
+    if type(text) == "string" and #text > budget // 2 then
+      cut_text(r, "text", "text_truncated", math.min(over, #text - budget // 2))
+    end
+  end,
+  cut_events,
+  function(r, over) cut_text(r, "text", "text_truncated", over) end,
+}
+
+-- Cuts result r until it encodes in at most budget bytes (a host drops or cuts a tool result over
+-- its output cap): full thought, thought, full text, the older turns' texts, the text's head (to
+-- half the budget), the oldest events, the rest of the text; each cut flagged as the shaping flags
+-- it, and result_truncated set. A result that fits is returned as it is.
+function M.fit(r, budget)
+  for _, cut in ipairs(cuts) do
+    local over = encoded_size(r) - budget
+    if over <= 0 then return r end
+    r.result_truncated = true
+    cut(r, over, budget)
+  end
+  return r
+end
+
 -- Shapes a drained snapshot into the poll result for options o (from M.options).
 function M.shape(snap, o)
   local r = lean_fields({}, snap)
@@ -127,7 +201,7 @@ function M.shape(snap, o)
     r.full_text, r.full_text_truncated = caps.tail(snap.full_text or "", caps.limit("max_full_text"))
     r.full_text_truncated = r.full_text_truncated or snap.full_text_cut == true
   end
-  return r
+  return M.fit(r, o.budget or caps.limit("max_result_bytes"))
 end
 
 return M
