@@ -185,7 +185,7 @@ function methods.list(d, conn, p, reply)
     if s.owner == conn.orch then mine[#mine + 1] = s end
   end
   local r = rules_list.shape(mine, { include_task = p.include_task == true, pending_only = p.pending_only == true,
-                                       detail = p.detail == true })
+                                       detail = p.detail == true, current_work = session.current_work })
   r.reload = upgrade.status(d, conn.orch)
   if r.reload and r.reload.pending then r.reload_pending = true end
   reply(r)

@@ -15,7 +15,8 @@ local function preview(task, n)
   return caps.head(line, n) .. "…"
 end
 
--- Builds the row for session s; opts.include_task gives the full prompt, opts.detail adds config.
+-- Builds the row for session s; opts.include_task gives the full prompt, opts.detail adds config,
+-- the plan and what the agent is doing now (opts.current_work(s), for a live session).
 function M.row(s, opts)
   local pending
   for _, d in ipairs(s.pending or {}) do pending = pending or d end
@@ -42,6 +43,8 @@ function M.row(s, opts)
     r.error_text = s.error_text
     r.idle_timeout = s.idle_timeout
     r.agent_pid = s.rt and s.rt.agent and s.rt.agent:pid() or nil
+    if s.plan and #s.plan > 0 then r.plan = s.plan end
+    if M.active[s.status] and s.rt and opts.current_work then r.current_work = opts.current_work(s) end
   end
   return r
 end

@@ -105,6 +105,7 @@ return {
   respond = events.respond,
   stop = turns.stop,
   drain = state.drain,
+  current_work = state.current_work,
   mark_delivered = state.mark_delivered,
   adopt = setup.adopt,
   pause_cleanup = state.cancel_cleanup,
