@@ -13,6 +13,10 @@
 #include "ndjson.h"
 
 #define READ_CHUNK (64 * 1024)
+/* Lines one channel hands over per callback (its read, its pump), so at most twice this per loop
+ * turn. A peer that floods (an agent streaming chunks) has the rest delivered on later turns while
+ * its reading waits, so every other channel (a control call on the socket) is served in between. */
+#define DELIVER_PER_TURN 128
 
 enum { CH_STREAM, CH_FILE };
 
@@ -30,6 +34,7 @@ struct channel {
   int raw, readable, writable;
   int reading, paused, eof, eof_pending, eof_err, eof_done;
   int closed, flushing, io_closed, shutting, high;
+  int throttled;         /* reading stopped: more lines buffered than one turn delivers */
   int write_err;
   int handles;           /* uv handles not yet closed: free at zero */
   size_t queued;
@@ -51,6 +56,8 @@ static channel_t *channel_list;
 
 static void channel_pump_update(channel_t *ch);
 static void channel_pump_cb(uv_idle_t *idle);
+static void channel_alloc_cb(uv_handle_t *handle, size_t hint, uv_buf_t *buf);
+static void channel_read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf);
 
 /* Final close callback of each handle: frees the channel once all its handles are closed. */
 static void channel_handle_closed(uv_handle_t *handle)
@@ -87,18 +94,27 @@ static int channel_live(const channel_t *ch)
   return !ch->closed && !ch->flushing;
 }
 
-/* Deliver buffered ndjson items in order, then a pending EOF, unless paused or closed. */
+/* Whether finished items wait in the framing buffer. */
+static int channel_has_items(const channel_t *ch)
+{
+  return ch->nd.head < ch->nd.tail;
+}
+
+/* Deliver buffered ndjson items in order (at most DELIVER_PER_TURN), then a pending EOF once
+ * none is left, unless paused or closed. */
 static void channel_deliver(channel_t *ch)
 {
   ndjson_item it;
-  while (channel_live(ch) && !ch->paused && ndjson_next(&ch->nd, &it) != NDJSON_NONE) {
+  int n = 0;
+  while (channel_live(ch) && !ch->paused && n < DELIVER_PER_TURN && ndjson_next(&ch->nd, &it) != NDJSON_NONE) {
+    n++;
     if (it.kind == NDJSON_LINE) {
       if (ch->cbs->on_line) ch->cbs->on_line(ch, it.data, it.len);
     } else if (ch->cbs->on_oversize) {
       ch->cbs->on_oversize(ch, it.len);
     }
   }
-  if (channel_live(ch) && !ch->paused && ch->eof_pending) {
+  if (channel_live(ch) && !ch->paused && ch->eof_pending && !channel_has_items(ch)) {
     ch->eof_pending = 0;
     ch->eof_done = 1;
     if (ch->cbs->on_eof) ch->cbs->on_eof(ch, ch->eof_err);
@@ -131,7 +147,27 @@ static void channel_input(channel_t *ch, const char *p, size_t n)
   }
   int r = ndjson_feed(&ch->nd, p, n);
   channel_deliver(ch);
-  if (r < 0 && !ch->closed) channel_input_end(ch, UV_ENOMEM);
+  if (r < 0 && !ch->closed) {
+    channel_input_end(ch, UV_ENOMEM);
+  } else if (channel_has_items(ch) && channel_live(ch) && !ch->paused) {
+    /* more than a turn's worth: stop reading until the pump has handed the rest over */
+    if (ch->reading && ch->kind == CH_STREAM) {
+      uv_read_stop(&ch->io.stream);
+      ch->reading = 0;
+      ch->throttled = 1;
+    }
+    channel_pump_update(ch);
+  }
+}
+
+/* Start reading a stream again after a throttle, once everything buffered was delivered. */
+static void channel_unthrottle(channel_t *ch)
+{
+  if (!ch->throttled || channel_has_items(ch) || ch->paused || !channel_live(ch)) return;
+  ch->throttled = 0;
+  if (ch->readable && !ch->eof && !ch->io_closed && ch->kind == CH_STREAM &&
+      uv_read_start(&ch->io.stream, channel_alloc_cb, channel_read_cb) == 0)
+    ch->reading = 1;
 }
 
 /* libuv allocation callback: one reusable read buffer per channel. */
@@ -171,11 +207,12 @@ static void channel_pump_update(channel_t *ch)
     uv_idle_stop(&ch->pump);
 }
 
-/* Idle callback: read one chunk of a plain file, deliver what is buffered. */
+/* Idle callback: deliver a turn's worth of what is buffered; read one chunk of a plain file when
+ * nothing is; start a throttled stream reading again once its buffer is delivered. */
 static void channel_pump_cb(uv_idle_t *idle)
 {
   channel_t *ch = idle->data;
-  if (ch->kind == CH_FILE && ch->readable && !ch->eof && !ch->paused && channel_live(ch)) {
+  if (ch->kind == CH_FILE && ch->readable && !ch->eof && !ch->paused && channel_live(ch) && !channel_has_items(ch)) {
     if (ch->rbuf == NULL) ch->rbuf = malloc(READ_CHUNK);
     ssize_t n = ch->rbuf ? read(ch->fd, ch->rbuf, READ_CHUNK) : -ENOMEM;
     if (n > 0)
@@ -184,8 +221,10 @@ static void channel_pump_cb(uv_idle_t *idle)
       channel_input_end(ch, 0);
     else if (errno != EINTR && errno != EAGAIN)
       channel_input_end(ch, n == -ENOMEM ? UV_ENOMEM : -errno);
+  } else {
+    channel_deliver(ch);
   }
-  channel_deliver(ch);
+  channel_unthrottle(ch);
   channel_pump_update(ch);
 }
 
@@ -398,7 +437,10 @@ void channel_resume(channel_t *ch)
   if (ch->closed || !ch->paused) return;
   ch->paused = 0;
   if (ch->readable && !ch->eof && !ch->io_closed && ch->kind == CH_STREAM) {
-    if (uv_read_start(&ch->io.stream, channel_alloc_cb, channel_read_cb) == 0) ch->reading = 1;
+    if (channel_has_items(ch))
+      ch->throttled = 1; /* the pump delivers what is buffered first, then reading starts again */
+    else if (uv_read_start(&ch->io.stream, channel_alloc_cb, channel_read_cb) == 0)
+      ch->reading = 1;
   }
   channel_pump_update(ch);
 }

@@ -275,6 +275,90 @@ static void test_plain_file(uv_loop_t *loop)
   unlink(path);
 }
 
+/* Counts lines per loop turn (a prepare handle marks each turn) and when the other channel's
+ * line arrived. */
+typedef struct {
+  int lines, turn_lines, max_turn_lines, eof;
+  int *other_lines;        /* the flood's count, read when this channel's line arrives */
+  int flood_seen;          /* the flood's count at that moment */
+  int bad_order;
+} counter;
+
+/* on_line of the flooding channel: lines must come in order, counted per turn. */
+static void c_line(channel_t *ch, const char *p, size_t n)
+{
+  counter *c = channel_data(ch);
+  char want[16];
+  int len = snprintf(want, sizeof(want), "%d", c->lines);
+  if ((size_t)len != n || memcmp(want, p, n) != 0) c->bad_order = 1;
+  c->lines++;
+  if (++c->turn_lines > c->max_turn_lines) c->max_turn_lines = c->turn_lines;
+}
+
+/* on_line of the quiet channel: note how far the flood had come. */
+static void q_line(channel_t *ch, const char *p, size_t n)
+{
+  counter *c = channel_data(ch);
+  (void)p;
+  (void)n;
+  c->lines++;
+  c->flood_seen = *c->other_lines;
+}
+
+/* on_eof: record. */
+static void c_eof(channel_t *ch, int err)
+{
+  counter *c = channel_data(ch);
+  (void)err;
+  c->eof = 1;
+}
+
+/* Prepare callback: a new loop turn starts. */
+static void turn_start(uv_prepare_t *h)
+{
+  counter *c = h->data;
+  c->turn_lines = 0;
+}
+
+static void test_flood_fairness(uv_loop_t *loop)
+{
+  TEST("a flood is delivered at most 2 x 128 lines a loop turn, in order; another channel is served meanwhile");
+  enum { N = 5000 };
+  int a[2], b[2];
+  REQUIRE(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, a) == 0);
+  REQUIRE(pipe2(b, O_CLOEXEC) == 0);
+  int big = 1 << 20;
+  setsockopt(a[1], SOL_SOCKET, SO_SNDBUF, &big, sizeof(big));
+  static char buf[N * 6];
+  size_t len = 0;
+  for (int i = 0; i < N; i++) len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%d\n", i);
+  counter flood = {0}, quiet = {0};
+  quiet.other_lines = &flood.lines;
+  static const channel_cbs flood_cbs = {c_line, NULL, NULL, c_eof, NULL, NULL};
+  static const channel_cbs quiet_cbs = {q_line, NULL, NULL, c_eof, NULL, NULL};
+  channel_opts fo = {0, 0, 1, 0, &flood_cbs, &flood}, qo = {0, 0, 1, 0, &quiet_cbs, &quiet};
+  channel_t *fc = NULL, *qc = NULL;
+  REQUIRE(channel_open(loop, a[0], &fo, &fc) == 0);
+  REQUIRE(channel_open(loop, b[0], &qo, &qc) == 0);
+  uv_prepare_t turns;
+  uv_prepare_init(loop, &turns);
+  turns.data = &flood;
+  uv_prepare_start(&turns, turn_start);
+  write_all(a[1], buf, len);  /* all of it is in the socket before the loop runs */
+  close(a[1]);
+  write_all(b[1], "control\n", 8);
+  close(b[1]);
+  CHECK(run_until(loop, &flood.eof, 20000));
+  CHECK(run_until(loop, &quiet.eof, 5000));
+  CHECKF(flood.lines == N, "lines %d", flood.lines);
+  CHECK(!flood.bad_order);
+  CHECKF(flood.max_turn_lines <= 2 * 128, "at most 2 x 128 lines a turn (read + pump), saw %d", flood.max_turn_lines);
+  CHECKF(quiet.lines == 1 && quiet.flood_seen < N / 2, "the quiet line came after %d flood lines", quiet.flood_seen);
+  close_now((uv_handle_t *)&turns);
+  channel_close(fc);
+  channel_close(qc);
+}
+
 int main(void)
 {
   printf("test_channel\n");
@@ -288,6 +372,7 @@ int main(void)
   test_socketpair_halfclose(&loop);
   test_write_errors(&loop);
   test_plain_file(&loop);
+  test_flood_fairness(&loop);
   loop_finish(&loop);
   return check_done();
 }
