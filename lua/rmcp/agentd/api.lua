@@ -286,22 +286,30 @@ local function dispatch(d, conn, method, params, reply)
   fn(d, conn, params, reply, conn.peer.current_id)
 end
 
--- Takes over an accepted socket fd: NDJSON JSON-RPC with the API methods.
-function M.accept(d, fd, peer_uid, peer_pid)
+-- A new connection of d whose lines go out through send(line): its JSON-RPC peer dispatches to the
+-- API methods (feed it with conn.peer:receive(line)). Registered in d.conns.
+function M.connect(d, send, peer_pid)
   d.next_conn = d.next_conn + 1
   local conn = { id = d.next_conn, requests = {}, hello = false, peer_pid = peer_pid }
-  local ch
-  -- a peer that leaves its replies unread is not read either until they drain
-  local gate = flow.gate("conn " .. conn.id, function() return flow.unread(ch) end)
   conn.peer = jsonrpc.new({
     name = "agentd-conn",
-    send = function(line) if ch and not ch:is_closed() then ch:write(line) end end,
+    send = send,
     on_request = function(method, params, reply) dispatch(d, conn, method, params, reply) end,
     on_notification = function(method, params)
       dispatch(d, conn, method, params, function() end)
     end,
     on_protocol_error = function(message) log.warn("conn %d: %s", conn.id, message) end,
   })
+  d.conns[conn] = true
+  return conn
+end
+
+-- Takes over an accepted socket fd: NDJSON JSON-RPC with the API methods.
+function M.accept(d, fd, peer_uid, peer_pid)
+  local ch
+  local conn = M.connect(d, function(line) if ch and not ch:is_closed() then ch:write(line) end end, peer_pid)
+  -- a peer that leaves its replies unread is not read either until they drain
+  local gate = flow.gate("conn " .. conn.id, function() return flow.unread(ch) end)
   local err
   ch, err = channel.open(fd, {
     mode = "ndjson",
@@ -320,11 +328,11 @@ function M.accept(d, fd, peer_uid, peer_pid)
   })
   if not ch then
     log.error("cannot open connection from pid %s: %s", tostring(peer_pid), tostring(err))
+    d.conns[conn] = nil
     return
   end
   conn.ch = ch
   gate.reader = ch
-  d.conns[conn] = true
   log.debug("conn %d: accepted (uid %s pid %s)", conn.id, tostring(peer_uid), tostring(peer_pid))
 end
 
