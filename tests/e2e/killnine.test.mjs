@@ -72,8 +72,16 @@ class Host {
     return c;
   }
 
-  // Calls a tool; a call cut off by the launcher's death is sent again through the next launcher
-  // when `again` (reads and watches), else it throws. Returns {result, data}.
+  // Starts the next launcher once launcher c is gone (killed, or it gave up on a crash-looping
+  // server and exited, as production does); once per launcher.
+  replace(c) {
+    if (c.replaced) return;
+    c.replaced = true;
+    this.ready = (async () => { await withTimeout(c.gone, 10000, `launcher ${c.pid} exit`); return this.launch(); })();
+  }
+
+  // Calls a tool; a call cut off by the launcher's death, or answered with its giving up, is sent
+  // again through the next launcher when `again` (reads and watches), else it throws. Returns {result, data}.
   async call(name, args, again) {
     for (;;) {
       const c = await this.ready;
@@ -81,7 +89,9 @@ class Host {
         const result = await c.client.callTool({ name, arguments: args }, undefined, { timeout: 90000 });
         return { result, data: result.structuredContent };
       } catch (err) {
-        if (!(c.closed && again)) throw err;
+        const gaveUp = /the MCP server keeps exiting/.test(err.message);
+        if (c.closed || gaveUp) this.replace(c);
+        if (!((c.closed || gaveUp) && again)) throw err;
       }
     }
   }
@@ -89,7 +99,7 @@ class Host {
   // SIGKILLs the current launcher and starts the next one once the old one is gone.
   async killLauncher() {
     const old = await this.ready;
-    this.ready = (async () => { await withTimeout(old.gone, 10000, 'launcher exit'); return this.launch(); })();
+    this.replace(old);
     process.kill(old.pid, 'SIGKILL');
     return { pid: old.pid, recovered: this.ready };
   }
@@ -120,6 +130,7 @@ test('kill -9 of launcher, server or agentd at random moments: every result exac
   let stopping = false;
   const kills = { launcher: 0, server: 0, agentd: 0 };
   let watchCalls = 0;
+  let gaveUp = 0; // launchers that gave up on a crash-looping server (and were started again)
   let repeats = 0; // exit notices that repeated an already delivered last message
 
   // Records what one watch result delivered. A turn's result is an idle end_turn result, or the
@@ -233,7 +244,17 @@ test('kill -9 of launcher, server or agentd at random moments: every result exac
       await until(() => serverPids(c.pid).length === 1, 10000, 'one server child');
       const pid = serverPids(c.pid)[0];
       process.kill(pid, 'SIGKILL');
-      await c.waitEvent((e) => e.event === 'mcp_server_restarted' && e.old_pid === pid, 15000, `the launcher restarts server ${pid}`);
+      // a fifth quick crash in a row makes the launcher give up and exit: the host starts another
+      const how = await Promise.race([
+        c.waitEvent((e) => e.event === 'mcp_server_restarted' && e.old_pid === pid, 15000, `the launcher restarts server ${pid}`).then(() => 'restarted'),
+        c.gone.then(() => 'gave up'),
+      ]).catch((err) => { throw new Error(`${err.message}\nlauncher stderr:\n${c.stderr.join('').slice(-4000)}`); });
+      if (how === 'gave up') {
+        assert.match(c.stderr.join(''), /the MCP server keeps exiting \(5 times in a row/, 'the launcher exits only after giving up');
+        gaveUp++;
+        host.replace(c);
+        await withTimeout(host.ready, 20000, 'a new launcher after one gave up');
+      }
     } else {
       await until(() => agentdPid(fx.sb), 15000, 'a running agentd');
       const pid = agentdPid(fx.sb);
@@ -278,7 +299,7 @@ test('kill -9 of launcher, server or agentd at random moments: every result exac
   const strays = procs.filter((p) => !daemons.includes(p) && !(agents.includes(p) && daemons.length === 1 && p.ppid === daemons[0].pid));
   const durationMs = Date.now() - t0;
   t.diagnostic(`trials ${TRIALS}: ${trials.join(' ')}`);
-  t.diagnostic(`kills: launcher ${kills.launcher}, server ${kills.server}, agentd ${kills.agentd}; launchers started ${host.launchers.length}`);
+  t.diagnostic(`kills: launcher ${kills.launcher}, server ${kills.server}, agentd ${kills.agentd}; launchers started ${host.launchers.length} (${gaveUp} after giving up on a crash loop)`);
   t.diagnostic(`results: ${results} delivered, ${finished.size} finished in journals, ${lost.length} lost, ${twice.length} delivered twice; `
     + `${agentsLog.reduce((x, a) => x + a.resumes, 0)} resumes; ${watchCalls} watch calls; ${repeats} exit notices repeating a delivered message; ${strays.length} orphans; ${durationMs} ms`);
 
