@@ -202,7 +202,8 @@ test('kill -9 of launcher, server or agentd at random moments: every result exac
       if (result.isError) { problems.push(`${a.sid}: watch failed: ${result.content?.[0]?.text}`); return; }
       if (data.superseded) continue;
       if (data.timed_out) { problems.push(`${a.sid}: a watch waited 45 s for a turn result (lost?)`); return; }
-      const r = data.results[a.sid];
+      const r = data.results?.[a.sid];
+      if (!r) { problems.push(`${a.sid}: a watch returned without this session's result: ${JSON.stringify(data)}`); return; }
       const tok = record(a, r);
       if (r.status === 'orphaned' || r.status === 'exited') {
         if (tok) { a.turnsDone++; a.turn++; }
