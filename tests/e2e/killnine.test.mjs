@@ -130,6 +130,7 @@ test('kill -9 of launcher, server or agentd at random moments: every result exac
   let stopping = false;
   const kills = { launcher: 0, server: 0, agentd: 0 };
   let watchCalls = 0;
+  let exitedNotices = 0; // sessions that came back exited rather than orphaned (an agent lost while starting)
   let gaveUp = 0; // launchers that gave up on a crash-looping server (and were started again)
   let repeats = 0; // exit notices that repeated an already delivered last message
 
@@ -206,6 +207,8 @@ test('kill -9 of launcher, server or agentd at random moments: every result exac
       if (!r) { problems.push(`${a.sid}: a watch returned without this session's result: ${JSON.stringify(data)}`); return; }
       const tok = record(a, r);
       if (r.status === 'orphaned' || r.status === 'exited') {
+        if (r.status === 'orphaned' && r.exit_reason !== 'daemon_died') problems.push(`${a.sid}: orphaned for ${r.exit_reason}`);
+        if (r.status === 'exited') exitedNotices++;
         if (tok) { a.turnsDone++; a.turn++; }
         a.resumes++;
         a.sinceResume = 0;
@@ -302,7 +305,7 @@ test('kill -9 of launcher, server or agentd at random moments: every result exac
   t.diagnostic(`trials ${TRIALS}: ${trials.join(' ')}`);
   t.diagnostic(`kills: launcher ${kills.launcher}, server ${kills.server}, agentd ${kills.agentd}; launchers started ${host.launchers.length} (${gaveUp} after giving up on a crash loop)`);
   t.diagnostic(`results: ${results} delivered, ${finished.size} finished in journals, ${lost.length} lost, ${twice.length} delivered twice; `
-    + `${agentsLog.reduce((x, a) => x + a.resumes, 0)} resumes; ${watchCalls} watch calls; ${repeats} exit notices repeating a delivered message; ${strays.length} orphans; ${durationMs} ms`);
+    + `${agentsLog.reduce((x, a) => x + a.resumes, 0)} resumes (${exitedNotices} from exited); ${watchCalls} watch calls; ${repeats} exit notices repeating a delivered message; ${strays.length} orphans; ${durationMs} ms`);
 
   assert.deepEqual(problems, [], 'no driver saw an unexpected result');
   assert.deepEqual(lost, [], 'every finished turn was delivered');
@@ -311,6 +314,8 @@ test('kill -9 of launcher, server or agentd at random moments: every result exac
   assert.equal(kills.launcher + kills.server + kills.agentd, TRIALS);
   for (const a of agentsLog) {
     assert.ok(a.turnsDone >= 1, `${a.sid} finished turns`);
+    // every session was live at the first agentd kill, so each must have come back orphaned
+    if (kills.agentd > 0) assert.ok(a.resumes >= 1, `${a.sid} lost its agent with agentd and was resumed`);
     assert.ok(a.sinceResume >= 1, `${a.sid} finished a turn after its last resume (${a.resumes} resumes)`);
   }
   assert.deepEqual(strays, [], 'no launcher or server outlives the host; every agent is a child of the one agentd');
