@@ -1,0 +1,360 @@
+// kill -9 chaos (issue #11 §6): four real agents run back-to-back slow turns through the launcher
+// while a seeded PRNG picks, at random moments, one of launcher / server / agentd to SIGKILL. The host
+// side acts as a production host would: a dead launcher is started again, a dead server is the
+// launcher's business, sessions orphaned by a dead agentd are resumed. Every turn the agents finished
+// (their journals say so) must reach the client exactly once across all watch calls, every orphaned
+// session must resume and finish a turn, and no process of the private home may be left.
+// A second case (todo) makes certain the one window the random kills rarely hit: see its comment.
+// Replay a failure with RMCP_CHAOS_SEED=<seed printed below>; RMCP_CHAOS_TRIALS sets the kill count.
+// needs: agent python3 clients
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { useFixture, withTimeout, alive, until, agentdPid, agentProcesses, sandboxProcesses, shutdownAgentd, leftovers, BIN } from './helpers.mjs';
+
+const SEED = process.env.RMCP_CHAOS_SEED ? Number(process.env.RMCP_CHAOS_SEED) : (Date.now() % 0x7fffffff);
+const TRIALS = Number(process.env.RMCP_CHAOS_TRIALS || 12);
+const AGENTS = 4;
+const TARGETS = ['launcher', 'server', 'agentd'];
+const CLIENT_NAME = 'killnine-host'; // the same name after every relaunch: the same orchestrator
+
+// A turn streams ~45 characters, 3 per chunk every 80 ms (~1.2 s): long enough to be killed inside.
+const scenario = {
+  rules: [{ name: 'chaos-turn', last_role: 'user', user_contains: 'CHAOS-TURN', text: `${'.'.repeat(30)} DONE `, echo: 'last_user', chunk: 3, delay: 0.08 }],
+};
+
+const fx = useFixture({ scenario });
+
+// mulberry32: a small seeded PRNG, so a failing run can be replayed from its seed.
+function prng(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const TOKEN = /tok=(a\d+\.t\d+\.r\d+);/g;
+const tokensIn = (text) => [...String(text ?? '').matchAll(TOKEN)].map((m) => m[1]);
+
+// The host: one launcher at a time, started again (same client name) when the previous one died.
+class Host {
+  constructor() { this.launchers = []; this.ready = this.launch(); }
+
+  async launch() {
+    const transport = new StdioClientTransport({ command: BIN, args: [], env: fx.env(), cwd: fx.sb.ws, stderr: 'pipe' });
+    const stderr = [];
+    transport.stderr?.on('data', (d) => stderr.push(String(d)));
+    const c = { transport, stderr, closed: false, events: [], waiters: [] };
+    // set before connect: the client chains its own onclose after ours, so `closed` is true before
+    // any pending call is rejected
+    c.gone = new Promise((resolve) => { transport.onclose = () => { c.closed = true; resolve(); }; });
+    c.client = new Client({ name: CLIENT_NAME, version: '1.0.0' }, { capabilities: {} });
+    c.client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
+      const ev = n.params?.data?.event;
+      if (!ev) return;
+      c.events.push(ev);
+      for (const w of [...c.waiters]) if (w.pred(ev)) { c.waiters.splice(c.waiters.indexOf(w), 1); w.resolve(ev); }
+    });
+    c.waitEvent = (pred, ms, what) => {
+      const seen = c.events.find(pred);
+      if (seen) return Promise.resolve(seen);
+      return withTimeout(new Promise((resolve) => c.waiters.push({ pred, resolve })), ms, what);
+    };
+    await withTimeout(c.client.connect(transport), 15000, 'MCP initialize through the launcher');
+    c.pid = transport.pid;
+    this.launchers.push(c);
+    return c;
+  }
+
+  // Starts the next launcher once launcher c is gone (killed, or it gave up on a crash-looping
+  // server and exited, as production does); once per launcher.
+  replace(c) {
+    if (c.replaced) return;
+    c.replaced = true;
+    this.ready = (async () => { await withTimeout(c.gone, 10000, `launcher ${c.pid} exit`); return this.launch(); })();
+  }
+
+  // Calls a tool; a call cut off by the launcher's death, or answered with its giving up, is sent
+  // again through the next launcher when `again` (reads and watches), else it throws. Returns {result, data}.
+  async call(name, args, again) {
+    for (;;) {
+      const c = await this.ready;
+      try {
+        const result = await c.client.callTool({ name, arguments: args }, undefined, { timeout: 90000 });
+        return { result, data: result.structuredContent };
+      } catch (err) {
+        const gaveUp = /the MCP server keeps exiting/.test(err.message);
+        if (c.closed || gaveUp) this.replace(c);
+        if (!((c.closed || gaveUp) && again)) throw err;
+      }
+    }
+  }
+
+  // SIGKILLs the current launcher and starts the next one once the old one is gone.
+  async killLauncher() {
+    const old = await this.ready;
+    this.replace(old);
+    process.kill(old.pid, 'SIGKILL');
+    return { pid: old.pid, recovered: this.ready };
+  }
+
+  async close() {
+    for (const c of this.launchers) await c.client.close().catch(() => {});
+  }
+}
+
+// The live server children of a launcher.
+function serverPids(launcherPid) {
+  try {
+    return readFileSync(`/proc/${launcherPid}/task/${launcherPid}/children`, 'utf8')
+      .trim().split(/\s+/).filter(Boolean).map(Number).filter(alive);
+  } catch { return []; }
+}
+
+test('kill -9 of launcher, server or agentd at random moments: every result exactly once, no orphan', async (t) => {
+  const t0 = Date.now();
+  const rnd = prng(SEED);
+  t.diagnostic(`seed ${SEED} (RMCP_CHAOS_SEED=${SEED} replays it), ${TRIALS} trials, ${AGENTS} agents`);
+  const host = new Host();
+  t.after(() => host.close());
+
+  const delivered = new Map(); // token -> times a turn result carried it
+  const problems = [];
+  const agentsLog = []; // per agent: {sid, turnsDone, resumes, turnsAfterResume}
+  let stopping = false;
+  const kills = { launcher: 0, server: 0, agentd: 0 };
+  let watchCalls = 0;
+  let exitedNotices = 0; // sessions that came back exited rather than orphaned (an agent lost while starting)
+  let gaveUp = 0; // launchers that gave up on a crash-looping server (and were started again)
+  let repeats = 0; // exit notices that repeated an already delivered last message
+
+  // Records what one watch result delivered. A turn's result is an idle end_turn result, or the
+  // orphaned/exited notice of a session whose agentd died after the turn ended but before any watch
+  // took it; a notice repeating an already delivered last message is no new delivery.
+  function record(a, r) {
+    const toks = tokensIn(r.message);
+    if (r.status === 'idle') {
+      if (r.stop_reason !== 'end_turn') problems.push(`${a.sid}: turn ended ${r.stop_reason}: ${r.error_text ?? ''}`);
+      if (toks.length !== 1) { problems.push(`${a.sid}: an idle result without exactly one turn token: ${JSON.stringify(r)}`); return null; }
+      delivered.set(toks[0], (delivered.get(toks[0]) ?? 0) + 1);
+      return toks[0];
+    }
+    if (r.status === 'orphaned' || r.status === 'exited') {
+      const fresh = toks.filter((k) => !delivered.has(k));
+      repeats += toks.length - fresh.length;
+      for (const k of fresh) delivered.set(k, 1);
+      return fresh[0] ?? null;
+    }
+    problems.push(`${a.sid}: a watch woke for status ${r.status}: ${JSON.stringify(r)}`);
+    return null;
+  }
+
+  // The list row of sid (a read: sent again across launcher deaths).
+  async function row(sid) {
+    const { result, data } = await host.call('reasonix_list', {}, true);
+    if (result.isError) return null; // agentd just died; the caller looks again
+    return data.sessions.find((s) => s.session_id === sid) ?? null;
+  }
+
+  // Starts the next turn of agent a. A send cut off by a kill has an unknown outcome: the session's
+  // row says whether it took (running, or a result pending); if not, a new attempt (a new token) goes.
+  async function startTurn(a) {
+    for (let attempt = 0; ; attempt++) {
+      const tok = `a${a.n}.t${a.turn}.r${attempt}`;
+      let ok = false;
+      try {
+        const { result } = await host.call('reasonix_send', { session_id: a.sid, message: `CHAOS-TURN tok=${tok};`, expect: 'new_turn' }, false);
+        ok = !result.isError;
+      } catch { /* cut off by a kill */ }
+      if (ok) return;
+      if (attempt > 20) throw new Error(`${a.sid}: no turn would start`);
+      const r = await row(a.sid);
+      if (!r) continue;
+      if (['running', 'starting'].includes(r.status) || r.terminal_pending) return;
+      if (r.status === 'orphaned' || r.status === 'exited') return; // the next watch reports it
+    }
+  }
+
+  // Resumes an orphaned session; a resume cut off by a kill is checked against the row and repeated.
+  async function resume(a) {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const { result } = await host.call('reasonix_resume', { session_id: a.sid }, false);
+        if (!result.isError) return;
+      } catch { /* cut off by a kill */ }
+      const r = await row(a.sid);
+      if (r && !['orphaned', 'exited'].includes(r.status)) return;
+      if (attempt > 20) throw new Error(`${a.sid}: resume keeps failing: ${JSON.stringify(r)}`);
+    }
+  }
+
+  // One agent's life: watch; an ended turn starts the next (until the chaos stops), an orphaned
+  // session is resumed and given its turn again under a new token.
+  async function drive(a) {
+    for (;;) {
+      watchCalls++;
+      const { result, data } = await host.call('reasonix_watch', { session_ids: [a.sid], timeout: 45 }, true);
+      if (result.isError) { problems.push(`${a.sid}: watch failed: ${result.content?.[0]?.text}`); return; }
+      if (data.superseded) continue;
+      if (data.timed_out) { problems.push(`${a.sid}: a watch waited 45 s for a turn result (lost?)`); return; }
+      const r = data.results?.[a.sid];
+      if (!r) { problems.push(`${a.sid}: a watch returned without this session's result: ${JSON.stringify(data)}`); return; }
+      const tok = record(a, r);
+      if (r.status === 'orphaned' || r.status === 'exited') {
+        if (r.status === 'orphaned' && r.exit_reason !== 'daemon_died') problems.push(`${a.sid}: orphaned for ${r.exit_reason}`);
+        if (r.status === 'exited') exitedNotices++;
+        if (tok) { a.turnsDone++; a.turn++; }
+        a.resumes++;
+        a.sinceResume = 0;
+        await resume(a);
+        await startTurn(a);
+        continue;
+      }
+      if (tok) { a.turnsDone++; a.sinceResume++; a.turn++; }
+      if (stopping && a.sinceResume > 0) return;
+      await startTurn(a);
+    }
+  }
+
+  // Spawn the fleet before the chaos starts (a spawn cut off by a kill would leave an unknown id).
+  const first = await host.ready;
+  for (let n = 0; n < AGENTS; n++) {
+    const r = await first.client.callTool({ name: 'reasonix_spawn', arguments: { task: `CHAOS-TURN tok=a${n}.t0.r0;`, keep_alive: true } });
+    assert.notEqual(r.isError, true, JSON.stringify(r.content));
+    agentsLog.push({ n, sid: r.structuredContent.session_id, turn: 0, turnsDone: 0, resumes: 0, sinceResume: 0 });
+  }
+  const drivers = Promise.all(agentsLog.map((a) => drive(a).catch((e) => problems.push(`${a.sid}: ${e.stack}`))));
+
+  // The chaos: a random pause, a random target, SIGKILL, then wait for the event that says the
+  // system took it (a new launcher connected / the launcher restarted its server / the dead agentd's
+  // agents are gone and a new agentd runs).
+  const trials = [];
+  for (let i = 0; i < TRIALS; i++) {
+    await new Promise((r) => setTimeout(r, 300 + Math.floor(rnd() * 2500)));
+    const target = TARGETS[Math.floor(rnd() * TARGETS.length)];
+    const at = Date.now() - t0;
+    if (target === 'launcher') {
+      const { pid, recovered } = await host.killLauncher();
+      await withTimeout(recovered, 20000, `a new launcher after killing ${pid}`);
+      await until(() => !alive(pid), 5000, 'killed launcher gone');
+    } else if (target === 'server') {
+      const c = await host.ready;
+      await until(() => serverPids(c.pid).length === 1, 10000, 'one server child');
+      const pid = serverPids(c.pid)[0];
+      process.kill(pid, 'SIGKILL');
+      // a fifth quick crash in a row makes the launcher give up and exit: the host starts another
+      const how = await Promise.race([
+        c.waitEvent((e) => e.event === 'mcp_server_restarted' && e.old_pid === pid, 15000, `the launcher restarts server ${pid}`).then(() => 'restarted'),
+        c.gone.then(() => 'gave up'),
+      ]).catch((err) => { throw new Error(`${err.message}\nlauncher stderr:\n${c.stderr.join('').slice(-4000)}`); });
+      if (how === 'gave up') {
+        assert.match(c.stderr.join(''), /the MCP server keeps exiting \(5 times in a row/, 'the launcher exits only after giving up');
+        gaveUp++;
+        host.replace(c);
+        await withTimeout(host.ready, 20000, 'a new launcher after one gave up');
+      }
+    } else {
+      await until(() => agentdPid(fx.sb), 15000, 'a running agentd');
+      const pid = agentdPid(fx.sb);
+      const agents = agentProcesses(fx.sb).filter((p) => p.ppid === pid).map((p) => p.pid);
+      process.kill(pid, 'SIGKILL');
+      await until(() => !alive(pid) && agents.every((p) => !alive(p)), 10000, 'agentd and its agents die (PDEATHSIG)');
+      await until(() => { const p = agentdPid(fx.sb); return p && p !== pid; }, 15000, 'a new agentd started by the reconnecting server');
+    }
+    kills[target]++;
+    trials.push(`${target}@${at}ms`);
+  }
+  stopping = true;
+  await withTimeout(drivers, 60000, 'every agent finishes its last turn after the chaos');
+
+  // The ground truth: each journal's end_turn records, one token each.
+  const finished = new Map();
+  const { data: listed } = await host.call('reasonix_list', {}, true);
+  for (const a of agentsLog) {
+    const s = listed.sessions.find((x) => x.session_id === a.sid);
+    for (const line of readFileSync(s.transcript_path, 'utf8').split('\n')) {
+      if (!line) continue;
+      const rec = JSON.parse(line);
+      if (rec.type !== 'turn_end' || rec.stop_reason !== 'end_turn') continue;
+      const toks = tokensIn(rec.text);
+      assert.equal(toks.length, 1, `a journal turn_end carries one token: ${line}`);
+      finished.set(toks[0], (finished.get(toks[0]) ?? 0) + 1);
+    }
+  }
+  const lost = [...finished.keys()].filter((k) => !delivered.has(k));
+  const twice = [...delivered].filter(([, n]) => n > 1).map(([k, n]) => `${k}×${n}`);
+  const phantom = [...delivered.keys()].filter((k) => !finished.has(k));
+  const results = [...delivered.values()].reduce((x, y) => x + y, 0);
+
+  // The host goes away: launchers and servers must follow; agentd and its agents stay (agents outlive
+  // the host by design) and must be exactly one agentd with the live agents as its children.
+  await host.close();
+  for (const c of host.launchers) await withTimeout(c.gone, 10000, 'launcher exit after close');
+  await until(() => sandboxProcesses(fx.sb).every((p) => / agentd$/.test(p.cmd) || / acp( |$)/.test(p.cmd)), 10000, 'launchers and servers gone').catch(() => {});
+  const procs = sandboxProcesses(fx.sb);
+  const daemons = procs.filter((p) => / agentd$/.test(p.cmd));
+  const agents = procs.filter((p) => / acp( |$)/.test(p.cmd));
+  const strays = procs.filter((p) => !daemons.includes(p) && !(agents.includes(p) && daemons.length === 1 && p.ppid === daemons[0].pid));
+  const durationMs = Date.now() - t0;
+  t.diagnostic(`trials ${TRIALS}: ${trials.join(' ')}`);
+  t.diagnostic(`kills: launcher ${kills.launcher}, server ${kills.server}, agentd ${kills.agentd}; launchers started ${host.launchers.length} (${gaveUp} after giving up on a crash loop)`);
+  t.diagnostic(`results: ${results} delivered, ${finished.size} finished in journals, ${lost.length} lost, ${twice.length} delivered twice; `
+    + `${agentsLog.reduce((x, a) => x + a.resumes, 0)} resumes (${exitedNotices} from exited); ${watchCalls} watch calls; ${repeats} exit notices repeating a delivered message; ${strays.length} orphans; ${durationMs} ms`);
+
+  assert.deepEqual(problems, [], 'no driver saw an unexpected result');
+  assert.deepEqual(lost, [], 'every finished turn was delivered');
+  assert.deepEqual(twice, [], 'no result was delivered twice');
+  assert.deepEqual(phantom, [], 'every delivered result is a turn the agent finished');
+  assert.equal(kills.launcher + kills.server + kills.agentd, TRIALS);
+  for (const a of agentsLog) {
+    assert.ok(a.turnsDone >= 1, `${a.sid} finished turns`);
+    // every session was live at the first agentd kill, so each must have come back orphaned
+    if (kills.agentd > 0) assert.ok(a.resumes >= 1, `${a.sid} lost its agent with agentd and was resumed`);
+    assert.ok(a.sinceResume >= 1, `${a.sid} finished a turn after its last resume (${a.resumes} resumes)`);
+  }
+  assert.deepEqual(strays, [], 'no launcher or server outlives the host; every agent is a child of the one agentd');
+  assert.equal(daemons.length, 1, 'one agentd');
+  assert.equal(agents.length, AGENTS, 'one agent per keep_alive session');
+  // After agentd's shutdown nothing of this home runs but the mock provider (the fixture's teardown
+  // stops it and checks once more).
+  await shutdownAgentd(fx.sb);
+  const others = () => leftovers(fx.sb).filter((p) => p.pid !== fx.provider.child.pid);
+  await until(() => others().length === 0, 10000, 'agentd and its agents exit').catch(() => {});
+  const left = others();
+  assert.deepEqual(left, [], 'no process of this home is left after agentd\'s shutdown');
+});
+
+// The window random kills rarely hit, made certain: agentd answers a watch (and counts the result as
+// delivered) while the server cannot read it; the server then dies. The launcher sends the watch
+// again, but agentd has nothing undelivered left, so the re-sent watch blocks: the result is lost.
+// Marked todo until a re-sent watch can get back an answer that never reached the host.
+test('a watch answer the server never read is delivered after the server dies', { todo: 'lost today: agentd marks a result delivered when it writes the answer' }, async (t) => {
+  const transport = new StdioClientTransport({ command: BIN, args: [], env: fx.env({ REASONIX_MCP_PROGRESS_INTERVAL_MS: '100' }), cwd: fx.sb.ws, stderr: 'pipe' });
+  const client = new Client({ name: 'killnine-unread', version: '1.0.0' }, { capabilities: {} });
+  await withTimeout(client.connect(transport), 15000, 'MCP initialize through the launcher');
+  t.after(() => client.close().catch(() => {}));
+  const spawned = await client.callTool({ name: 'reasonix_spawn', arguments: { task: 'CHAOS-TURN tok=a9.t0.r0;' } });
+  const { session_id: sid, transcript_path: journal } = spawned.structuredContent;
+  let blocked;
+  const inAgentd = new Promise((r) => { blocked = r; });
+  const watch = client.callTool({ name: 'reasonix_watch', arguments: { session_ids: [sid] } }, undefined,
+    { timeout: 60000, resetTimeoutOnProgress: true, onprogress: () => blocked() });
+  await withTimeout(inAgentd, 20000, 'the watch blocks in agentd');
+  await until(() => serverPids(transport.pid).length === 1, 10000, 'one server child');
+  const server = serverPids(transport.pid)[0];
+  process.kill(server, 'SIGSTOP');
+  try {
+    await until(() => { try { return readFileSync(journal, 'utf8').includes('"turn_end"'); } catch { return false; } }, 30000, 'the turn ends while the server is stopped');
+  } finally {
+    process.kill(server, 'SIGKILL');
+  }
+  const r = await withTimeout(watch, 10000, 'the re-sent watch returns the turn result');
+  assert.deepEqual(tokensIn(r.structuredContent.results[sid].message), ['a9.t0.r0']);
+});
