@@ -219,16 +219,20 @@ local function damaged_record(dir, id, text, why)
     return text and (text:match('"' .. name .. '"%s*:%s*"([^"\\]*)"'))
   end
   local facts = journal_facts(M.journal_path(dir, id))
+  local st = uv.fs_stat(M.meta_path(dir, id)) or uv.fs_stat(M.journal_path(dir, id))
+  local t = facts.t or (st and st.mtime.sec) or 0
   local owner = field("owner") or facts.owner
   local cwd = field("cwd") or facts.cwd or ""
-  local recovered = { owner and "owner" or nil, cwd ~= "" and "cwd" or nil }
+  local recovered = {}
+  if owner then recovered[#recovered + 1] = "owner" end
+  if cwd ~= "" then recovered[#recovered + 1] = "cwd" end
   local note = string.format("unreadable session file (%s); recovered: %s; the journal holds %d finished turn(s)",
     why, #recovered > 0 and table.concat(recovered, ", ") or "nothing", facts.turns)
   return {
     id = id, owner = owner, cwd = cwd, project_dir = cwd, task = field("task") or "",
     status = "exited", exit_reason = "damaged", damaged = note, unreadable = why,
     turns_total = facts.turns, last_text = facts.text,
-    created_at = facts.t or 0, updated_at = facts.t or 0,
+    created_at = t, updated_at = t,
   }
 end
 
