@@ -134,6 +134,41 @@ test("watch readiness and the compact result", function(t)
   t.eq(r.events, nil, "compact results carry no event list")
 end)
 
+test("list view: what an orchestrator acts on by default, hidden counted, pages by cursor", function(t)
+  local now = 1000000
+  local sessions = {}
+  for i = 1, 6 do -- finished long ago and collected
+    sessions[#sessions + 1] = { id = "old" .. i, status = "exited", created_at = i, updated_at = i, pending = {} }
+  end
+  sessions[#sessions + 1] = { id = "uncollected", status = "exited", created_at = 10, updated_at = 10, pending = {},
+                              terminal_pending = true }
+  sessions[#sessions + 1] = { id = "idle", status = "idle", created_at = 11, updated_at = 11, pending = {} }
+  sessions[#sessions + 1] = { id = "busy", status = "running", created_at = 12, updated_at = 12, pending = {} }
+  sessions[#sessions + 1] = { id = "today", status = "exited", created_at = 13, updated_at = now - 60, pending = {} }
+  local r = list.shape(sessions, { now = now, recent_s = 86400 })
+  local ids = {}
+  for _, row in ipairs(r.sessions) do ids[#ids + 1] = row.session_id end
+  t.eq(ids, { "today", "busy", "idle", "uncollected" })
+  t.eq(r.hidden, 6)
+  t.eq(r.counts, { exited = 2, idle = 1, running = 1 })
+  t.eq(r.next_cursor, nil)
+  r = list.shape(sessions, { now = now, recent_s = 86400, all = true })
+  t.eq(#r.sessions, 10)
+  t.eq(r.hidden, nil)
+  -- pages of 3 over all ten: each row once, in order, the last page without a cursor
+  local seen, cursor, pages = {}, nil, 0
+  repeat
+    r = list.shape(sessions, { now = now, all = true, limit = 3, cursor = cursor })
+    pages = pages + 1
+    for _, row in ipairs(r.sessions) do seen[#seen + 1] = row.session_id end
+    t.eq(r.counts.exited, 8, "counts cover every page")
+    cursor = r.next_cursor and list.parse_cursor(r.next_cursor)
+  until not cursor
+  t.eq(pages, 4)
+  t.eq(seen, { "today", "busy", "idle", "uncollected", "old6", "old5", "old4", "old3", "old2", "old1" })
+  t.eq(select(2, list.parse_cursor("junk")), "cursor must be a next_cursor from an earlier list")
+end)
+
 test("list rows: previews, pending decisions, pending_only, counts", function(t)
   local sessions = {
     { id = "a", status = "idle", task = string.rep("word ", 60), created_at = 1, pending = {} },

@@ -14,6 +14,7 @@ local ownership = require "rmcp.agentd.ownership"
 local transcript = require "rmcp.agentd.transcript"
 local models = require "rmcp.agentd.models"
 local upgrade = require "rmcp.agentd.upgrade"
+local retention = require "rmcp.agentd.retention"
 local rules_spawn = require "rmcp.rules.spawn"
 local rules_poll = require "rmcp.rules.poll"
 local rules_list = require "rmcp.rules.list"
@@ -184,11 +185,42 @@ function methods.list(d, conn, p, reply)
   for _, s in pairs(d.sessions) do
     if s.owner == conn.orch then mine[#mine + 1] = s end
   end
-  local r = rules_list.shape(mine, { include_task = p.include_task == true, pending_only = p.pending_only == true,
-                                       detail = p.detail == true, current_work = session.current_work })
+  local limit = p.limit
+  if limit ~= nil and (math.type(limit) ~= "integer" or limit < 1 or limit > 500) then
+    return reply(nil, bad("limit must be an integer from 1 to 500"))
+  end
+  local cursor
+  if p.cursor ~= nil then
+    local cerr
+    cursor, cerr = rules_list.parse_cursor(p.cursor)
+    if not cursor then return reply(nil, bad(cerr)) end
+  end
+  local r = rules_list.shape(mine, {
+    include_task = p.include_task == true, pending_only = p.pending_only == true, all = p.all == true,
+    detail = p.detail == true, current_work = session.current_work,
+    now = store.now(), recent_s = config.limit("list_recent_s"),
+    limit = limit or math.floor(config.limit("list_limit")), cursor = cursor,
+  })
   r.reload = upgrade.status(d, conn.orch)
   if r.reload and r.reload.pending then r.reload_pending = true end
   reply(r)
+end
+
+-- prune: removes the caller's finished sessions by the retention rule, or by older_than_days /
+-- keep given here; force also takes uncollected ones; dry_run only names them (retention.lua).
+function methods.prune(d, conn, p, reply)
+  local rule = retention.rule()
+  if p.older_than_days ~= nil then
+    if type(p.older_than_days) ~= "number" or p.older_than_days < 0 then return reply(nil, bad("older_than_days must be a number >= 0")) end
+    rule.days = p.older_than_days
+  end
+  if p.keep ~= nil then
+    if math.type(p.keep) ~= "integer" or p.keep < 0 then return reply(nil, bad("keep must be an integer >= 0")) end
+    rule.keep = p.keep
+  end
+  rule.force = p.force == true
+  local ids = retention.prune(d, conn.orch, rule, p.dry_run == true)
+  reply({ pruned = json.array(ids), dry_run = p.dry_run == true or nil, keep = rule.keep, older_than_days = rule.days })
 end
 
 -- respond_permission: answers a pending permission request or question.

@@ -13,7 +13,10 @@ local M = {}
 
 M.usage = [[
 usage: reasonix-mcp ctl [--orchestrator ID] [--json] COMMAND ...
-  list [--task]                    sessions of the orchestrator
+  list [--task] [--all]            sessions of the orchestrator (--all: old finished ones too)
+  prune [--dry-run] [--older-than DAYS] [--keep N] [--force]
+                                   remove finished sessions by the retention rule (or these
+                                   values); --force also takes results no watch collected
   poll ID [--detail] [--thought]   what is new since the last poll
   watch ID... [--timeout S]        block until one finishes, needs a decision or dies
   send ID MESSAGE [--expect steer|new_turn]
@@ -28,7 +31,7 @@ usage: reasonix-mcp ctl [--orchestrator ID] [--json] COMMAND ...
 
 -- Splits argv into flags (with values where the flag takes one) and positional words.
 function M.parse(argv)
-  local takes = { orchestrator = true, timeout = true, expect = true, n = true }
+  local takes = { orchestrator = true, timeout = true, expect = true, n = true, ["older-than"] = true, keep = true }
   local flags, words = {}, {}
   local i = 1
   while i <= #argv do
@@ -65,6 +68,16 @@ local function print_list(r)
     local status = s.status .. (s.pending_decision and " (decision)" or "")
     print(col(s.session_id, 16) .. " " .. col(status, 18) .. " " .. col(s.stop_reason, 12) .. " " .. col(s.cwd, 30) .. " " .. tostring(s.task))
   end
+  if r.hidden then print(string.format("(%d older finished session(s) not shown: --all)", r.hidden)) end
+  if r.next_cursor then print("(more than 500: use --json and the API's cursor)") end
+end
+
+-- Prints the prune result.
+local function print_prune(r)
+  local n = #(r.pruned or {})
+  print(string.format("%s %d session(s) (keep %d, older than %g days)%s", r.dry_run and "would prune" or "pruned", n,
+    r.keep, r.older_than_days, n > 0 and ":" or ""))
+  for _, id in ipairs(r.pruned or {}) do print("  " .. id) end
 end
 
 -- Prints a poll/watch/compact result readably.
@@ -103,7 +116,10 @@ function M.run(argv)
   if not ok then io.stderr:write("ctl: ", err, "\n"); return 1 end
   local method, params = cmd, {}
   local id = words[1]
-  if cmd == "list" then params = { include_task = flags.task == true }
+  if cmd == "list" then params = { include_task = flags.task == true, all = flags.all == true, limit = 500 }
+  elseif cmd == "prune" then
+    params = { dry_run = flags["dry-run"] == true, force = flags.force == true,
+               older_than_days = tonumber(flags["older-than"]), keep = math.tointeger(tonumber(flags.keep)) }
   elseif cmd == "poll" then params = { session_id = id, detail = flags.detail == true, include_thought = flags.thought == true }
   elseif cmd == "watch" then params = { session_ids = words, timeout = tonumber(flags.timeout) }
   elseif cmd == "send" then params = { session_id = id, message = words[2], expect = flags.expect }
@@ -118,6 +134,7 @@ function M.run(argv)
   if not r then io.stderr:write("ctl: ", tostring(rerr.message), "\n"); return 1 end
   if flags.json then print(json.encode(r)); return 0 end
   if cmd == "list" then print_list(r)
+  elseif cmd == "prune" then print_prune(r)
   elseif cmd == "poll" then print_result(id, r)
   elseif cmd == "watch" then
     if r.superseded then print("superseded by a newer watch") end

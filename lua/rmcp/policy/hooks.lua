@@ -9,11 +9,13 @@ local loader = require "rmcp.policy.loader"
 local M = {}
 
 -- The hooks a policy may define, and the other fields a policy table may carry.
-M.hooks = { tools = true, permission = true, spawn_defaults = true, cleanup = true, caps = true, agent_command = true }
+M.hooks = { tools = true, permission = true, spawn_defaults = true, cleanup = true, caps = true, agent_command = true,
+            retain = true }
 M.fields = { name = "string", description = "string", selfcheck = "function" }
 
 -- The limits the caps hook may change (poll/watch shaping; agentd's buffers stay as configured).
-M.caps = { max_events = true, max_events_cap = true, max_delta_text = true, max_watch_message = true, max_full_text = true }
+M.caps = { max_events = true, max_events_cap = true, max_delta_text = true, max_watch_message = true, max_full_text = true,
+           max_result_bytes = true }
 
 -- The spawn options spawn_defaults may set, with their types.
 M.spawn_fields = { model = "string", effort = "string", work_mode = "string", tool_approval = "string",
@@ -231,6 +233,23 @@ function M.cleanup(s, grace)
     end
   end
   return grace, note
+end
+
+-- Whether finished session s is kept by retention after the policies saw the built-in answer keep
+-- (a boolean; agentd/retention.lua). A policy returns true (keep), false (may go) or nil.
+function M.retain(s, keep)
+  if not M.defined("retain") then return keep end
+  local view
+  for p, fn in with("retain") do
+    view = view or M.session_view(s)
+    local k = call(p, "retain", fn, view, keep)
+    if type(k) == "boolean" then
+      keep = k
+    elseif k ~= nil then
+      complain(p, "policy " .. p.path .. ": retain must return true, false or nil; got " .. tostring(k))
+    end
+  end
+  return keep
 end
 
 -- The value of poll/watch cap name after the policies' caps (value is the configured one).

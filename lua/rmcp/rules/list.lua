@@ -58,17 +58,64 @@ function M.pending(s)
   return M.active[s.status] == true or (s.pending ~= nil and #s.pending > 0) or s.terminal_pending == true
 end
 
--- Builds the list result from sessions (already filtered to the caller's), newest first.
+-- True when s belongs in the default view: what an orchestrator acts on (M.pending), a live
+-- agent, one whose file could not be read, or one that changed within the last recent_s seconds
+-- (now: the time).
+local function in_view(s, now, recent_s)
+  return M.pending(s) or s.status == "idle" or s.unreadable ~= nil or (s.updated_at or 0) >= now - recent_s
+end
+
+-- Orders sessions newest first (created_at, then id): the order of rows and of cursors.
+local function newer(a, b)
+  if (a.created_at or 0) ~= (b.created_at or 0) then return (a.created_at or 0) > (b.created_at or 0) end
+  return a.id > b.id
+end
+
+-- The cursor after session s: where the next page starts.
+local function cursor_of(s)
+  return string.format("%.3f/%s", s.created_at or 0, s.id)
+end
+
+-- Checks a list cursor; returns the {created_at, id} it names, or nil and why.
+function M.parse_cursor(c)
+  local t, id = tostring(c):match("^(%-?[%d.]+)/([%w%-_]+)$")
+  if not t then return nil, "cursor must be a next_cursor from an earlier list" end
+  return { created_at = tonumber(t), id = id }
+end
+
+-- Builds the list result from sessions (already filtered to the caller's), newest first. The view:
+-- opts.pending_only (active, decision-blocked, uncollected), opts.all (every session), else what
+-- in_view keeps (opts.now, opts.recent_s); counts are by status over the whole view. A page holds
+-- opts.limit rows (nil: all) after opts.cursor ({created_at, id}); next_cursor when more follow;
+-- hidden counts the caller's sessions the view leaves out.
 function M.shape(sessions, opts)
   local rows, counts = json.array(), {}
-  table.sort(sessions, function(a, b) return (a.created_at or 0) > (b.created_at or 0) end)
+  table.sort(sessions, newer)
+  local after, hidden, more, last = opts.cursor, 0, false, nil
   for _, s in ipairs(sessions) do
-    if not opts.pending_only or M.pending(s) then
-      rows[#rows + 1] = M.row(s, opts)
+    local show
+    if opts.pending_only then show = M.pending(s)
+    elseif opts.all or not opts.now then show = true
+    else show = in_view(s, opts.now, opts.recent_s or 86400) end
+    if show then
       counts[s.status] = (counts[s.status] or 0) + 1
+      local past = after and not newer(after, s)
+      if past then
+        -- on an earlier page
+      elseif opts.limit and #rows >= opts.limit then
+        more = true
+      else
+        rows[#rows + 1] = M.row(s, opts)
+        last = s
+      end
+    else
+      hidden = hidden + 1
     end
   end
-  return { sessions = rows, counts = counts }
+  local r = { sessions = rows, counts = counts }
+  if hidden > 0 then r.hidden = hidden end
+  if more then r.next_cursor = cursor_of(last) end
+  return r
 end
 
 return M

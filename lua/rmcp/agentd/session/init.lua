@@ -106,6 +106,7 @@ return {
   stop = turns.stop,
   drain = state.drain,
   current_work = state.current_work,
+  forget = state.discard,
   mark_delivered = state.mark_delivered,
   adopt = setup.adopt,
   pause_cleanup = state.cancel_cleanup,

@@ -195,7 +195,7 @@ function M.restore(d, rec)
   return s
 end
 
--- Forgets a session whose spawn failed: its record, its journal and its files.
+-- Forgets a session: its record, its journal and its place in d (a spawn that failed, or pruned).
 function M.discard(d, s)
   d.sessions[s.id] = nil
   store.remove(d.paths.sessions, s.id)

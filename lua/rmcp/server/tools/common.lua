@@ -50,7 +50,7 @@ function M.poll_options(described)
   local function doc(text) return described and text or nil end
   return {
     include_events = { type = "array", items = { type = "string" },
-                       description = doc("detail: only these event types (permission requests always kept).") },
+                       description = doc("detail: only these event types.") },
     exclude_events = { type = "array", items = { type = "string" }, description = doc("detail: event types to drop.") },
     include_thought = { type = "boolean", default = config.flag("INCLUDE_THOUGHT"), description = doc("Add the reasoning text.") },
     include_full = { type = "boolean", default = config.flag("INCLUDE_FULL"), description = doc("Add the whole conversation text.") },

@@ -4,12 +4,15 @@ local common = require "rmcp.server.tools.common"
 return {
   name = "reasonix_list",
   title = "List agents",
-  description = "Your sessions (live and resumable): status, cwd, task preview, pending decision, and counts "
-    .. "per status. Finds your ids again after a restart.",
+  description = "Your sessions: status, cwd, task preview, pending decision, counts. Shows what you act on "
+    .. "(live, pending, recent); all=true the rest.",
   inputSchema = common.object({
     include_task = { type = "boolean", default = false },
     pending_only = { type = "boolean", default = false, description = "Only active, blocked or uncollected ones." },
     detail = { type = "boolean", default = false },
+    all = { type = "boolean", default = false },
+    limit = { type = "integer", default = 50 },
+    cursor = { type = "string" },
   }),
   outputSchema = common.result(),
   annotations = { readOnlyHint = true, openWorldHint = false },

@@ -12,8 +12,8 @@ end
 return {
   name = "reasonix_send",
   title = "Send to agent",
-  description = "Never dropped: steers a running turn, or starts a new turn when idle. expect makes the "
-    .. "other case an error instead. An exited session needs reasonix_resume first.",
+  description = "Steers a running turn, or starts a new turn when idle; never dropped. expect makes the "
+    .. "other case an error. Exited: reasonix_resume first.",
   inputSchema = common.object({
     session_id = common.session_id(),
     message = { type = "string", minLength = 1 },

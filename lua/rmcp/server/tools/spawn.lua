@@ -9,7 +9,7 @@ return {
     .. "at once. Then keep reasonix_watch on your ids.",
   inputSchema = common.object({
     task = { type = "string", minLength = 1, description = "Full prompt with acceptance criteria." },
-    cwd = { type = "string", description = "Default: the project dir (or inside it, or an allow_write dir)." },
+    cwd = { type = "string", description = "Default: the project dir; must be inside it or allow_write." },
     model = { type = "string", default = config.default("model"), description = "See reasonix_models." },
     work_mode = { type = "string", enum = { "economy", "balanced", "delivery" }, default = config.default("work_mode") },
     tool_approval = { type = "string", enum = { "ask", "auto", "yolo" }, default = config.default("tool_approval"),

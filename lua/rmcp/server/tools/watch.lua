@@ -11,7 +11,7 @@ return {
   title = "Watch agents",
   description = "Block until any session finishes a turn, exits or needs a decision; returns results[id] "
     .. "(status, stop_reason, message, permission_request, plan, current_work, error_text). One watch per "
-    .. "fleet: a newer one supersedes it; undelivered results wait for the next.",
+    .. "fleet: a newer one supersedes it; undelivered results wait.",
   inputSchema = common.object(properties, { "session_ids" }),
   outputSchema = common.result(),
   annotations = { readOnlyHint = false, destructiveHint = false, idempotentHint = false, openWorldHint = false },

@@ -1,0 +1,123 @@
+-- Retention (agentd/retention.lua) and the default list view on a daemon with many sessions: the
+-- rule keeps the newest finished sessions per orchestrator and never a live or uncollected one;
+-- prune on demand (the API ctl uses) and at daemon start; a short soak whose session count, files
+-- and memory stay flat. The agents are the fake ACP agent (tests/fake_agent), for speed.
+local uv = require "luv"
+local support = require "agentd_support"
+
+-- A wrapper that runs the fake agent on our own binary; returns its path.
+local function fake_agent(t)
+  local dir = t.tmpdir("rmcp-fake")
+  local wrapper = dir .. "/reasonix"
+  local f = assert(io.open(wrapper, "w"))
+  f:write("#!/bin/sh\nexec '", require("rmcp.host").exe, "' script ", support.repo, "/tests/fake_agent/fake_acp.lua \"$@\"\n")
+  f:close()
+  uv.fs_chmod(wrapper, 493)
+  return wrapper
+end
+
+-- Spawns n sessions and watches until each has finished its first turn; returns their ids.
+local function spawn_idle(ctx, c, n, tag)
+  local ids, waiting = {}, {}
+  for i = 1, n do
+    local id = ctx.call(c, "spawn", { task = tag .. " " .. i }).session_id
+    ids[#ids + 1], waiting[id] = id, true
+  end
+  local left = n
+  for _ = 1, 10 * n do
+    if left == 0 then break end
+    local list = {}
+    for id in pairs(waiting) do list[#list + 1] = id end
+    for sid, res in pairs(ctx.call(c, "watch", { session_ids = list }).results or {}) do
+      if res.status == "idle" and waiting[sid] then waiting[sid], left = nil, left - 1 end
+    end
+  end
+  ctx.t.eq(left, 0, "every session finished its first turn")
+  return ids
+end
+
+-- Stops ids and collects each exit with a watch (so their results count as delivered).
+local function stop_collected(ctx, c, ids)
+  for _, id in ipairs(ids) do ctx.call(c, "stop", { session_id = id }) end
+  for _, id in ipairs(ids) do
+    ctx.call(c, "watch", { session_ids = { id }, timeout = 0 })
+  end
+end
+
+-- Files in the home's sessions dir.
+local function session_files(ctx)
+  local n, scan = 0, uv.fs_scandir(ctx.mcp_home .. "/sessions")
+  while scan and uv.fs_scandir_next(scan) do n = n + 1 end
+  return n
+end
+
+-- Resident memory of pid in KiB.
+local function rss_kib(pid)
+  local f = io.open("/proc/" .. pid .. "/status", "r")
+  local text = f and f:read("a") or ""
+  if f then f:close() end
+  return tonumber(text:match("VmRSS:%s*(%d+)")) or 0
+end
+
+test("prune keeps the newest finished sessions; never a live or uncollected one unless forced", function(t)
+  local ctx = support.setup(t, { env = { REASONIX_BIN = fake_agent(t) } })
+  local c = ctx.client()
+  local ids = spawn_idle(ctx, c, 5, "hello")
+  stop_collected(ctx, c, { ids[1], ids[2], ids[3], ids[4] })
+  -- a session whose turn result no watch or poll collected, then stopped
+  local u = ctx.call(c, "spawn", { task = "unseen" }).session_id
+  t.wait_for(function()
+    for _, row in ipairs(ctx.call(c, "list", {}).sessions) do
+      if row.session_id == u then return row.status == "idle" end
+    end
+  end, 10000, "the unseen turn to end", 20)
+  ctx.call(c, "stop", { session_id = u })
+  local dry = ctx.call(c, "prune", { keep = 1, dry_run = true })
+  t.eq(dry.dry_run, true)
+  t.eq(#dry.pruned, 3, "of the four collected, all but the newest")
+  t.eq(#ctx.call(c, "list", { all = true }).sessions, 6, "a dry run removes nothing")
+  local r = ctx.call(c, "prune", { keep = 1 })
+  t.eq(r.pruned, dry.pruned)
+  local left = {}
+  for _, row in ipairs(ctx.call(c, "list", { all = true }).sessions) do left[row.session_id] = row.status end
+  t.eq(left[ids[5]], "idle", "a live one stays")
+  t.eq(left[u], "exited", "an uncollected one stays")
+  t.eq(left[ids[4]], "exited", "the newest collected one stays")
+  t.eq(left[ids[1]], nil)
+  t.eq(uv.fs_stat(ctx.mcp_home .. "/sessions/" .. ids[1] .. ".json"), nil, "its record is gone")
+  t.eq(uv.fs_stat(ctx.mcp_home .. "/sessions/" .. ids[1] .. ".events.jsonl"), nil, "and its journal")
+  t.eq(ctx.call_err(c, "poll", { session_id = ids[1] }).code, -32001, "it is unknown now")
+  t.eq(ctx.call(c, "prune", { keep = 0, force = true }).pruned, { ids[4], u }, "force takes the uncollected")
+  t.eq(#ctx.call(c, "list", { all = true }).sessions, 1)
+  local other = ctx.client("orch-b")
+  t.eq(#ctx.call(other, "prune", { keep = 0, force = true }).pruned, 0, "an orchestrator prunes only its own")
+  t.eq(ctx.call_err(c, "prune", { keep = -1 }).code, -32602)
+end)
+
+test("the rule applies at daemon start: REASONIX_MCP_RETAIN_MAX finished sessions per orchestrator", function(t)
+  local ctx = support.setup(t, { env = { REASONIX_BIN = fake_agent(t), REASONIX_MCP_RETAIN_MAX = "2" } })
+  local c = ctx.client()
+  local ids = spawn_idle(ctx, c, 5, "hello")
+  stop_collected(ctx, c, ids)
+  ctx.shutdown()
+  local rows = ctx.call(c, "list", { all = true }).sessions
+  t.eq(#rows, 2, "the two newest are kept")
+  t.eq(session_files(ctx), 4, "a record and a journal each")
+end)
+
+test("soak: sessions come and go in batches; their count, files and agentd's memory stay flat", function(t)
+  local ctx = support.setup(t, { env = { REASONIX_BIN = fake_agent(t), REASONIX_MCP_RETAIN_MAX = "5" } })
+  local c = ctx.client()
+  local rss, files = {}, {}
+  for batch = 1, 4 do
+    stop_collected(ctx, c, spawn_idle(ctx, c, 20, "batch " .. batch))
+    ctx.call(c, "prune", {})
+    local list = ctx.call(c, "list", { all = true })
+    t.eq(#list.sessions, 5, "batch " .. batch .. ": the rule's five remain")
+    rss[batch], files[batch] = rss_kib(c.info.agentd_pid), session_files(ctx)
+  end
+  t.eq(files[4], 10, "files stay at the rule's bound")
+  t.ok(rss[4] - rss[2] < 4096, string.format("agentd RSS flat: batch 2 %d KiB, batch 4 %d KiB", rss[2], rss[4]))
+  print(string.format("# soak: 80 sessions in 4 batches; agentd RSS %s KiB; files %s",
+    table.concat(rss, " "), table.concat(files, " ")))
+end)
