@@ -4,7 +4,7 @@
 // launcher's business, sessions orphaned by a dead agentd are resumed. Every turn the agents finished
 // (their journals say so) must reach the client exactly once across all watch calls, every orphaned
 // session must resume and finish a turn, and no process of the private home may be left.
-// A second case (todo) makes certain the one window the random kills rarely hit: see its comment.
+// A second case makes certain the one window the random kills rarely hit: see its comment.
 // Replay a failure with RMCP_CHAOS_SEED=<seed printed below>; RMCP_CHAOS_TRIALS sets the kill count.
 // needs: agent python3 clients
 import { test } from 'node:test';
@@ -332,10 +332,11 @@ test('kill -9 of launcher, server or agentd at random moments: every result exac
 });
 
 // The window random kills rarely hit, made certain: agentd answers a watch (and counts the result as
-// delivered) while the server cannot read it; the server then dies. The launcher sends the watch
-// again, but agentd has nothing undelivered left, so the re-sent watch blocks: the result is lost.
-// Marked todo until a re-sent watch can get back an answer that never reached the host.
-test('a watch answer the server never read is delivered after the server dies', { todo: 'lost today: agentd marks a result delivered when it writes the answer' }, async (t) => {
+// delivered) while the server cannot read it; the server then dies, and the launcher sends the
+// watch again.
+// The server passes each watch a key of the host request (launcher pid + request id): the launcher's
+// re-send carries the same key, and agentd answers it with the answer that was lost.
+test('a watch answer the server never read is delivered after the server dies', async (t) => {
   const transport = new StdioClientTransport({ command: BIN, args: [], env: fx.env({ REASONIX_MCP_PROGRESS_INTERVAL_MS: '100' }), cwd: fx.sb.ws, stderr: 'pipe' });
   const client = new Client({ name: 'killnine-unread', version: '1.0.0' }, { capabilities: {} });
   await withTimeout(client.connect(transport), 15000, 'MCP initialize through the launcher');

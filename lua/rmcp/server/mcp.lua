@@ -249,13 +249,16 @@ function Server:describe_tool(tool)
 end
 
 -- The ctx a tool handler(args, ctx) gets (lua/POLICY.md): agentd access for this orchestrator that
--- waits inside the handler's coroutine, the project dir, the orchestrator id, and this call's
--- progress token. agentd's long requests made for the call are cancelled with it and carry its
--- progress.
+-- waits inside the handler's coroutine, the project dir, the orchestrator id, this call's progress
+-- token, and (under a launcher) request_key: the same for this host request when the launcher
+-- sends it again to the server that replaces us, so agentd can answer it again. agentd's long
+-- requests made for the call are cancelled with it and carry its progress.
 local function tool_ctx(server, call)
+  local key = jsonrpc.id_key(call.id)
   local ctx = {
     project_dir = server.project_dir, orchestrator_id = server.orchestrator_id,
     progress_token = call.progress_token, progress_interval_ms = tonumber(os.getenv("REASONIX_MCP_PROGRESS_INTERVAL_MS") or ""),
+    request_key = server.supervised and key and (os.getenv("REASONIX_MCP_LAUNCHER_PID") .. "/" .. key) or nil,
   }
   -- Sends method to agentd and returns cb-style: cb(result, err); raw: the result as agentd's JSON text.
   local function send(method, params, raw, cb)

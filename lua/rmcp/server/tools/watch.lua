@@ -16,5 +16,10 @@ return {
   outputSchema = common.result(),
   annotations = { readOnlyHint = false, destructiveHint = false, idempotentHint = false, openWorldHint = false },
   long = true,
-  handler = common.forward("watch", common.blocking),
+  -- the request key lets agentd answer again a watch whose answer died with the server
+  handler = common.forward("watch", function(args, ctx)
+    local params = common.blocking(args, ctx)
+    params.delivery_key = ctx.request_key
+    return params
+  end),
 }
