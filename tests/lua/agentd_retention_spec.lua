@@ -59,6 +59,15 @@ local function rss_kib(pid)
   return tonumber(text:match("VmRSS:%s*(%d+)")) or 0
 end
 
+-- True when process pid runs with AddressSanitizer (its quarantine keeps freed memory resident,
+-- so RSS says nothing about what the daemon holds).
+local function sanitized(pid)
+  local f = io.open("/proc/" .. pid .. "/maps", "r")
+  local maps = f and f:read("a") or ""
+  if f then f:close() end
+  return maps:find("libasan", 1, true) ~= nil
+end
+
 test("prune keeps the newest finished sessions; never a live or uncollected one unless forced", function(t)
   local ctx = support.setup(t, { env = { REASONIX_BIN = fake_agent(t) } })
   local c = ctx.client()
@@ -117,7 +126,11 @@ test("soak: sessions come and go in batches; their count, files and agentd's mem
     rss[batch], files[batch] = rss_kib(c.info.agentd_pid), session_files(ctx)
   end
   t.eq(files[4], 10, "files stay at the rule's bound")
-  t.ok(rss[4] - rss[2] < 4096, string.format("agentd RSS flat: batch 2 %d KiB, batch 4 %d KiB", rss[2], rss[4]))
+  if sanitized(c.info.agentd_pid) then
+    print("# agentd runs under ASan: its RSS is not checked (the quarantine holds freed memory)")
+  else
+    t.ok(rss[4] - rss[2] < 4096, string.format("agentd RSS flat: batch 2 %d KiB, batch 4 %d KiB", rss[2], rss[4]))
+  end
   print(string.format("# soak: 80 sessions in 4 batches; agentd RSS %s KiB; files %s",
     table.concat(rss, " "), table.concat(files, " ")))
 end)
