@@ -41,12 +41,14 @@ local function try_watch(d, w)
     local s = d.sessions[sid]
     if s and rules_watch.ready(s) then
       any = true
+      local repeated = rules_watch.decision_repeated(s)
       local snap = session.drain(s)
       if w.detail then
         results[sid] = rules_poll.shape(snap, w.poll_opts)
       else
         results[sid] = rules_watch.compact(snap)
       end
+      if repeated then results[sid].decision_repeated = true end
       session.mark_delivered(d, s)
     end
   end
