@@ -31,6 +31,31 @@ local function run(file, args)
   end)
 end
 
+-- The variables Codex passes to an MCP server it starts; any other needs `--env NAME=value` when
+-- registering (Claude Code passes its whole environment).
+M.CODEX_PASSES = { "HOME", "LOGNAME", "PATH", "SHELL", "USER", "LANG", "LC_ALL", "TERM", "TMPDIR", "TZ" }
+
+-- What each host will pass us from this shell: the settings (REASONIX_*) a Codex registration
+-- without `--env` loses, and the agent the server would then run. Returns ok (false when Codex
+-- would find no agent), detail.
+function M.host_env()
+  local codex_env = {}
+  for _, name in ipairs(M.CODEX_PASSES) do codex_env[name] = config.env(name) end
+  local lost = {}
+  for name in pairs(uv.os_environ()) do
+    if name:match("^REASONIX") then lost[#lost + 1] = name end
+  end
+  table.sort(lost)
+  local bin, err = config.agent_bin(codex_env)
+  local lines = {
+    "Claude Code passes its whole environment; Codex passes only " .. table.concat(M.CODEX_PASSES, " "),
+    #lost == 0 and "no REASONIX* setting here, nothing to carry"
+      or ("under Codex these are lost unless registered with --env NAME=value: " .. table.concat(lost, " ")),
+    "under Codex the agent would be: " .. (bin or err),
+  }
+  return bin ~= nil, table.concat(lines, "\n" .. string.rep(" ", 28))
+end
+
 -- Collects the checks: a list of {name, ok, detail} (coroutine).
 function M.checks()
   local out = {}
@@ -55,6 +80,7 @@ function M.checks()
         or "no configured provider has an API key (run `reasonix setup`, or put the key in $REASONIX_HOME/.env)") .. "; config " .. tostring(cfg))
     end
   end
+  add("host environment", M.host_env())
   local paths = config.paths()
   local ok, err = sock.secure_dir(paths.home)
   add("runtime dir", ok == true, ok and (paths.home .. " (0700, ours)") or tostring(err))
