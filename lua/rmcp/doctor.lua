@@ -9,6 +9,7 @@ local log = require "rmcp.lib.log"
 local async = require "rmcp.lib.async"
 local config = require "rmcp.config"
 local client = require "rmcp.agentd_client"
+local envfile = require "rmcp.envfile"
 
 local M = {}
 
@@ -36,22 +37,26 @@ end
 M.CODEX_PASSES = { "HOME", "LOGNAME", "PATH", "SHELL", "USER", "LANG", "LC_ALL", "TERM", "TMPDIR", "TZ" }
 
 -- What each host will pass us from this shell: the settings (REASONIX_*) a Codex registration
--- without `--env` loses, and the agent the server would then run. Returns ok (false when Codex
+-- without `--env` loses (the env file's reach every host), and the agent the server would then run. Returns ok (false when Codex
 -- would find no agent), detail.
 function M.host_env()
   local codex_env = {}
   for _, name in ipairs(M.CODEX_PASSES) do codex_env[name] = config.env(name) end
+  local from_file = {}
+  for _, name in ipairs(envfile.applied) do from_file[name] = true end
   local lost = {}
   for name in pairs(uv.os_environ()) do
-    if name:match("^REASONIX") then lost[#lost + 1] = name end
+    if name:match("^REASONIX") and not from_file[name] then lost[#lost + 1] = name end
   end
   table.sort(lost)
   local bin, err = config.agent_bin(codex_env)
   local lines = {
     "Claude Code passes its whole environment; Codex passes only " .. table.concat(M.CODEX_PASSES, " "),
     #lost == 0 and "no REASONIX* setting here, nothing to carry"
-      or ("under Codex these are lost unless registered with --env NAME=value: " .. table.concat(lost, " ")),
+      or ("under Codex these are lost unless registered with --env NAME=value or put in the settings file: " .. table.concat(lost, " ")),
     "under Codex the agent would be: " .. (bin or err),
+    "settings file " .. envfile.path() .. (#envfile.applied > 0 and (" sets " .. table.concat(envfile.applied, " "))
+      or " sets nothing (NAME=value lines there reach every host)"),
   }
   return bin ~= nil, table.concat(lines, "\n" .. string.rep(" ", 28))
 end
