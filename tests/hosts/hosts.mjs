@@ -33,7 +33,7 @@ function hostEnv(host, sb, api) {
   const env = { PATH: process.env.PATH, HOME: sb.home, LANG: 'C.UTF-8', TMPDIR: '/tmp', USER: 'e2e', TERM: 'dumb', RMCP_E2E_RUN: RUN_ID };
   if (host === 'claude') {
     Object.assign(env, { CLAUDE_CONFIG_DIR: join(sb.home, '.claude'), ANTHROPIC_BASE_URL: api.url, ANTHROPIC_API_KEY: 'scripted-key',
-      DISABLE_AUTOUPDATER: '1', ENABLE_TOOL_SEARCH: 'false', DISABLE_TELEMETRY: '1', DISABLE_ERROR_REPORTING: '1', CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1' });
+      DISABLE_AUTOUPDATER: '1', DISABLE_TELEMETRY: '1', DISABLE_ERROR_REPORTING: '1', CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1' });
   } else {
     Object.assign(env, { CODEX_HOME: join(sb.home, '.codex'), SCRIPTED_API_KEY: 'scripted-key' });
   }

@@ -36,7 +36,7 @@ function contentText(c) {
 function lastAnthropicResult(body) {
   const msgs = body.messages || [];
   for (let i = msgs.length - 1; i >= 0 && msgs[i].role !== 'assistant'; i--) { // reminders may follow the result
-    const r = Array.isArray(msgs[i].content) ? msgs[i].content.filter((b) => b.type === 'tool_result').pop() : undefined;
+    const r = Array.isArray(msgs[i].content) ? msgs[i].content.filter((b) => b.type === 'tool_result' && !/^toolsearch_/.test(b.tool_use_id)).pop() : undefined;
     if (r) return { text: contentText(r.content), isError: r.is_error === true };
   }
   return null;
@@ -65,7 +65,7 @@ function anthropicStream(res, action, tool, n) {
   let stop = 'end_turn';
   if (action.call) {
     stop = 'tool_use';
-    sse(res, 'content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'tool_use', id: `toolu_${n}`, name: tool?.name, input: {} } });
+    sse(res, 'content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'tool_use', id: tool?.id ?? `toolu_${n}`, name: tool?.name, input: {} } });
     sse(res, 'content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: JSON.stringify(action.args ?? {}) } });
   } else {
     sse(res, 'content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } });
@@ -92,10 +92,18 @@ function responsesStream(res, action, tool, n) {
   res.end();
 }
 
-// How many tool results a conversation holds: the index of the step that answers it.
+// How many tool results a conversation holds, not counting the tool search's: the index of the
+// step that answers it.
 function resultCount(body, anthropic) {
-  if (anthropic) return (body.messages || []).reduce((n, m) => n + (Array.isArray(m.content) ? m.content.filter((b) => b.type === 'tool_result').length : 0), 0);
+  if (anthropic) return (body.messages || []).reduce((n, m) => n + (Array.isArray(m.content) ? m.content.filter((b) => b.type === 'tool_result' && !/^toolsearch_/.test(b.tool_use_id)).length : 0), 0);
   return (Array.isArray(body.input) ? body.input : []).filter((i) => i.type === 'function_call_output').length;
+}
+
+// The reasonix tools a host lists as deferred (Claude Code's default: MCP tools are named in a
+// message and fetched with its ToolSearch tool), when they are not loaded yet; else [].
+function deferredReasonix(body) {
+  if (!(body.tools || []).some((t) => t.name === 'ToolSearch') || hostTool(body.tools, 'reasonix_spawn')) return [];
+  return [...new Set(JSON.stringify(body.messages || []).match(/mcp__reasonix__reasonix_[a-z_]+/g) || [])];
 }
 
 // Starts the API; resolves {url, port, requests, script(steps), results, waitStep(n), toolsBytes(), close()}.
@@ -132,6 +140,13 @@ export async function startScriptedApi() {
     }
     const anthropic = path.endsWith('/messages');
     if (!anthropic && !path.endsWith('/responses')) { res.writeHead(404); return res.end('{}'); }
+    const deferred = anthropic ? deferredReasonix(body) : [];
+    const n = api.requests.length;
+    if (deferred.length) { // load them first, as a model does: one ToolSearch selecting them all
+      api.searched = true;
+      return anthropicStream(res, { call: 'ToolSearch', args: { query: `select:${deferred.join(',')}`, max_results: deferred.length } },
+        { name: 'ToolSearch', id: `toolsearch_${n}` }, n);
+    }
     const main = hostTool(body.tools, 'reasonix_spawn') !== undefined;
     const action = main ? next(resultCount(body, anthropic), anthropic ? lastAnthropicResult(body) : lastResponsesResult(body)) : { say: 'ok' };
     const tool = action.call ? hostTool(body.tools, action.call) : undefined;
@@ -141,7 +156,6 @@ export async function startScriptedApi() {
       return res.end(JSON.stringify({ id: 'msg_side', type: 'message', role: 'assistant', model: 'scripted',
         content: [{ type: 'text', text: action.say ?? 'ok' }], stop_reason: 'end_turn', usage: { input_tokens: 10, output_tokens: 1 } }));
     }
-    const n = api.requests.length;
     (anthropic ? anthropicStream : responsesStream)(res, action, tool, n);
   });
   server.listen(0, '127.0.0.1');
@@ -155,8 +169,13 @@ export async function startScriptedApi() {
     if (!first) return null;
     const ns = first.body.tools.find((t) => t.type === 'namespace' && /reasonix/.test(t.name));
     const ours = ns ? [ns] : first.body.tools.filter((t) => /reasonix_/.test(t.name ?? ''));
-    return { tools: flatTools(ours).length, bytes: Buffer.byteLength(JSON.stringify(ours)),
+    const out = { tools: flatTools(ours).length, bytes: Buffer.byteLength(JSON.stringify(ours)),
       all_tools: flatTools(first.body.tools).length, all_bytes: Buffer.byteLength(JSON.stringify(first.body.tools)) };
+    // with tool search the model first reads the definitions in the search's result
+    const search = (first.body.messages || []).flatMap((m) => (Array.isArray(m.content) ? m.content : []))
+      .find((b) => b.type === 'tool_result' && /^toolsearch_/.test(b.tool_use_id));
+    if (search) out.search_result_bytes = Buffer.byteLength(JSON.stringify(search.content));
+    return out;
   };
   api.close = () => new Promise((resolve) => { server.closeAllConnections(); server.close(resolve); });
   return api;
