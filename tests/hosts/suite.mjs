@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { useHost, parseResult, withTimeout } from './hosts.mjs';
+import { BIN } from '../e2e/helpers.mjs';
 
 const question = {
   header: 'Library', question: 'Which library?', multiSelect: false,
@@ -68,6 +69,12 @@ export function hostSuite(host, test) {
     assert.equal(fx.api.results.length, 5);
     assert.ok(fx.api.results.every((x) => !x.isError), JSON.stringify(fx.api.results));
     assert.equal(ctlSession(fx, sid).status, 'exited', 'agentd has the session stopped');
+    if (host === 'codex') {
+      // progress does not extend Codex's tool timeout: the README's registration sets one a watch fits in
+      const reg = fx.hostJson(['mcp', 'get', 'reasonix', '--json']);
+      assert.equal(reg.transport.command, BIN);
+      assert.ok(reg.tool_timeout_sec >= 3600, `tool_timeout_sec ${reg.tool_timeout_sec}`);
+    }
     t.diagnostic(`${host}: tool definitions as sent to the model: ${JSON.stringify(fx.api.toolsBytes())}; run ${r.ms} ms`);
   });
 
