@@ -3,7 +3,7 @@
 // process group; the real agent runs on the offline provider. Teardown kills the host's group,
 // shuts down the home's agentd and checks that nothing is left.
 import { spawn, execFileSync } from 'node:child_process';
-import { mkdirSync, writeFileSync, readFileSync, appendFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { once } from 'node:events';
@@ -18,7 +18,7 @@ const HOST_BIN = { claude: join(here, 'node_modules', '.bin', 'claude'), codex: 
 
 // The registration lines README.md gives for host (the command after `host mcp add`), with the
 // build's binary for the placeholder path; and, for Codex, the config lines it says to add.
-export function readmeRegistration(host) {
+function readmeRegistration(host) {
   const readme = readFileSync(join(REPO, 'README.md'), 'utf8');
   const line = readme.split('\n').find((l) => l.trim().startsWith(`${host} mcp add `));
   assert.ok(line, `README.md has a ${host} mcp add line`);

@@ -3,7 +3,8 @@
 // SSE, for Codex via a model_provider's base_url). A test gives it a script: a list of steps, each
 // a function of the previous tool result returning the next action, {call: 'reasonix_x', args} or
 // {say: 'final text'}. Requests whose tools include no reasonix tool (a host's side requests:
-// titles, summaries) get a short text. Every request body is kept, so a test can read the tool
+// titles, summaries) get a short text; tools a host defers (Claude Code's tool search) are first
+// loaded with one ToolSearch call. Every request body is kept, so a test can read the tool
 // results the host sent back and the tools array it described to its model.
 import { createServer } from 'node:http';
 import { once } from 'node:events';
@@ -111,6 +112,7 @@ export async function startScriptedApi() {
   const api = { requests: [], results: [], steps: [], actions: [], waiters: [], errors: [] };
   // Resolves once the script has handed out step n (0-based).
   api.waitStep = (n) => (api.actions[n] ? Promise.resolve() : new Promise((resolve) => api.waiters.push({ n, resolve })));
+  // Replaces the script (a new host run starts again at step 0).
   api.script = (steps) => { api.steps = steps; api.actions = []; api.results = []; };
   // The action of step n given the previous tool result; a host asking again (a retry, a side
   // request with the same conversation) gets the same answer.
@@ -143,7 +145,6 @@ export async function startScriptedApi() {
     const deferred = anthropic ? deferredReasonix(body) : [];
     const n = api.requests.length;
     if (deferred.length) { // load them first, as a model does: one ToolSearch selecting them all
-      api.searched = true;
       return anthropicStream(res, { call: 'ToolSearch', args: { query: `select:${deferred.join(',')}`, max_results: deferred.length } },
         { name: 'ToolSearch', id: `toolsearch_${n}` }, n);
     }
@@ -177,6 +178,7 @@ export async function startScriptedApi() {
     if (search) out.search_result_bytes = Buffer.byteLength(JSON.stringify(search.content));
     return out;
   };
+  // Stops the server, dropping the connections a killed host left open.
   api.close = () => new Promise((resolve) => { server.closeAllConnections(); server.close(resolve); });
   return api;
 }
