@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what building and testing need and is missing: Debian packages (as root), the pinned
-# reasonix agent from npm into .agent/, the e2e test clients into tests/e2e/node_modules and the
+# reasonix agent from npm into .agent/, the e2e test clients into tests/e2e/node_modules, the MCP
+# hosts the host tests drive (Claude Code, Codex CLI) into tests/hosts/node_modules and the
 # benchmark's reference MCP server into bench/node_modules. clang and libclang-rt-14-dev (the
 # libFuzzer runtime) build the fuzz targets of tests/fuzz.
 set -euo pipefail
@@ -26,8 +27,9 @@ fi
 
 scripts/install-agent.sh
 
-# The Node packages: the e2e test clients, and the benchmark's reference MCP server (bench/README.md).
-for dir in tests/e2e bench; do
+# The Node packages: the e2e test clients, the pinned hosts, and the benchmark's reference MCP
+# server (bench/README.md).
+for dir in tests/e2e tests/hosts bench; do
   [ -f "$dir/package.json" ] || continue
   if [ ! -d "$dir/node_modules" ] || [ "$dir/package.json" -nt "$dir/node_modules" ]; then
     if [ -f "$dir/package-lock.json" ]; then

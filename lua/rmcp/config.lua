@@ -145,14 +145,28 @@ local function which(name, e)
 end
 M.which = which
 
--- The agent binary for environment map e (default ours): $REASONIX_BIN, else `reasonix` on PATH.
--- Returns path or nil, message.
+-- Where an install keeps the agent beside our binary, relative to the binary's directory: a
+-- `reasonix` next to it, or the pinned one scripts/install-agent.sh puts in the checkout's .agent/.
+M.AGENT_BESIDE = { "reasonix", "../.agent/node_modules/@reasonix/cli-linux-x64/bin/reasonix" }
+
+-- The agent installed beside our binary, or nil: found without any environment, as a host that
+-- passes its MCP servers only a few variables (Codex) runs us.
+function M.agent_beside()
+  local dir = require("rmcp.host").exe:match("^(.*)/[^/]*$") or "."
+  for _, rel in ipairs(M.AGENT_BESIDE) do
+    local p = dir .. "/" .. rel
+    if require("luv").fs_access(p, "x") then return p end
+  end
+  return nil
+end
+
+-- The agent binary for environment map e (default ours): $REASONIX_BIN, else `reasonix` on PATH,
+-- else the one installed beside our binary. Returns path or nil, message.
 function M.agent_bin(e)
-  local bin = env_of(e, "REASONIX_BIN")
+  local bin = env_of(e, "REASONIX_BIN") or which("reasonix", e) or M.agent_beside()
   if bin then return bin end
-  bin = which("reasonix", e)
-  if bin then return bin end
-  return nil, "reasonix not found: put it on PATH or set REASONIX_BIN"
+  return nil, "reasonix not found: put it on PATH, set REASONIX_BIN (with Codex: `codex mcp add --env "
+    .. "REASONIX_BIN=...`), or run scripts/install-agent.sh beside this build"
 end
 
 -- The environment list ("K=V") an agent runs with: base (an orchestrator's environment map, default

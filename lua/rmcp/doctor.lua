@@ -9,6 +9,7 @@ local log = require "rmcp.lib.log"
 local async = require "rmcp.lib.async"
 local config = require "rmcp.config"
 local client = require "rmcp.agentd_client"
+local envfile = require "rmcp.envfile"
 
 local M = {}
 
@@ -29,6 +30,35 @@ local function run(file, args)
     if not p then timer:close(); return resume(nil, err) end
     timer:start(10000, 0, function() timer:close(); p:kill("KILL") end)
   end)
+end
+
+-- The variables Codex passes to an MCP server it starts; any other needs `--env NAME=value` when
+-- registering (Claude Code passes its whole environment).
+M.CODEX_PASSES = { "HOME", "LOGNAME", "PATH", "SHELL", "USER", "LANG", "LC_ALL", "TERM", "TMPDIR", "TZ" }
+
+-- What each host will pass us from this shell: the settings (REASONIX_*) a Codex registration
+-- without `--env` loses (the env file's reach every host), and the agent the server would then run. Returns ok (false when Codex
+-- would find no agent), detail.
+function M.host_env()
+  local codex_env = {}
+  for _, name in ipairs(M.CODEX_PASSES) do codex_env[name] = config.env(name) end
+  local from_file = {}
+  for _, name in ipairs(envfile.applied) do from_file[name] = true end
+  local lost = {}
+  for name in pairs(uv.os_environ()) do
+    if name:match("^REASONIX") and not from_file[name] then lost[#lost + 1] = name end
+  end
+  table.sort(lost)
+  local bin, err = config.agent_bin(codex_env)
+  local lines = {
+    "Claude Code passes its whole environment; Codex passes only " .. table.concat(M.CODEX_PASSES, " "),
+    #lost == 0 and "no REASONIX* setting here, nothing to carry"
+      or ("under Codex these are lost unless registered with --env NAME=value or put in the settings file: " .. table.concat(lost, " ")),
+    "under Codex the agent would be: " .. (bin or err),
+    "settings file " .. envfile.path() .. (#envfile.applied > 0 and (" sets " .. table.concat(envfile.applied, " "))
+      or " sets nothing (NAME=value lines there reach every host)"),
+  }
+  return bin ~= nil, table.concat(lines, "\n" .. string.rep(" ", 28))
 end
 
 -- Collects the checks: a list of {name, ok, detail} (coroutine).
@@ -55,6 +85,7 @@ function M.checks()
         or "no configured provider has an API key (run `reasonix setup`, or put the key in $REASONIX_HOME/.env)") .. "; config " .. tostring(cfg))
     end
   end
+  add("host environment", M.host_env())
   local paths = config.paths()
   local ok, err = sock.secure_dir(paths.home)
   add("runtime dir", ok == true, ok and (paths.home .. " (0700, ours)") or tostring(err))

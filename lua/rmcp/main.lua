@@ -62,6 +62,8 @@ function M.main(argv)
   end
   local rest = {}
   for i = 2, #argv do rest[#rest + 1] = argv[i] end
+  local _, env_err = require("rmcp.envfile").apply()
+  if env_err then io.stderr:write("reasonix-mcp: ", env_err, " (the rest of the file is ignored)\n") end
   if sub ~= "doctor" then
     require("rmcp.lib.chunks").enable(require("rmcp.config").home(), require("rmcp.sock").secure_dir)
   end

@@ -163,6 +163,8 @@ export async function connectClient(sb, { env, cwd, name = 'e2e-client', elicit,
     return withTimeout(new Promise((resolve) => waiters.push({ pred, resolve })), ms, what);
   };
   await withTimeout(client.connect(transport), 15000, 'MCP initialize');
+  // routine agent events are info, below the server's default level: tests wait on them
+  await client.setLoggingLevel('info');
   return { client, transport, stderr, events, messages, waitEvent, pid: transport.pid, close: () => client.close() };
 }
 

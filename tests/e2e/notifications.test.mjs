@@ -31,6 +31,7 @@ const isEvent = (sid, event) => (m) => m.method === 'reasonix/agent_event' && m.
 test('turn_end, error and exit events arrive as reasonix/agent_event + notifications/message', async () => {
   const srv = rawServer(fx.sb);
   await srv.initialize();
+  assert.deepEqual((await srv.request('logging/setLevel', { level: 'info' })).result, {}, 'routine events are info, sent on request');
   const ok = await call(srv, 'reasonix_spawn', { task: 'HELLO-TASK say hello' });
   const end = await srv.next(isEvent(ok.session_id, 'turn_end'), 60000, 'turn_end frame');
   assert.equal(end.params.status, 'idle');

@@ -183,6 +183,27 @@ test("logging/setLevel filters notifications/message; agent events still reach t
   t.eq(#c.out - before, 2)
 end)
 
+test("by default routine events send no notifications/message; a deliberate stop is info, a crash an error", function(t)
+  local c = server(t, function() end)
+  c.init()
+  -- Sends one agent_event and returns the notifications/message it produced, if any.
+  local function message_for(ev)
+    local before = #c.out
+    c.s:on_agentd_notification("agent_event", ev)
+    for i = before + 1, #c.out do
+      if c.out[i].method == "notifications/message" then return c.out[i].params end
+    end
+  end
+  t.eq(message_for({ session_id = "rx-1", event = "turn_end", status = "idle" }), nil, "a turn's end is routine")
+  t.eq(message_for({ session_id = "rx-1", event = "process_exited", status = "exited", note = "stopped" }), nil,
+    "a deliberate stop is routine")
+  t.eq(message_for({ session_id = "rx-1", event = "permission_request", status = "awaiting_decision" }).level, "notice")
+  t.eq(message_for({ session_id = "rx-1", event = "process_exited", status = "exited", note = "crashed",
+                     error_text = "agent exited unexpectedly" }).level, "error")
+  c.request("logging/setLevel", { level = "info" })
+  t.eq(message_for({ session_id = "rx-1", event = "process_exited", status = "exited", note = "stopped" }).level, "info")
+end)
+
 test("an id that is not a string or integer, and an empty batch, get -32600 with id null", function(t)
   local ctx = server(t, function() return {} end)
   for _, line in ipairs({ '{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}', '{"jsonrpc":"2.0","id":[1],"method":"ping"}',

@@ -121,7 +121,10 @@ test("watch readiness and the compact result", function(t)
   t.eq(watch.ready({ status = "running", pending = {} }), nil)
   t.eq(watch.ready({ status = "idle", pending = {}, terminal_pending = true }), "terminal")
   t.eq(watch.ready({ status = "awaiting_decision", pending = { { delivered = false } } }), "decision")
-  t.eq(watch.ready({ status = "awaiting_decision", pending = { { delivered = true } } }), nil, "a decision is delivered once")
+  t.eq(watch.ready({ status = "awaiting_decision", pending = { { delivered = true } } }), "decision",
+    "a decision wakes every watch until it is answered")
+  t.eq(watch.decision_repeated({ pending = { { delivered = false } } }), false)
+  t.eq(watch.decision_repeated({ pending = { { delivered = true } } }), true)
   t.eq(watch.ready({ status = "exited", pending = {} }), "exited")
   local r = watch.compact(snap({ last_turn_text = string.rep("z", 5000), plan = { { content = "p", status = "completed" } },
                                  error_text = "boom" }))

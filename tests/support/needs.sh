@@ -2,10 +2,11 @@
 # Runs one test command after checking what it needs. A missing piece fails the test with what is
 # missing and how to install it (exit 1); only when a person asks for skips (RMCP_TEST_ALLOW_SKIP=1)
 # does it skip instead (exit 77, which ctest reports as Skipped and scripts/test.sh counts).
-# usage: needs.sh [agent] [python3] [clients] -- COMMAND ARGS...
+# usage: needs.sh [agent] [python3] [clients] [hosts] -- COMMAND ARGS...
 #   agent    the pinned real agent (REASONIX_BIN, else <repo>/.agent/…)
 #   python3  the interpreter the mock provider runs on
 #   clients  Node.js >= 20 and the MCP SDK client + Inspector CLI in tests/e2e/node_modules
+#   hosts    the pinned MCP hosts (Claude Code, Codex CLI) in tests/hosts/node_modules, runnable
 repo=${RMCP_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 missing=""
 what=""
@@ -33,6 +34,11 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do
       for p in sdk inspector; do
         [ -f "$repo/tests/e2e/node_modules/@modelcontextprotocol/$p/package.json" ] ||
           lack "@modelcontextprotocol/$p in tests/e2e/node_modules" "npm ci --prefix tests/e2e, or scripts/install-deps.sh"
+      done ;;
+    hosts)
+      for h in claude codex; do
+        "$repo/tests/hosts/node_modules/.bin/$h" --version >/dev/null 2>&1 ||
+          lack "the $h host (tests/hosts/node_modules/.bin/$h)" "npm ci --prefix tests/hosts, or scripts/install-deps.sh"
       done ;;
     *) echo "needs.sh: unknown requirement '$1'" >&2; exit 2 ;;
   esac

@@ -47,12 +47,14 @@ local function try_watch(d, w)
   if w.detail then w.poll_opts.budget = rules_caps.limit("max_result_bytes") // #ready end
   local results = {}
   for _, s in ipairs(ready) do
+    local repeated = rules_watch.decision_repeated(s)
     local snap = session.drain(d, s)
     if w.detail then
       results[s.id] = rules_poll.shape(snap, w.poll_opts)
     else
       results[s.id] = rules_watch.compact(snap)
     end
+    if repeated then results[s.id].decision_repeated = true end
     session.mark_delivered(d, s)
   end
   if w.key then d.last_watch[w.conn.orch] = { key = w.key, result = { results = results } } end

@@ -4,14 +4,20 @@ local caps = require "rmcp.rules.caps"
 
 local M = {}
 
--- Says why a session wakes a watch ("terminal", "decision", "exited") or nil when it does not.
+-- Says why a session wakes a watch ("terminal", "decision", "exited") or nil when it does not. A
+-- pending decision wakes every watch until it is answered: an answer that failed (a wrong option id)
+-- must not leave the orchestrator waiting on a session that waits on it.
 function M.ready(s)
   if s.terminal_pending then return "terminal" end
-  for _, d in ipairs(s.pending or {}) do
-    if not d.delivered then return "decision" end
-  end
+  if s.pending and s.pending[1] then return "decision" end
   if s.status == "exited" or s.status == "orphaned" then return "exited" end
   return nil
+end
+
+-- True when s waits on a decision some watch already reported (the next result says it is a repeat).
+function M.decision_repeated(s)
+  local first = s.pending and s.pending[1]
+  return first ~= nil and first.delivered == true
 end
 
 -- Builds the compact result from a drained snapshot: status, stop reason, one capped message,

@@ -16,6 +16,9 @@ local M = {}
 
 -- Protocol versions we speak, newest first; the first is offered when the client asks for another.
 M.VERSIONS = { "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05" }
+-- The notifications/message level until the host sets one: routine events (info) are withheld,
+-- since hosts print what they receive; decisions (notice), errors and crashes are sent.
+M.DEFAULT_LOG_LEVEL = "notice"
 local supported = {}
 for _, v in ipairs(M.VERSIONS) do supported[v] = true end
 
@@ -45,7 +48,7 @@ function M.new(opts)
     protocol_version = M.VERSIONS[1],
     client_info = nil,
     client_caps = {},
-    log_level = "info",
+    log_level = M.DEFAULT_LOG_LEVEL,
     calls = {},                   -- id_key -> in-flight tools/call
     progress_calls = {},          -- agentd request id -> call with a progressToken
     elicitations = {},            -- open elicitation forms (see elicitation.lua)

@@ -9,9 +9,9 @@ local M = {}
 local FIELDS = { "session_id", "event", "status", "stop_reason", "transcript_path", "note", "error_text",
                  "permission_request" }
 
--- MCP log level for an event: errors and deaths stand out, decisions are notices.
+-- MCP log level for an event: errors and crashes stand out, decisions are notices, and routine
+-- lifecycle (a turn's end, a deliberate stop) is info, below the default level (server/mcp.lua).
 local function level_of(ev)
-  if ev.event == "process_exited" then return ev.error_text and "error" or "warning" end
   if ev.error_text then return "error" end
   if ev.event == "permission_request" then return "notice" end
   return "info"

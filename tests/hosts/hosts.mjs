@@ -1,0 +1,126 @@
+// The real hosts (Claude Code, Codex CLI, pinned in tests/hosts/package.json) in private homes,
+// registered exactly as README.md says, pointed at the scripted model API, each run in its own
+// process group; the real agent runs on the offline provider. Teardown kills the host's group,
+// shuts down the home's agentd and checks that nothing is left.
+import { spawn, execFileSync } from 'node:child_process';
+import { mkdirSync, writeFileSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { once } from 'node:events';
+import { before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { REPO, BIN, RUN_ID, makeSandbox, configToml, startProvider, shutdownAgentd, waitNoLeftovers, killLeftovers,
+  removeSandbox, withTimeout } from '../e2e/helpers.mjs';
+import { startScriptedApi } from './scripted_api.mjs';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const HOST_BIN = { claude: join(here, 'node_modules', '.bin', 'claude'), codex: join(here, 'node_modules', '.bin', 'codex') };
+
+// The registration lines README.md gives for host (the command after `host mcp add`), with the
+// build's binary for the placeholder path; and, for Codex, the config lines it says to add.
+function readmeRegistration(host) {
+  const readme = readFileSync(join(REPO, 'README.md'), 'utf8');
+  const line = readme.split('\n').find((l) => l.trim().startsWith(`${host} mcp add `));
+  assert.ok(line, `README.md has a ${host} mcp add line`);
+  const args = line.replace(/#.*$/, '').trim().split(/\s+/).slice(1).map((a) => (a === '/abs/path/to/build/reasonix-mcp' ? BIN : a));
+  const extra = host === 'codex' ? readme.split('\n').filter((l) => /^\s+(tool_timeout_sec|default_tools_approval_mode) = \S+\s*$/.test(l)).map((l) => l.trim()) : [];
+  return { args, extra };
+}
+
+// The environment a host runs with: private homes, the scripted API, no reasonix settings at all
+// (the registration must work without them), and the test marker.
+function hostEnv(host, sb, api) {
+  const env = { PATH: process.env.PATH, HOME: sb.home, LANG: 'C.UTF-8', TMPDIR: '/tmp', USER: 'e2e', TERM: 'dumb', RMCP_E2E_RUN: RUN_ID };
+  if (host === 'claude') {
+    Object.assign(env, { CLAUDE_CONFIG_DIR: join(sb.home, '.claude'), ANTHROPIC_BASE_URL: api.url, ANTHROPIC_API_KEY: 'scripted-key',
+      DISABLE_AUTOUPDATER: '1', DISABLE_TELEMETRY: '1', DISABLE_ERROR_REPORTING: '1', CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1' });
+  } else {
+    Object.assign(env, { CODEX_HOME: join(sb.home, '.codex'), SCRIPTED_API_KEY: 'scripted-key' });
+  }
+  return env;
+}
+
+// Codex's config: the scripted API as its model provider, no approvals, nothing online.
+function codexConfig(api) {
+  return [
+    'model = "scripted"', 'model_provider = "scripted"', 'approval_policy = "never"', 'sandbox_mode = "workspace-write"',
+    '[model_providers.scripted]', 'name = "scripted"', `base_url = "${api.url}/v1"`, 'wire_api = "responses"',
+    'env_key = "SCRIPTED_API_KEY"', 'request_max_retries = 0', 'stream_max_retries = 0', '',
+  ].join('\n');
+}
+
+// Sets up a host test file: sandbox, provider (scenario), scripted API, the README registration;
+// returns the fixture ({sb, api, provider, run(prompt), ...}), filled in once `before` ran.
+export function useHost(host, scenario) {
+  const fx = { host, runs: [] };
+  before(async () => {
+    const sb = makeSandbox();
+    // the homes a user has by default: HOME/.reasonix and HOME/.reasonix-mcp
+    sb.rx = join(sb.home, '.reasonix');
+    sb.mcp = join(sb.home, '.reasonix-mcp');
+    mkdirSync(sb.rx, { recursive: true, mode: 0o700 });
+    fx.sb = sb;
+    fx.provider = await startProvider(sb, scenario);
+    writeFileSync(join(sb.rx, 'config.toml'), configToml(fx.provider.port));
+    writeFileSync(join(sb.rx, '.env'), 'MOCK_API_KEY=mock-key\n', { mode: 0o600 });
+    fx.api = await startScriptedApi();
+    fx.env = hostEnv(host, sb, fx.api);
+    if (host === 'codex') {
+      mkdirSync(fx.env.CODEX_HOME, { recursive: true });
+      writeFileSync(join(fx.env.CODEX_HOME, 'config.toml'), codexConfig(fx.api));
+    } else {
+      mkdirSync(fx.env.CLAUDE_CONFIG_DIR, { recursive: true });
+    }
+    const reg = readmeRegistration(host);
+    execFileSync(HOST_BIN[host], reg.args, { env: fx.env, cwd: sb.ws, stdio: 'pipe' });
+    if (host === 'codex') {
+      const file = join(fx.env.CODEX_HOME, 'config.toml');
+      const text = readFileSync(file, 'utf8');
+      assert.match(text, /^\[mcp_servers\.reasonix\]$/m, 'codex mcp add wrote the table');
+      writeFileSync(file, text.replace(/^\[mcp_servers\.reasonix\]$/m, (h) => [h, ...reg.extra].join('\n')));
+    }
+  });
+  after(async () => {
+    for (const r of fx.runs) r.kill();
+    await shutdownAgentd(fx.sb).catch(() => false);
+    await fx.provider.stop();
+    await fx.api.close();
+    const left = await waitNoLeftovers(10000, fx.sb);
+    killLeftovers(fx.sb);
+    removeSandbox(fx.sb);
+    assert.deepEqual(left, [], 'no process of this test may be left');
+  });
+  // Runs the host once, non-interactively, with prompt; resolves {code, signal, stdout, stderr, ms}.
+  // The handle (fx.runs) can kill its process group early.
+  fx.run = (prompt, { timeoutMs = 90000 } = {}) => {
+    const args = host === 'claude'
+      ? ['-p', prompt, '--allowedTools', 'mcp__reasonix', '--output-format', 'text']
+      : ['exec', '--skip-git-repo-check', '--color', 'never', prompt];
+    const t0 = Date.now();
+    const child = spawn(HOST_BIN[host], args, { env: fx.env, cwd: fx.sb.ws, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    const out = { stdout: '', stderr: '' };
+    child.stdout.on('data', (d) => { out.stdout += d; });
+    child.stderr.on('data', (d) => { out.stderr += d; });
+    const kill = () => { try { process.kill(-child.pid, 'SIGKILL'); } catch { /* gone */ } };
+    fx.runs.push({ kill });
+    const done = once(child, 'exit').then(([code, signal]) => ({ code, signal, ...out, ms: Date.now() - t0 }));
+    const result = withTimeout(done, timeoutMs, `${host} run`).finally(kill);
+    return { child, kill, result };
+  };
+  // Runs the host's own CLI (e.g. `mcp get`) in the private homes and parses its JSON output.
+  fx.hostJson = (args) => JSON.parse(execFileSync(HOST_BIN[host], args, { env: fx.env, cwd: fx.sb.ws, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }));
+  // agentd's view of the home's sessions, as a user sees it: `reasonix-mcp ctl --json list`.
+  fx.ctlList = (orchestrator) => JSON.parse(execFileSync(BIN, ['ctl', '--orchestrator', orchestrator, '--json', 'list'],
+    { env: { PATH: process.env.PATH, HOME: fx.sb.home, RMCP_E2E_RUN: RUN_ID }, encoding: 'utf8' }));
+  return fx;
+}
+
+// Parses a tool result's text as the scripted API received it (structured JSON or a text block).
+export function parseResult(prev) {
+  assert.ok(prev, 'a tool result came back');
+  try { return JSON.parse(prev.text); } catch { /* fall through */ }
+  const m = /\{[\s\S]*\}/.exec(prev.text);
+  return m ? JSON.parse(m[0]) : null;
+}
+
+export { withTimeout };
