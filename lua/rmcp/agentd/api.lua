@@ -137,6 +137,40 @@ function methods.send(d, conn, p, reply)
   session.send(d, s, p.message, p.expect ~= json.null and p.expect or nil, reply)
 end
 
+-- broadcast: send's forced steer to several sessions at once, at most parallelism in flight; each
+-- session gets its own result, and a failure does not undo the deliveries.
+function methods.broadcast(d, conn, p, reply)
+  local ids, err = owned_ids(d, conn, p)
+  if not ids then return reply(nil, err) end
+  if type(p.message) ~= "string" or p.message:match("^%s*$") then return reply(nil, bad("message must be a non-empty string")) end
+  local expect = p.expect ~= json.null and p.expect or nil
+  if expect ~= nil and expect ~= "steer" and expect ~= "new_turn" then
+    return reply(nil, bad('expect must be "steer" or "new_turn" (omit it to accept either)'))
+  end
+  local par = p.parallelism
+  if par == nil or par == json.null then par = 8 end
+  if type(par) ~= "number" or par % 1 ~= 0 or par < 1 or par > 16 then
+    return reply(nil, bad("parallelism must be an integer from 1 to 16 (default 8)"))
+  end
+  local results, counts, started, finished = {}, { delivered = 0, failed = 0 }, 0, 0
+  local function launch()
+    started = started + 1
+    local i = started
+    if i > #ids then return end
+    session.send(d, d.sessions[ids[i]], p.message, expect, function(r, e)
+      if r then
+        results[i], counts.delivered = r, counts.delivered + 1
+      else
+        results[i], counts.failed = { session_id = ids[i], status = d.sessions[ids[i]].status, error = e.message }, counts.failed + 1
+      end
+      finished = finished + 1
+      if finished == #ids then return reply({ results = results, delivered = counts.delivered, failed = counts.failed }) end
+      launch()
+    end)
+  end
+  for _ = 1, math.min(par, #ids) do launch() end
+end
+
 -- poll: what is new since the last poll, lean by default.
 function methods.poll(d, conn, p, reply)
   local s, err = ownership.lookup(d.sessions, conn.orch, p.session_id)
