@@ -12,8 +12,7 @@ end
 return {
   name = "reasonix_broadcast",
   title = "Broadcast",
-  description = "reasonix_send to each session at once; per-agent results[] in order; a failure undoes "
-    .. "nothing.",
+  description = "reasonix_send to each at once; per-agent results[]; a failure undoes nothing.",
   inputSchema = common.object({
     session_ids = common.session_ids(),
     message = { type = "string", minLength = 1 },

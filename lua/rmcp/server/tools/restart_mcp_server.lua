@@ -8,7 +8,7 @@ local common = require "rmcp.server.tools.common"
 return {
   name = "reasonix_restart_mcp_server",
   title = "Restart MCP server",
-  description = "Restart this MCP server via its launcher to load new code; agents (in agentd) are unaffected.",
+  description = "Restart this MCP server via its launcher (new code); agents are unaffected.",
   inputSchema = common.object({}),
   outputSchema = common.result(),
   annotations = { readOnlyHint = false, destructiveHint = false, idempotentHint = true, openWorldHint = false },

@@ -8,8 +8,8 @@ return {
   description = "Start a coding agent on task in the background; returns session_id and sandbox posture at "
     .. "once. Then reasonix_watch your ids.",
   inputSchema = common.object({
-    task = { type = "string", minLength = 1, description = "Prompt with acceptance criteria." },
-    cwd = { type = "string", description = "Default: project dir; inside it or an allow_write dir." },
+    task = { type = "string", minLength = 1 },
+    cwd = { type = "string" },
     model = { type = "string", default = config.default("model") },
     work_mode = { type = "string", enum = { "economy", "balanced", "delivery" }, default = config.default("work_mode") },
     tool_approval = { type = "string", enum = { "ask", "auto", "yolo" }, default = config.default("tool_approval"),

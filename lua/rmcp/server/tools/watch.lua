@@ -10,8 +10,7 @@ return {
   name = "reasonix_watch",
   title = "Watch agents",
   description = "Block until a session finishes a turn, exits or needs a decision; returns results[id] "
-    .. "(status, stop_reason, message, permission_request, plan, current_work, error_text). A newer watch "
-    .. "supersedes it; undelivered results wait.",
+    .. "(status, message, permission_request, …). A newer watch supersedes it; undelivered results wait.",
   inputSchema = common.object(properties, { "session_ids" }),
   outputSchema = common.result(),
   annotations = { readOnlyHint = false, destructiveHint = false, idempotentHint = false, openWorldHint = false },
