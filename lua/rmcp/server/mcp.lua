@@ -392,7 +392,7 @@ M.methods["logging/setLevel"] = function(self, params, reply)
   reply({})
 end
 
--- Lists the tools as the negotiated version describes them (no pagination: 14 tools).
+-- Lists the tools as the negotiated version describes them (no pagination: 15 tools).
 M.methods["tools/list"] = function(self, params, reply)
   if not_initialized(self, reply, "tools/list") then return end
   if params.cursor ~= nil and type(params.cursor) ~= "string" then
