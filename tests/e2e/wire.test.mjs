@@ -129,7 +129,7 @@ test('tools/list: every tool of the spec with schemas, defaults and enums', asyn
   await srv.initialize();
   const { result } = await srv.request('tools/list');
   const names = result.tools.map((t) => t.name);
-  assert.deepEqual(names, ['reasonix_spawn', 'reasonix_resume', 'reasonix_models', 'reasonix_send', 'reasonix_poll',
+  assert.deepEqual(names, ['reasonix_spawn', 'reasonix_resume', 'reasonix_resume_fleet', 'reasonix_models', 'reasonix_send', 'reasonix_broadcast', 'reasonix_poll',
     'reasonix_transcript', 'reasonix_watch', 'reasonix_wait', 'reasonix_list', 'reasonix_respond_permission',
     'reasonix_stop', 'reasonix_restart_agentd', 'reasonix_restart_mcp_server']);
   for (const t of result.tools) {
@@ -147,6 +147,9 @@ test('tools/list: every tool of the spec with schemas, defaults and enums', asyn
   assert.equal(spawn.properties.keep_alive.default, false);
   assert.equal(spawn.properties.model.default, 'mock/mock-model', 'env default shown');
   assert.deepEqual(by.reasonix_send.inputSchema.properties.expect.enum, ['any', 'steer', 'new_turn']);
+  assert.deepEqual(by.reasonix_broadcast.inputSchema.properties.expect.enum, ['any', 'steer', 'new_turn']);
+  assert.equal(by.reasonix_broadcast.inputSchema.properties.parallelism.default, 8);
+  assert.equal(by.reasonix_resume_fleet.inputSchema.properties.continue_interrupted.default, true);
   assert.equal(by.reasonix_poll.inputSchema.properties.max_events.default, 50);
   assert.equal(by.reasonix_poll.inputSchema.properties.max_events.maximum, 200);
   assert.equal(by.reasonix_watch.inputSchema.properties.session_ids.type, 'array');
@@ -178,7 +181,7 @@ test('runs with only HOME, PATH, USER, SHELL and TERM, via the bare launcher com
   const init = await srv.initialize({ clientInfo: { name: 'minimal-env', version: '1' } });
   assert.equal(init.result.protocolVersion, '2025-11-25');
   const list = await srv.request('tools/list');
-  assert.equal(list.result.tools.length, 13);
+  assert.equal(list.result.tools.length, 15);
   await srv.close();
   assertClean(srv);
 });

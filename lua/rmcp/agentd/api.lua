@@ -138,6 +138,101 @@ function methods.send(d, conn, p, reply)
   session.send(d, s, p.message, p.expect ~= json.null and p.expect or nil, reply)
 end
 
+-- Checks params.parallelism (1-16, default 8); returns it, or nil, error.
+local function parallelism(p)
+  local par = p.parallelism
+  if par == nil or par == json.null then return 8 end
+  if type(par) ~= "number" or par % 1 ~= 0 or par < 1 or par > 16 then
+    return nil, bad("parallelism must be an integer from 1 to 16 (default 8)")
+  end
+  return par
+end
+
+-- Runs work(id, done) for each of ids with at most par in flight; each calls done(result) once;
+-- finish(results in ids order) runs when all did.
+local function fan_out(ids, par, work, finish)
+  local results, started, finished = {}, 0, 0
+  local function launch()
+    started = started + 1
+    local i = started
+    if i > #ids then return end
+    work(ids[i], function(r)
+      results[i] = r
+      finished = finished + 1
+      if finished == #ids then return finish(results) end
+      launch()
+    end)
+  end
+  for _ = 1, math.min(par, #ids) do launch() end
+end
+
+-- The result of a fan-out: results[] in order plus how many succeeded (ok_key) and failed.
+local function fan_result(results, ok_key)
+  local out, ok = { results = results, failed = 0 }, 0
+  for _, r in ipairs(results) do
+    if r.error then out.failed = out.failed + 1 else ok = ok + 1 end
+  end
+  out[ok_key] = ok
+  return out
+end
+
+-- broadcast: send's forced steer to several sessions at once, at most parallelism in flight; each
+-- session gets its own result, and a failure does not undo the deliveries.
+function methods.broadcast(d, conn, p, reply)
+  local ids, err = owned_ids(d, conn, p)
+  if not ids then return reply(nil, err) end
+  if type(p.message) ~= "string" or p.message:match("^%s*$") then return reply(nil, bad("message must be a non-empty string")) end
+  local expect = p.expect ~= json.null and p.expect or nil
+  if expect ~= nil and expect ~= "steer" and expect ~= "new_turn" then
+    return reply(nil, bad('expect must be "steer" or "new_turn" (omit it to accept either)'))
+  end
+  local par, perr = parallelism(p)
+  if not par then return reply(nil, perr) end
+  fan_out(ids, par, function(id, done)
+    session.send(d, d.sessions[id], p.message, expect, function(r, e)
+      done(r or { session_id = id, status = d.sessions[id].status, error = e.message })
+    end)
+  end, function(results) reply(fan_result(results, "delivered")) end)
+end
+
+-- The prompt that continues a turn a daemon death cut short.
+local CONTINUE = "Your previous turn was interrupted (the agent daemon stopped). Continue the task where you left off."
+
+-- resume_fleet: resume for several sessions, at most parallelism at a time; a session whose turn a
+-- daemon death cut short starts a turn that continues it (unless continue_interrupted is false),
+-- the others stay idle. Each session gets its own result; a failure undoes nothing.
+function methods.resume_fleet(d, conn, p, reply)
+  local ids, err = owned_ids(d, conn, p)
+  if not ids then return reply(nil, err) end
+  local o, oerr = rules_spawn.options({ keep_alive = p.keep_alive, idle_timeout = p.idle_timeout }, true)
+  if not o then return reply(nil, bad(oerr)) end
+  if p.continue_interrupted ~= nil and type(p.continue_interrupted) ~= "boolean" then
+    return reply(nil, bad("continue_interrupted must be a boolean (default true)"))
+  end
+  local par, perr = parallelism(p)
+  if not par then return reply(nil, perr) end
+  local changes = {}
+  if p.keep_alive ~= nil then changes.keep_alive = o.keep_alive end
+  if p.idle_timeout ~= nil then changes.idle_timeout = o.idle_timeout end
+  fan_out(ids, par, function(id, done)
+    local s = d.sessions[id]
+    local interrupted = s.interrupted_turn == true and p.continue_interrupted ~= false
+    session.resume(d, s, changes, conn.env, function(r, e)
+      if not r then return done({ session_id = id, status = s.status, error = e.message }) end
+      local out = { session_id = id, status = s.status }
+      if not interrupted then return done(out) end
+      session.send(d, s, CONTINUE, "new_turn", function(sent, serr)
+        out.status, out.continued, out.error = s.status, sent and true or nil, serr and serr.message or nil
+        done(out)
+      end)
+    end)
+  end, function(results)
+    local out = fan_result(results, "resumed")
+    out.session_ids = ids
+    reply(out)
+  end)
+end
+
 -- poll: what is new since the last poll, lean by default.
 function methods.poll(d, conn, p, reply)
   local s, err = ownership.lookup(d.sessions, conn.orch, p.session_id)

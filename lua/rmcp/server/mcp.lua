@@ -232,9 +232,18 @@ end
 -- The values MCP assumes for a tool annotation that is absent.
 local ANNOTATION_DEFAULTS = { readOnlyHint = false, destructiveHint = true, idempotentHint = false, openWorldHint = true }
 
+-- The input schema as tools/list shows it: without additionalProperties=false, which the server
+-- enforces itself (an unknown argument is refused naming the expected ones), so no schema carries it.
+local function listed_schema(s)
+  if s.additionalProperties ~= false then return s end
+  local out = {}
+  for k, v in pairs(s) do if k ~= "additionalProperties" then out[k] = v end end
+  return out
+end
+
 -- The tool definition as tools/list shows it under the negotiated version.
 function Server:describe_tool(tool)
-  local d = { name = tool.name, description = tool.description, inputSchema = tool.inputSchema }
+  local d = { name = tool.name, description = tool.description, inputSchema = listed_schema(tool.inputSchema) }
   if self.protocol_version >= "2025-06-18" then
     d.title = tool.title
     d.outputSchema = tool.outputSchema
@@ -389,7 +398,7 @@ M.methods["logging/setLevel"] = function(self, params, reply)
   reply({})
 end
 
--- Lists the tools as the negotiated version describes them (no pagination: 13 tools).
+-- Lists the tools as the negotiated version describes them (no pagination: 15 tools).
 M.methods["tools/list"] = function(self, params, reply)
   if not_initialized(self, reply, "tools/list") then return end
   if params.cursor ~= nil and type(params.cursor) ~= "string" then

@@ -210,6 +210,7 @@ function M.resume(d, s, changes, env, cb)
     s.status = "idle"
     s.exit_reason = nil
     s.terminal_pending = false
+    s.interrupted_turn = nil
     s.rt.resuming = nil
     state.journal(d, s, { type = "resume", cwd = s.cwd })
     state.persist(d, s)

@@ -185,6 +185,7 @@ function M.restore(d, rec)
   if s.posture and type(s.posture.allow_write) == "table" then json.array(s.posture.allow_write) end
   s.transcript_path = store.journal_path(d.paths.sessions, s.id)
   if live_status[s.status] then
+    s.interrupted_turn = s.status ~= "idle" or nil -- a turn was cut short: resume_fleet continues it
     s.status = "orphaned"
     s.exit_reason = "daemon_died"
     s.terminal_pending = true

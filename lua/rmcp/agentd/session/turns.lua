@@ -89,9 +89,10 @@ function M.prompt(d, s, text, via)
   rt.counters.prompts = rt.counters.prompts + 1
   s.terminal_pending = false
   state.journal(d, s, { type = "prompt", via = via or "prompt", text = text })
-  -- not saved: a daemon restart makes any live status orphaned (with its result pending), so on
-  -- disk "running" says nothing "idle" does not; the turn's end is saved
+  -- saved: a daemon death leaves "running" on disk, which tells the restore a turn was cut short
+  -- (resume_fleet continues it); the turn's end is saved too
   s.status = "running"
+  state.persist(d, s)
   rt.prompt_text = text
   rt.prompt_id = agent:request("session/prompt", { sessionId = s.acp_session_id, prompt = { { type = "text", text = text } } },
     function(result, err) M.prompt_done(d, s, agent, text, result, err) end)

@@ -50,24 +50,23 @@ function M.poll_options(described)
   local function doc(text) return described and text or nil end
   return {
     include_events = { type = "array", items = { type = "string" },
-                       description = doc("detail: only these event types.") },
-    exclude_events = { type = "array", items = { type = "string" }, description = doc("detail: event types to drop.") },
-    include_thought = { type = "boolean", default = config.flag("INCLUDE_THOUGHT"), description = doc("Add the reasoning text.") },
-    include_full = { type = "boolean", default = config.flag("INCLUDE_FULL"), description = doc("Add the whole conversation text.") },
-    max_events = { type = "integer", minimum = 0, maximum = config.limit("max_events_cap"), default = config.limit("max_events"),
-                   description = doc("detail: event tail size (" .. config.limit("max_events_cap") .. " at most).") },
+                       description = doc("detail: only these types.") },
+    exclude_events = { type = "array", items = { type = "string" } },
+    include_thought = { type = "boolean", default = config.flag("INCLUDE_THOUGHT"), description = doc("Reasoning text.") },
+    include_full = { type = "boolean", default = config.flag("INCLUDE_FULL"), description = doc("Whole conversation.") },
+    max_events = { type = "integer", minimum = 0, maximum = config.limit("max_events_cap"), default = config.limit("max_events") },
   }
 end
 
 -- A pending permission request or agent question, as watch/poll/list report it.
 M.permission_request = { type = "object" }
 
-M.keep_alive = { type = "boolean", default = false, description = "Never stop it after a turn." }
+M.keep_alive = { type = "boolean", default = false }
 
 -- The idle_timeout argument of spawn and resume; built per call so its default follows
 -- REASONIX_MCP_IDLE_TIMEOUT.
 function M.idle_timeout()
-  return { type = "number", default = config.idle_timeout(), description = "Seconds after a turn, then stopped; -1 never." }
+  return { type = "number", default = config.idle_timeout(), description = "Idle seconds before stop; -1 never." }
 end
 
 -- Params for a blocking call (watch, wait): the arguments, plus a request for agentd's progress

@@ -9,7 +9,7 @@ local hooks = require "rmcp.policy.hooks"
 local M = {}
 
 M.modules = {
-  "spawn", "resume", "models", "send", "poll", "transcript", "watch", "wait", "list",
+  "spawn", "resume", "resume_fleet", "models", "send", "broadcast", "poll", "transcript", "watch", "wait", "list",
   "respond_permission", "stop", "restart_agentd", "restart_mcp_server",
 }
 

@@ -4,8 +4,8 @@ local common = require "rmcp.server.tools.common"
 return {
   name = "reasonix_list",
   title = "List agents",
-  description = "Your sessions: status, cwd, task preview, pending decision, counts. Shows what you act on "
-    .. "(live, pending, recent); all=true the rest.",
+  description = "Your sessions (status, cwd, task preview, pending decision) and counts: what you act on; "
+    .. "all=true adds older ones.",
   inputSchema = common.object({
     include_task = { type = "boolean", default = false },
     pending_only = { type = "boolean", default = false, description = "Only active, blocked or uncollected ones." },

@@ -4,8 +4,7 @@ local common = require "rmcp.server.tools.common"
 return {
   name = "reasonix_models",
   title = "List models",
-  description = "The provider/model refs reasonix_spawn accepts, the default, and each model's "
-    .. "supported_efforts.",
+  description = "Model refs reasonix_spawn accepts, the default, and each one's supported_efforts.",
   inputSchema = common.object({}),
   outputSchema = common.result(),
   annotations = { readOnlyHint = true, openWorldHint = false },

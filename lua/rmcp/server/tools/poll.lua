@@ -8,8 +8,7 @@ properties.detail = { type = "boolean", default = false, description = "Add text
 return {
   name = "reasonix_poll",
   title = "Poll agent",
-  description = "What changed in one session since the last poll, as watch reports it (unchanged fields "
-    .. "omitted). Prefer reasonix_watch.",
+  description = "One session's changes since the last poll, shaped as watch's. Prefer reasonix_watch.",
   inputSchema = common.object(properties, { "session_id" }),
   outputSchema = common.result(),
   annotations = { readOnlyHint = true, openWorldHint = false },

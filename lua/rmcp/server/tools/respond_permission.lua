@@ -4,8 +4,8 @@ local common = require "rmcp.server.tools.common"
 return {
   name = "reasonix_respond_permission",
   title = "Answer a decision",
-  description = "Answer a pending permission_request with one of its options[].optionId, or \"cancel\". "
-    .. "Check tool_call (title, kind, rawInput) before approving.",
+  description = "Answer a permission_request with an options[].optionId or \"cancel\"; check its "
+    .. "tool_call first.",
   inputSchema = common.object({
     session_id = common.session_id(),
     option_id = { type = "string" },

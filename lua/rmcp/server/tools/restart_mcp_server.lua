@@ -8,8 +8,7 @@ local common = require "rmcp.server.tools.common"
 return {
   name = "reasonix_restart_mcp_server",
   title = "Restart MCP server",
-  description = "Restart this MCP server through its launcher (to load new server code); agents live in "
-    .. "the daemon and are unaffected.",
+  description = "Restart this MCP server via its launcher (new code); agents are unaffected.",
   inputSchema = common.object({}),
   outputSchema = common.result(),
   annotations = { readOnlyHint = false, destructiveHint = false, idempotentHint = true, openWorldHint = false },

@@ -12,8 +12,7 @@ end
 return {
   name = "reasonix_send",
   title = "Send to agent",
-  description = "Steers a running turn, or starts a new turn when idle; never dropped. expect makes the "
-    .. "other case an error. Exited: reasonix_resume first.",
+  description = "Steer a running turn, or start one when idle; never dropped. expect refuses the other case.",
   inputSchema = common.object({
     session_id = common.session_id(),
     message = { type = "string", minLength = 1 },

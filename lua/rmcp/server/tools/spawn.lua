@@ -5,12 +5,12 @@ local common = require "rmcp.server.tools.common"
 return {
   name = "reasonix_spawn",
   title = "Spawn agent",
-  description = "Start a coding agent on task in the background; returns session_id and its sandbox posture "
-    .. "at once. Then keep reasonix_watch on your ids.",
+  description = "Start a coding agent on task in the background; returns session_id and sandbox posture at "
+    .. "once. Then reasonix_watch your ids.",
   inputSchema = common.object({
-    task = { type = "string", minLength = 1, description = "Full prompt with acceptance criteria." },
-    cwd = { type = "string", description = "Default: the project dir; must be inside it or allow_write." },
-    model = { type = "string", default = config.default("model"), description = "See reasonix_models." },
+    task = { type = "string", minLength = 1 },
+    cwd = { type = "string" },
+    model = { type = "string", default = config.default("model") },
     work_mode = { type = "string", enum = { "economy", "balanced", "delivery" }, default = config.default("work_mode") },
     tool_approval = { type = "string", enum = { "ask", "auto", "yolo" }, default = config.default("tool_approval"),
                       description = "ask: gated tool calls become permission requests." },

@@ -4,8 +4,7 @@ local common = require "rmcp.server.tools.common"
 return {
   name = "reasonix_stop",
   title = "Stop agent",
-  description = "Cancel the running turn and end the agent process; the session stays listed as exited, "
-    .. "resumable.",
+  description = "Cancel the turn and end the agent; the session stays listed as exited, resumable.",
   inputSchema = common.object({ session_id = common.session_id() }, { "session_id" }),
   outputSchema = common.result(),
   annotations = { readOnlyHint = false, destructiveHint = true, idempotentHint = true, openWorldHint = false },

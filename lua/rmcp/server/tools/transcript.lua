@@ -4,8 +4,8 @@ local common = require "rmcp.server.tools.common"
 return {
   name = "reasonix_transcript",
   title = "Agent transcript",
-  description = "What an agent did, to review or rebase its work: tool calls with arguments, files written "
-    .. "and read, bash commands, work duration, last text.",
+  description = "What an agent did: tool calls, files written/read, bash commands, work "
+    .. "duration, last text.",
   inputSchema = common.object({
     session_id = common.session_id(),
     max_tool_calls = { type = "integer", minimum = 0, default = 100 },

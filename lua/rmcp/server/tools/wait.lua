@@ -4,8 +4,7 @@ local common = require "rmcp.server.tools.common"
 return {
   name = "reasonix_wait",
   title = "Wait for output",
-  description = "Legacy long poll: returns the ids with new output, a turn end or a decision (then "
-    .. "reasonix_poll them). Prefer reasonix_watch.",
+  description = "Legacy long poll: the ids with new output, a turn end or a decision. Prefer reasonix_watch.",
   inputSchema = common.object({
     session_ids = common.session_ids(),
     timeout = { type = "number", minimum = 0 },

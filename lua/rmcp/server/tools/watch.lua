@@ -3,15 +3,14 @@ local common = require "rmcp.server.tools.common"
 
 local properties = common.poll_options()
 properties.session_ids = common.session_ids()
-properties.timeout = { type = "number", minimum = 0, description = "Seconds; default none." }
-properties.detail = { type = "boolean", default = false, description = "Poll-shaped results (text, turns, events)." }
+properties.timeout = { type = "number", minimum = 0 }
+properties.detail = { type = "boolean", default = false, description = "Results as poll's." }
 
 return {
   name = "reasonix_watch",
   title = "Watch agents",
-  description = "Block until any session finishes a turn, exits or needs a decision; returns results[id] "
-    .. "(status, stop_reason, message, permission_request, plan, current_work, error_text). One watch per "
-    .. "fleet: a newer one supersedes it; undelivered results wait.",
+  description = "Block until a session finishes a turn, exits or needs a decision; returns results[id] "
+    .. "(status, message, permission_request, …). A newer watch supersedes it; undelivered results wait.",
   inputSchema = common.object(properties, { "session_ids" }),
   outputSchema = common.result(),
   annotations = { readOnlyHint = false, destructiveHint = false, idempotentHint = false, openWorldHint = false },
