@@ -126,6 +126,7 @@ static int main_teardown(uv_loop_t *loop, lua_host_t *host)
 int main(int argc, char **argv)
 {
   signal(SIGPIPE, SIG_IGN);
+  signal(SIGXFSZ, SIG_IGN); /* a file over RLIMIT_FSIZE fails a write with EFBIG, reported, not a kill */
   main_fix_stdio();
   uv_loop_t loop;
   int r = uv_loop_init(&loop);

@@ -296,6 +296,32 @@ test("a spawn the disk cannot hold fails before an agent starts, naming the path
   t.eq(#support.find_procs("acp", "REASONIX_MCP_HOME=" .. ctx.mcp_home), 0, "no agent process")
 end)
 
+-- Sets the soft file-size limit of process pid (bytes, or "unlimited"); fails loudly without prlimit.
+local function fsize(t, pid, limit)
+  local ok = os.execute(string.format("prlimit --pid %d --fsize=%s:", pid, limit))
+  if not ok then t.fail("prlimit (util-linux) could not set RLIMIT_FSIZE of agentd " .. pid) end
+end
+
+test("a file-size limit fails spawn with EFBIG, not a kill; a later failed save is listed", function(t)
+  local ctx = support.setup(t, { scenario = { rules = { { last_role = "user", text = "ok" } } } })
+  local c = ctx.client()
+  ctx.call(c, "list", {})
+  local pid = c.info.agentd_pid
+  t.defer(function() fsize(t, pid, "unlimited") end)
+  fsize(t, pid, 64) -- any record is longer: write() stops short, then fails with EFBIG
+  local err = ctx.call_err(c, "spawn", { task = "nowhere to keep it" })
+  t.match(err.message, "^spawn failed: cannot save the session to .*/sessions/rx%-%x+%.json: EFBIG")
+  t.eq(#ctx.call(c, "list", {}).sessions, 0, "nothing is left of it, and agentd still answers")
+  fsize(t, pid, "unlimited")
+  local sid = ctx.call(c, "spawn", { task = "fine" }).session_id
+  ctx.watch_until(c, { sid }, function(_, x) return x.status == "idle" end)
+  fsize(t, pid, 64)
+  ctx.call(c, "send", { session_id = sid, message = "again" }) -- a turn: its deferred saves are refused
+  ctx.watch_until(c, { sid }, function(_, x) return x.status == "idle" end)
+  t.match(ctx.call(c, "list", {}).sessions[1].damaged or "", "metadata not saved: EFBIG",
+    "the failed deferred save is shown")
+end)
+
 test("a session file with fields of the wrong type is repaired with a warning, never breaks a tool", function(t)
   local ctx = support.setup(t, { scenario = { rules = { { last_role = "user", text = "ok" } } } })
   local c = ctx.client()

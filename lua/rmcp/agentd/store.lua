@@ -58,7 +58,12 @@ function M.write_atomic(path, text, fsync)
   local tmp = path .. ".tmp" .. uv.os_getpid()
   local fd, err = uv.fs_open(tmp, "w", 384) -- 0600
   if not fd then return nil, err end
-  local ok, werr = uv.fs_write(fd, text, -1)
+  local ok, werr, off = true, nil, 0
+  while off < #text do -- a short write (a disk or file-size limit reached) goes on until its errno
+    ok, werr = uv.fs_write(fd, off == 0 and text or text:sub(off + 1), -1)
+    if not ok or ok == 0 then ok, werr = nil, werr or "EIO: nothing written"; break end
+    off = off + ok
+  end
   if ok and fsync ~= false then ok, werr = uv.fs_fsync(fd) end
   uv.fs_close(fd)
   if not ok then uv.fs_unlink(tmp); return nil, werr end
@@ -79,7 +84,8 @@ local function encode(s)
   return text .. "\n"
 end
 
--- Saves of live sessions waiting for the end of this loop iteration: metadata path -> session.
+-- Saves of live sessions waiting for the end of this loop iteration: metadata path ->
+-- {s = session, on_error = fn(err) or nil}.
 local deferred = {}
 local flush_timer
 
@@ -98,25 +104,29 @@ local function write_now(path, s, fsync)
   return ok == true, werr
 end
 
--- Writes every deferred save (each session once, however often it changed in the iteration).
+-- Writes every deferred save (each session once, however often it changed in the iteration); a
+-- failure goes to the on_error its save gave.
 local function flush_deferred()
   local batch = deferred
   deferred = {}
-  for path, s in pairs(batch) do write_now(path, s, false) end
+  for path, w in pairs(batch) do
+    local ok, err = write_now(path, w.s, false)
+    if not ok and w.on_error then w.on_error(err) end
+  end
 end
 
 -- Persists the metadata of session s into dir; the file on disk is always a whole record (tmp +
 -- rename). now: written at once and fsynced (a session that ends, daemon shutdown), returning false
 -- and why when that failed (logged). Otherwise (a live session changing: several times per turn) the write
 -- is deferred to the end of this loop iteration and coalesced, and not fsynced: it survives a
--- daemon crash at once, a power loss once the kernel writes it back.
-function M.save(dir, s, now)
+-- daemon crash at once, a power loss once the kernel writes it back; if it fails, on_error(err).
+function M.save(dir, s, now, on_error)
   local path = M.meta_path(dir, s.id)
   if now then
     deferred[path] = nil
     return write_now(path, s, true)
   end
-  deferred[path] = s
+  deferred[path] = { s = s, on_error = on_error }
   if not flush_timer then
     flush_timer = uv.new_timer()
     flush_timer:unref()

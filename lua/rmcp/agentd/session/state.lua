@@ -203,13 +203,25 @@ function M.discard(d, s)
   os.remove(s.transcript_path)
 end
 
+-- Notes on s that a save of its metadata failed (list shows damaged), once per kind of error.
+local function save_failed(s, err)
+  local note = "metadata not saved: " .. tostring(err)
+  if s.damaged ~= note then
+    s.damaged = note
+    log.warn("session %s: %s", s.id, note)
+  end
+end
+
 -- Writes the session's metadata: at once (and fsynced) when the session ends or the daemon stops,
--- else (or when later is true) at the end of this loop iteration, coalesced (store.save). A
--- session restored from an unreadable file is never written: its file stays as it was found.
+-- else (or when later is true) at the end of this loop iteration, coalesced (store.save); a
+-- failure is noted on the session (damaged). A session restored from an unreadable file is never
+-- written: its file stays as it was found.
 function M.persist(d, s, later)
   if s.unreadable then return end
   s.updated_at = store.now()
-  store.save(d.paths.sessions, s, not later and (d.shutting_down or not live_status[s.status]))
+  local now = not later and (d.shutting_down or not live_status[s.status])
+  local ok, err = store.save(d.paths.sessions, s, now, function(e) save_failed(s, e) end)
+  if now and not ok then save_failed(s, err) end
 end
 
 -- Writes the session's first record at once (fsynced) before anything else is done for it: the
