@@ -32,6 +32,8 @@ test('spawn reports posture; list shows previews, counts, pending_only; wait wak
 
   const ready = await tool(c.client, 'reasonix_wait', { session_ids: [a.session_id] });
   assert.deepEqual(ready.ready, [a.session_id]);
+  assert.equal(ready.woke, true);
+  assert.match(ready.sessions[a.session_id].status, /^(running|idle|starting)$/);
   await c.waitEvent((e) => e.session_id === a.session_id && e.event === 'turn_end');
   const hold = await tool(c.client, 'reasonix_spawn', { task: 'HOLD-TASK keep running' });
 
@@ -57,7 +59,9 @@ test('spawn reports posture; list shows previews, counts, pending_only; wait wak
 
   const timed = await tool(c.client, 'reasonix_wait', { session_ids: [a.session_id], timeout: 0.1 });
   assert.equal(timed.timed_out, true);
+  assert.equal(timed.woke, false);
   assert.deepEqual(timed.ready, []);
+  assert.deepEqual(timed.sessions[a.session_id], { status: 'idle', stop_reason: 'end_turn' }, 'each watched session\'s state');
   await tool(c.client, 'reasonix_stop', { session_id: hold.session_id });
 });
 

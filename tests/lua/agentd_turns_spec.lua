@@ -188,7 +188,7 @@ test("plan and current work reach watch, poll and agent_event", function(t)
   local ctx = support.setup(t, { scenario = { rules = {
     { last_role = "user", user_contains = "PLANIT", tool_calls = { { name = "todo_write", arguments = { todos = {
       { content = "Inspect code", status = "in_progress" }, { content = "Write fix", status = "pending" } } } } } },
-    { last_tool_name = "todo_write", text = "Plan done." },
+    { last_tool_name = "todo_write", text = "Plan done.", delay_first = 1.5 },
   } } })
   local c = ctx.client()
   local status_events = 0
@@ -196,13 +196,15 @@ test("plan and current work reach watch, poll and agent_event", function(t)
     if method == "agent_event" and params.event == "status" then status_events = status_events + 1 end
   end
   local sid = ctx.call(c, "spawn", { task = "PLANIT" }).session_id
+  t.wait_for(function() return status_events >= 1 end, 15000, "a status agent_event for the plan")
+  local mid = ctx.call(c, "poll", { session_id = sid })
+  t.eq(mid.status, "running", "the model holds its answer 1.5 s")
+  t.eq(mid.current_work, { type = "plan_step", content = "Inspect code" }, "while working: the in-progress step")
   local res = ctx.watch_until(c, { sid }, function(_, x) return x.status == "idle" end)
   t.eq(#res.plan, 2)
   t.eq(res.plan[1].content, "Inspect code")
   t.eq(res.plan[1].status, "in_progress")
-  t.eq(res.current_work.type, "plan_step")
-  t.eq(res.current_work.content, "Inspect code")
-  t.ok(status_events >= 1, "a status agent_event for the plan")
+  t.eq(res.current_work, nil, "the turn ended: no current work, though a step is still in progress")
   local row = ctx.call(c, "list", { detail = true }).sessions[1]
   t.eq(row.plan[2].content, "Write fix", "list detail carries the plan")
   t.eq(row.current_work, nil, "an idle agent is at no work")

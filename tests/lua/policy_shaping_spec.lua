@@ -260,3 +260,44 @@ test("cleanup grace: off by default, per spawn, env, keep_alive", function(t)
     t.eq(cleanup.grace({ status = "idle", idle_timeout = -1 }), nil)
   end)
 end)
+
+test("event selectors opt into the detailed shape; over the cap is clamped and said", function(t)
+  for _, p in ipairs({ { include_events = { "plan" } }, { exclude_events = { "tool_call" } }, { max_events = 5 } }) do
+    t.eq(assert(poll.options(p)).detail, true, "a selector asks for events: " .. require("testing").show(p))
+  end
+  local o, err = poll.options({ detail = false, max_events = 5 })
+  t.eq(o, nil)
+  t.ok(err:find("only detail=true shows", 1, true), err)
+  local big = assert(poll.options({ max_events = 500 }))
+  t.eq(big.max_events, 200)
+  local r = poll.shape(snap({ events = { { type = "plan", t = 1 } } }), big)
+  t.eq(r.max_events_clamped, 200, "the result says it was clamped")
+  t.eq(poll.shape(snap({ events = {} }), assert(poll.options({ max_events = 20 }))).max_events_clamped, nil)
+end)
+
+test("fleet files: arrays, name maps, the tasks alias and root arrays, defaults under overrides", function(t)
+  local fleet = require "rmcp.rules.fleet"
+  local f = assert(fleet.normalize({ name = "n", parallelism = 2, defaults = { effort = "high", cwd = "/w" },
+    agents = { { name = "x", task = "do x", effort = "low" }, "do y" } }, "/p/fleet.json"))
+  t.eq(f.name, "n")
+  t.eq(f.parallelism, 2)
+  t.eq(f.agents[1], { name = "x", task = "do x", effort = "low", cwd = "/w" })
+  t.eq(f.agents[2], { name = "agent-2", task = "do y", effort = "high", cwd = "/w" })
+  local m = assert(fleet.normalize({ tasks = { b = "do b", a = { task = "do a", cwd = "sub" } } }, "/p/q/f.json"))
+  t.eq(m.agents[1], { name = "a", task = "do a", cwd = "/p/q/sub" }, "a map in name order; a relative cwd against the file")
+  t.eq(m.agents[2].name, "b")
+  local r = assert(fleet.normalize({ "one", "two" }, "f.json"))
+  t.eq(#r.agents, 2, "a root array")
+  local _, errs = fleet.normalize({ agents = { { task = "" }, { name = "d", task = "t" }, { name = "d", task = "t", colour = 1 } },
+    tasks = {}, extra = true, defaults = { task = "x" } }, "/f.json")
+  local all = table.concat(errs, "\n")
+  for _, want in ipairs({ "unknown key extra", "agents or tasks", "defaults: unknown option task", "agents[1]: task must be",
+                          "agents[3]: unknown field colour", "name d is used twice" }) do
+    t.ok(all:find(want, 1, true), want .. " in:\n" .. all)
+  end
+  local many = {}
+  for i = 1, 65 do many[i] = "t" .. i end
+  local _, e2 = fleet.normalize(many, "/f.json")
+  t.ok(table.concat(e2):find("65 agents: at most 64", 1, true))
+  t.ok(table.concat(select(2, fleet.normalize("x", "/f.json"))):find("object or array", 1, true))
+end)

@@ -16,6 +16,7 @@ local models = require "rmcp.agentd.models"
 local upgrade = require "rmcp.agentd.upgrade"
 local retention = require "rmcp.agentd.retention"
 local rules_spawn = require "rmcp.rules.spawn"
+local rules_fleet = require "rmcp.rules.fleet"
 local rules_poll = require "rmcp.rules.poll"
 local rules_list = require "rmcp.rules.list"
 local reload = require "rmcp.lib.reload"
@@ -94,7 +95,8 @@ function methods.hello(d, conn, p, reply)
   conn.orch, conn.project_dir, conn.hello = p.orchestrator_id, p.project_dir, true
   conn.client = type(p.client) == "table" and p.client or {}
   conn.env = p.env -- the agents this connection spawns or resumes run with it (nil: agentd's own)
-  log.info("conn %d: hello from %s (%s) for %s", conn.id, tostring(conn.client.name), conn.orch, tostring(conn.project_dir))
+  log.info("conn %d: hello from %s (%s)%s", conn.id, tostring(conn.client.name), conn.orch,
+           conn.project_dir and " for " .. conn.project_dir or ", no project dir")
   reply({ protocol = M.PROTOCOL, version = d.version, agentd_pid = d.pid, home = d.paths.home,
           reload = upgrade.status(d, conn.orch) })
 end
@@ -110,21 +112,46 @@ function methods.spawn(d, conn, p, reply)
   session.spawn(d, conn.orch, conn.project_dir, o, cwd, reply)
 end
 
+-- The changes a resume (or each of a fleet's) makes: keep_alive, idle_timeout and the agent options
+-- the caller gave (set like a spawn's); nil, error when one is bad.
+local function resume_changes(p)
+  local o, oerr = rules_spawn.options(p, true)
+  if not o then return nil, bad(oerr) end
+  local changes = {}
+  if p.keep_alive ~= nil then changes.keep_alive = o.keep_alive end
+  if p.idle_timeout ~= nil then changes.idle_timeout = o.idle_timeout end
+  for _, k in ipairs(rules_spawn.order) do changes[k] = o[k] end
+  return changes
+end
+
 -- resume: revives a tombstone (exited/orphaned) with session/resume on a fresh agent.
 function methods.resume(d, conn, p, reply)
   local s, err = ownership.lookup(d.sessions, conn.orch, p.session_id)
   if not s then return reply(nil, err) end
-  local o, oerr = rules_spawn.options(p, true)
-  if not o then return reply(nil, bad(oerr)) end
-  local changes = {}
+  local changes, cherr = resume_changes(p)
+  if not changes then return reply(nil, cherr) end
   if p.cwd ~= nil and not session.is_live(s) then
     local cwd, cerr = ownership.confine(conn.project_dir, p.cwd, conn.env)
     if not cwd then return reply(nil, cerr) end
     changes.cwd = cwd
   end
-  if p.keep_alive ~= nil then changes.keep_alive = o.keep_alive end
-  if p.idle_timeout ~= nil then changes.idle_timeout = o.idle_timeout end
   session.resume(d, s, changes, conn.env, reply)
+end
+
+-- configure: change a session's model, effort, work_mode or tool_approval (now when idle, before
+-- the next turn when busy, at the resume when exited).
+function methods.configure(d, conn, p, reply)
+  local s, err = ownership.lookup(d.sessions, conn.orch, p.session_id)
+  if not s then return reply(nil, err) end
+  local o, oerr = rules_spawn.options(p, true)
+  if not o then return reply(nil, bad(oerr)) end
+  local wanted, any = {}, false
+  for _, k in ipairs({ "model", "effort", "tool_approval", "work_mode" }) do
+    if o.explicit[k] then wanted[k], any = o[k], true end
+  end
+  if not any then return reply(nil, bad("give at least one of model, effort, work_mode, tool_approval")) end
+  if s.unreadable then return reply(nil, bad("session " .. s.id .. " is unreadable (" .. s.unreadable .. "); it cannot be configured")) end
+  session.configure(d, s, wanted, reply)
 end
 
 -- send: forced steer (never dropped); expect narrows it.
@@ -176,6 +203,99 @@ local function fan_result(results, ok_key)
   return out
 end
 
+-- Checks the explicit models and efforts of fleet assignments against the models the agent offers
+-- (cached); adds a line per bad one to errs. Skipped when the list cannot be had (each spawn then
+-- reports its own).
+local function check_fleet_models(d, conn, assignments, errs)
+  local any = false
+  for _, a in ipairs(assignments) do any = any or a.o.explicit.model or a.o.explicit.effort end
+  if not any then return end
+  local list = models.list(d, conn.project_dir or config.user_home(), conn.env)
+  if not list then return end
+  local by_ref = {}
+  for _, m in ipairs(list.models) do by_ref[m.ref] = m end
+  for _, a in ipairs(assignments) do
+    local m = by_ref[a.o.model]
+    if a.o.explicit.model and not m then
+      local refs = {}
+      for _, x in ipairs(list.models) do refs[#refs + 1] = x.ref end
+      errs[#errs + 1] = string.format("%s: model %s is not offered (models: %s)", a.label, a.o.model, table.concat(refs, ", "))
+    elseif a.o.explicit.effort and m and #m.supported_efforts > 0 then
+      local ok = false
+      for _, e in ipairs(m.supported_efforts) do ok = ok or e == a.o.effort end
+      if not ok then
+        errs[#errs + 1] = string.format("%s: effort %s is not offered by %s (efforts: %s)", a.label, a.o.effort, m.ref,
+          table.concat(m.supported_efforts, ", "))
+      end
+    end
+  end
+end
+
+-- spawn_fleet: spawns every assignment of a fleet (rules/fleet.lua's shape), at most parallelism
+-- starting at a time. Every option, cwd and model is checked first: one bad assignment rejects the
+-- whole fleet and no agent starts. A failure while starting is that agent's result alone.
+function methods.spawn_fleet(d, conn, p, reply)
+  if type(p.agents) ~= "table" or #p.agents == 0 then return reply(nil, bad("agents must be a non-empty array of assignments")) end
+  if #p.agents > rules_fleet.max_agents then
+    return reply(nil, bad(string.format("%d agents: at most %d", #p.agents, rules_fleet.max_agents)))
+  end
+  local par, perr = parallelism(p)
+  if not par then return reply(nil, perr) end
+  local errs, assignments, by_cwd, cwds = {}, {}, {}, {}
+  for i, a in ipairs(p.agents) do
+    local label = string.format("agents[%d] (%s)", i, tostring(type(a) == "table" and a.name or "?"))
+    if type(a) ~= "table" then
+      errs[#errs + 1] = label .. ": must be an object"
+    else
+      local o, oerr = rules_spawn.options(a, false, conn.env)
+      if not o then
+        errs[#errs + 1] = label .. ": " .. oerr
+      else
+        local cwd, cerr = ownership.confine(conn.project_dir, o.cwd, conn.env)
+        if not cwd then
+          errs[#errs + 1] = label .. ": " .. cerr.message
+        else
+          rules_spawn.adjust(o, { cwd = cwd, project_dir = conn.project_dir, orchestrator_id = conn.orch })
+          o.env = conn.env
+          assignments[#assignments + 1] = { name = a.name, label = label, o = o, cwd = cwd }
+          if not by_cwd[cwd] then by_cwd[cwd] = {}; cwds[#cwds + 1] = cwd end
+          table.insert(by_cwd[cwd], a.name or i)
+        end
+      end
+    end
+  end
+  async.run(function()
+    if #errs == 0 then check_fleet_models(d, conn, assignments, errs) end
+    if #errs > 0 then
+      return reply(nil, bad("the fleet was rejected whole, no agent started:\n" .. table.concat(errs, "\n")))
+    end
+    local indexes = {}
+    for i = 1, #assignments do indexes[i] = i end
+    fan_out(indexes, par, function(i, done)
+      local a = assignments[i]
+      session.spawn(d, conn.orch, conn.project_dir, a.o, a.cwd, function(r, e)
+        if not r then return done({ name = a.name, cwd = a.cwd, error = e.message }) end
+        done({ name = a.name, session_id = r.session_id, status = r.status, cwd = r.cwd, model = r.model,
+               warnings = r.warnings and #r.warnings > 0 and r.warnings or nil })
+      end)
+    end, function(results)
+      local out = fan_result(results, "spawned")
+      out.name = p.name
+      out.session_ids = json.array()
+      for _, r in ipairs(results) do
+        if r.session_id then out.session_ids[#out.session_ids + 1] = r.session_id end
+      end
+      -- agents sharing a real workspace queue behind one another's turns (the agent's workspace lease)
+      local shared = json.array()
+      for _, cwd in ipairs(cwds) do
+        if #by_cwd[cwd] > 1 then shared[#shared + 1] = { cwd = cwd, agents = by_cwd[cwd] } end
+      end
+      if #shared > 0 then out.shared_workspaces = shared end
+      reply(out)
+    end)
+  end, function(e) reply(nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, "spawn_fleet failed: " .. tostring(e))) end)
+end
+
 -- broadcast: send's forced steer to several sessions at once, at most parallelism in flight; each
 -- session gets its own result, and a failure does not undo the deliveries.
 function methods.broadcast(d, conn, p, reply)
@@ -204,23 +324,21 @@ local CONTINUE = "Your previous turn was interrupted (the agent daemon stopped).
 function methods.resume_fleet(d, conn, p, reply)
   local ids, err = owned_ids(d, conn, p)
   if not ids then return reply(nil, err) end
-  local o, oerr = rules_spawn.options({ keep_alive = p.keep_alive, idle_timeout = p.idle_timeout }, true)
-  if not o then return reply(nil, bad(oerr)) end
+  local changes, cherr = resume_changes({ keep_alive = p.keep_alive, idle_timeout = p.idle_timeout, model = p.model,
+                                          effort = p.effort, tool_approval = p.tool_approval, work_mode = p.work_mode })
+  if not changes then return reply(nil, cherr) end
   if p.continue_interrupted ~= nil and type(p.continue_interrupted) ~= "boolean" then
     return reply(nil, bad("continue_interrupted must be a boolean (default true)"))
   end
   local par, perr = parallelism(p)
   if not par then return reply(nil, perr) end
-  local changes = {}
-  if p.keep_alive ~= nil then changes.keep_alive = o.keep_alive end
-  if p.idle_timeout ~= nil then changes.idle_timeout = o.idle_timeout end
   fan_out(ids, par, function(id, done)
     local s = d.sessions[id]
     local interrupted = s.interrupted_turn == true and p.continue_interrupted ~= false
     session.resume(d, s, changes, conn.env, function(r, e)
       if not r then return done({ session_id = id, status = s.status, error = e.message }) end
-      local out = { session_id = id, status = s.status }
-      if not interrupted then return done(out) end
+      local out = { session_id = id, status = s.status, already_live = r.already_live }
+      if not interrupted or r.already_live then return done(out) end
       session.send(d, s, CONTINUE, "new_turn", function(sent, serr)
         out.status, out.continued, out.error = s.status, sent and true or nil, serr and serr.message or nil
         done(out)
@@ -239,7 +357,7 @@ function methods.poll(d, conn, p, reply)
   if not s then return reply(nil, err) end
   local o, oerr = rules_poll.options(p)
   if not o then return reply(nil, bad(oerr)) end
-  reply(rules_poll.shape(session.drain(d, s), o))
+  reply(rules_poll.shape(session.drain(d, s, o.detail), o))
 end
 
 -- transcript: what the agent did, from the journal.

@@ -17,7 +17,7 @@ M.field_types = {
   created_at = "number", updated_at = "number", turns_total = "integer", turns_drained = "integer", last_text = "string",
   plan = "array", posture = "object", skipped_options = "array", warnings = "array",
   terminal_pending = "boolean", transcript_path = "string", work_seconds = "number", damaged = "string",
-  interrupted_turn = "boolean",
+  interrupted_turn = "boolean", queued_config = "object",
 }
 
 -- True when value v (as decoded) has type want (M.field_types); a number must be finite (JSON has

@@ -13,6 +13,7 @@ local rules_caps = require "rmcp.rules.caps"
 local M = {}
 
 M.CANCELLED = -32800
+M.WAIT_TIMEOUT = 30 -- seconds a wait without a timeout blocks (a legacy long poll, not a watch)
 
 -- Closes a watch's timers and unregisters it.
 local function release(d, w)
@@ -48,7 +49,7 @@ local function try_watch(d, w)
   local results = {}
   for _, s in ipairs(ready) do
     local repeated = rules_watch.decision_repeated(s)
-    local snap = session.drain(d, s)
+    local snap = session.drain(d, s, w.detail)
     if w.detail then
       results[s.id] = rules_poll.shape(snap, w.poll_opts)
     else
@@ -67,6 +68,22 @@ local function wait_ready(s)
   return s.rt.wait_dirty or rules_watch.ready(s) ~= nil
 end
 
+-- A wait's result: woke (false: the timeout ended it), the ready ids, and each watched session's
+-- state {status, stop_reason?, permission_request?} (a wait consumes nothing: poll or watch takes
+-- the output).
+local function wait_result(d, w, ready)
+  local sessions = {}
+  for _, sid in ipairs(w.ids) do
+    local s = d.sessions[sid]
+    if s then
+      local first = s.pending[1]
+      sessions[sid] = { status = s.status, stop_reason = (s.status ~= "running" and s.status ~= "starting") and s.stop_reason or nil,
+                        permission_request = first and session.decision_view(first) or nil }
+    end
+  end
+  return { woke = #ready > 0, ready = ready, timed_out = #ready == 0 or nil, sessions = sessions }
+end
+
 -- Ends wait w if any of its sessions is ready; returns true when it did.
 local function try_wait(d, w)
   local ready = json.array()
@@ -75,7 +92,7 @@ local function try_wait(d, w)
     if s and wait_ready(s) then ready[#ready + 1] = sid end
   end
   if #ready == 0 then return false end
-  finish(d, w, { ready = ready })
+  finish(d, w, wait_result(d, w, ready))
   return true
 end
 
@@ -108,7 +125,7 @@ function M.watch(d, conn, req_id, ids, params, poll_opts, reply)
     log.info("watch %s was answered before; the answer again", key)
     return reply(last.result)
   end
-  local w = { conn = conn, req_id = req_id, ids = ids, reply = reply, detail = params.detail == true,
+  local w = { conn = conn, req_id = req_id, ids = ids, reply = reply, detail = poll_opts.detail,
               poll_opts = poll_opts, key = key }
   for _, sid in ipairs(ids) do
     local old = d.watch_by_session[sid]
@@ -127,7 +144,8 @@ function M.wait(d, conn, req_id, ids, params, reply)
   local w = { conn = conn, req_id = req_id, ids = ids, reply = reply }
   if try_wait(d, w) then return end
   d.waits[w] = true
-  arm(d, w, params, function() finish(d, w, { ready = json.array(), timed_out = true }) end)
+  if params.timeout == nil then params.timeout = M.WAIT_TIMEOUT end
+  arm(d, w, params, function() finish(d, w, wait_result(d, w, json.array())) end)
 end
 
 -- Re-checks the watch and waits on session s after it changed.

@@ -42,6 +42,7 @@ function M.row(s, opts)
     r.effort, r.tool_approval, r.work_mode = s.effort, s.tool_approval, s.work_mode
     r.error_text = s.error_text
     r.idle_timeout = s.idle_timeout
+    r.queued_config = s.queued_config -- configured, not yet on the agent (its next turn or resume)
     r.agent_pid = s.rt and s.rt.agent and s.rt.agent:pid() or nil
     if s.plan and #s.plan > 0 then r.plan = s.plan end
     if M.active[s.status] and s.rt and opts.current_work then r.current_work = opts.current_work(s) end

@@ -35,11 +35,18 @@ function M.options(p)
       return nil, "max_events must be an integer"
     end
     if p.max_events < 0 then return nil, "max_events must be >= 0" end
-    o.max_events = math.min(math.tointeger(p.max_events), caps.limit("max_events_cap"))
+    local cap = caps.limit("max_events_cap")
+    o.max_events = math.min(math.tointeger(p.max_events), cap)
+    if p.max_events > cap then o.max_events_clamped = cap end
   else
     o.max_events = math.min(caps.limit("max_events"), caps.limit("max_events_cap"))
   end
-  o.detail = p.detail == true
+  -- an event selector asks for the events: it opts into the detailed shape, which shows them
+  local selects = p.include_events ~= nil or p.exclude_events ~= nil or p.max_events ~= nil
+  if selects and p.detail == false then
+    return nil, "include_events, exclude_events and max_events select events, which only detail=true shows: drop detail=false"
+  end
+  o.detail = p.detail == true or selects
   o.include_thought = p.include_thought == true or (p.include_thought == nil and config.flag("INCLUDE_THOUGHT"))
   o.include_full = p.include_full == true or (p.include_full == nil and config.flag("INCLUDE_FULL"))
   return o
@@ -183,6 +190,7 @@ function M.shape(snap, o)
     if (snap.turns_dropped or 0) > 0 then r.turns_dropped, r.turns_truncated = snap.turns_dropped, true end
     local events, filtered, dropped = M.filter_events(snap.events or {}, o)
     r.events = events
+    r.max_events_clamped = o.max_events_clamped
     r.events_filtered = filtered
     r.events_dropped = dropped + (snap.events_overflow or 0)
     r.counters = snap.counters

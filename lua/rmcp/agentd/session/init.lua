@@ -4,6 +4,7 @@
 --   events.lua  what the agent sends: chunks, updates, decisions (and their answers), its exit
 --   turns.lua   prompts, steers, forced send, turn end, idle cleanup, stop
 --   setup.lua   the agent process: start and configure, spawn, resume, adopt (handover), kill all
+--   configure.lua  options changed after spawn: now, before the next turn, or at the resume
 -- Status: starting → running ⇄ idle, awaiting_decision while a decision is pending, exited
 -- (tombstone), orphaned (was live when the daemon died). Sessions live in d.sessions.
 
@@ -39,6 +40,7 @@
 ---@field terminal_pending boolean? a terminal state not yet delivered by a watch or poll
 ---@field transcript_path string   the journal (<id>.events.jsonl)
 ---@field work_seconds number?     time spent in turns
+---@field queued_config table?     options configured for the next turn or the resume (configure.lua)
 ---@field pending SessionDecision[] decisions awaiting respond_permission (runtime only)
 ---@field rt SessionRuntime        runtime-only state, never persisted
 
@@ -88,10 +90,12 @@ local state = require "rmcp.agentd.session.state"
 local events = require "rmcp.agentd.session.events"
 local turns = require "rmcp.agentd.session.turns"
 local setup = require "rmcp.agentd.session.setup"
+local configure = require "rmcp.agentd.session.configure"
 
 return {
   -- reading
   is_live = state.is_live,
+  decision_view = state.decision_view,
   handover_state = setup.handover_state,
   -- the daemon's life
   restore = state.restore,
@@ -101,6 +105,7 @@ return {
   -- verbs of the API
   spawn = setup.spawn,
   resume = setup.resume,
+  configure = configure.configure,
   send = turns.send,
   respond = events.respond,
   stop = turns.stop,

@@ -14,6 +14,7 @@ local contract = require "rmcp.rules.contract"
 local state = require "rmcp.agentd.session.state"
 local events = require "rmcp.agentd.session.events"
 local turns = require "rmcp.agentd.session.turns"
+local configure = require "rmcp.agentd.session.configure"
 
 local M = {}
 
@@ -173,10 +174,13 @@ end
 -- Fields a resume may change (the caller checked them): cwd (confined), keep_alive, idle_timeout.
 local resumable = { cwd = true, keep_alive = true, idle_timeout = true }
 
+-- The agent options a resume may change (set on the agent like a spawn's).
+local agent_options = { "model", "effort", "tool_approval", "work_mode" }
+
 -- Revives tombstone s (exited or orphaned) on a fresh agent run with env (the resuming
 -- orchestrator's environment map; nil: agentd's own): session/resume when the agent session is
 -- known, else session/new; changes holds the fields the caller gave (see resumable). A live s is
--- answered as it is, with a warning. cb(result) or cb(nil, error); a failed resume keeps the
+-- answered already_live. cb(result) or cb(nil, error); a failed resume keeps the
 -- tombstone (with the error text).
 function M.resume(d, s, changes, env, cb)
   if s.unreadable then
@@ -185,16 +189,20 @@ function M.resume(d, s, changes, env, cb)
         .. "spawn a new session to go on with the work", s.id, s.unreadable, s.transcript_path)))
   end
   if state.is_live(s) then
-    local r = M.spawn_result(s)
-    r.warnings = json.array({ "session is already live; nothing to resume" })
-    return cb(r)
+    -- idempotent: the session is there to use; its options are changed with reasonix_configure
+    return cb({ session_id = s.id, status = s.status, already_live = true, transcript_path = s.transcript_path })
   end
   for k, v in pairs(changes) do
     if resumable[k] then s[k] = v end
   end
   local previous = s.status
-  local o = { model = s.model, effort = s.effort, tool_approval = s.tool_approval, work_mode = s.work_mode,
-              explicit = {}, env = env }
+  -- the agent options: the caller's, else those configure saved for the resume, else the session's
+  local saved = s.queued_config
+  local o = { explicit = {}, env = env }
+  for _, k in ipairs(agent_options) do
+    local v = changes[k] or (saved and type(saved[k]) == "string" and saved[k] or nil)
+    o[k], o.explicit[k] = v or s[k], v ~= nil
+  end
   s.rt = state.new_rt()
   s.rt.resuming = true
   s.pending = {}
@@ -211,6 +219,8 @@ function M.resume(d, s, changes, env, cb)
     s.exit_reason = nil
     s.terminal_pending = false
     s.interrupted_turn = nil
+    if s.queued_config == saved then s.queued_config = nil end -- set by this start
+    configure.flush(d, s) -- configured while it started
     s.rt.resuming = nil
     state.journal(d, s, { type = "resume", cwd = s.cwd })
     state.persist(d, s)

@@ -259,7 +259,20 @@ function M.push_event(s, ev, t)
   if type(ev) == "table" then
     ev.t = ev.t or t or store.now()
     times[n] = ev.t
-    if critical_types[ev.type] then return end
+    if critical_types[ev.type] then
+      -- a session only ever polled lean keeps its critical events (turn ends, decisions) for the
+      -- next detailed look; past twice the buffer the oldest go too
+      local max = config.limits_now().event_buffer
+      if n > 2 * max then
+        local drop = max // 10
+        table.move(events, drop + 1, n + drop, 1)
+        table.move(times, drop + 1, n + drop, 1)
+        rt.events_overflow = rt.events_overflow + drop
+        rt.noncritical = 0
+        for i = 1, n - drop do if type(events[i]) == "string" or not critical_types[events[i].type] then rt.noncritical = rt.noncritical + 1 end end
+      end
+      return
+    end
   else
     times[n] = t or store.now()
   end
@@ -325,6 +338,8 @@ end
 
 -- What the agent is doing now: the latest running tool call, else the in-progress plan step.
 function M.current_work(s)
+  -- a finished turn or an exited agent works on nothing
+  if s.status ~= "running" and s.status ~= "awaiting_decision" then return nil end
   local rt = s.rt
   local id = rt.active[#rt.active]
   if id and rt.tools[id] then
@@ -367,7 +382,9 @@ local function release(s)
 end
 
 -- Drains what is new since the last poll/watch into a snapshot for policy shaping, and resets it.
-function M.drain(d, s)
+-- The events are taken only by a result that shows them (with_events: a detailed poll or watch);
+-- a lean one leaves them for the next detailed look.
+function M.drain(d, s, with_events)
   local rt = s.rt
   local events, times = rt.events, rt.event_t
   for i = 1, #events do
@@ -379,7 +396,7 @@ function M.drain(d, s)
     session_id = s.id, status = s.status, stop_reason = s.stop_reason, exit_reason = s.exit_reason,
     error_text = s.error_text, error_changed = rt.error_rev ~= rt.error_seen and s.error_text ~= nil,
     text = buf_text(rt.text), thought = buf_text(rt.thought), turns = rt.turns, turns_dropped = rt.turns_dropped,
-    events = rt.events, events_overflow = rt.events_overflow,
+    events = with_events and rt.events or nil, events_overflow = with_events and rt.events_overflow or nil,
     plan = s.plan, plan_changed = rt.plan_rev ~= rt.plan_seen, current_work = M.current_work(s),
     permission_request = first and M.decision_view(first) or nil,
     full_text = not rt.released and buf_text(rt.full_text) or nil,
@@ -388,8 +405,9 @@ function M.drain(d, s)
     counters = rt.counters, config = M.effective_config(s),
     last_turn_text = (s.status == "idle" or s.status == "exited" or s.status == "orphaned") and s.last_text or nil,
   }
-  rt.text, rt.thought, rt.turns, rt.events, rt.event_t = buf_new(), buf_new(), {}, {}, {}
-  rt.noncritical, rt.events_overflow, rt.turns_dropped = 0, 0, 0
+  rt.text, rt.thought, rt.turns = buf_new(), buf_new(), {}
+  if with_events then rt.events, rt.event_t, rt.noncritical, rt.events_overflow = {}, {}, 0, 0 end
+  rt.turns_dropped = 0
   rt.plan_seen, rt.error_seen = rt.plan_rev, rt.error_rev
   rt.wait_dirty = false
   if s.turns_drained ~= s.turns_total then

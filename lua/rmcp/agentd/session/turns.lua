@@ -10,6 +10,7 @@ local rules_cleanup = require "rmcp.rules.cleanup"
 local contract = require "rmcp.rules.contract"
 local caps = require "rmcp.rules.caps"
 local state = require "rmcp.agentd.session.state"
+local configure = require "rmcp.agentd.session.configure"
 
 local M = {}
 
@@ -94,8 +95,13 @@ function M.prompt(d, s, text, via)
   s.status = "running"
   state.persist(d, s)
   rt.prompt_text = text
-  rt.prompt_id = agent:request("session/prompt", { sessionId = s.acp_session_id, prompt = { { type = "text", text = text } } },
-    function(result, err) M.prompt_done(d, s, agent, text, result, err) end)
+  -- options configured during the last turn are set first (the agent's answer to a setting made
+  -- as a turn ends can be lost to its own end-of-turn work)
+  configure.flush(d, s, function()
+    if rt.agent ~= agent or agent.exited then return end -- the exit handler reports it
+    rt.prompt_id = agent:request("session/prompt", { sessionId = s.acp_session_id, prompt = { { type = "text", text = text } } },
+      function(result, err) M.prompt_done(d, s, agent, text, result, err) end)
+  end)
 end
 
 -- The answer to session/prompt (text): the turn ends. Also reached by an agent handed over from a

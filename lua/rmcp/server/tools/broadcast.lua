@@ -19,7 +19,6 @@ return {
     expect = { type = "string", enum = { "any", "steer", "new_turn" }, default = "any" },
     parallelism = { type = "integer", minimum = 1, maximum = 16, default = 8 },
   }, { "session_ids", "message" }),
-  outputSchema = common.result(),
   annotations = { readOnlyHint = false, destructiveHint = false, idempotentHint = false, openWorldHint = true },
   handler = common.forward("broadcast", prepare),
 }

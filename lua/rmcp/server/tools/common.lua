@@ -28,10 +28,21 @@ function M.object(properties, required, extra)
   return s
 end
 
--- An output schema: an object (its fields are documented in the description and in
--- lua/rmcp/agentd/PROTOCOL.md; naming them here too would cost every host's context for nothing).
-function M.result()
-  return { type = "object" }
+-- No built-in tool has an outputSchema: each result is an object whose fields are documented in
+-- the description and in lua/rmcp/agentd/PROTOCOL.md (a bare {type = "object"} would cost every
+-- host's context for nothing); structuredContent rides every result all the same.
+
+-- The agent options of spawn (with_defaults: the defaults shown), resume and configure.
+function M.agent_options(with_defaults)
+  local function default(k) return with_defaults and config.default(k) or nil end
+  return {
+    model = { type = "string", default = default("model") },
+    work_mode = { type = "string", enum = { "economy", "balanced", "delivery" }, default = default("work_mode") },
+    tool_approval = { type = "string", enum = { "ask", "auto", "yolo" }, default = default("tool_approval"),
+                      description = with_defaults and "ask: gated tool calls become permission requests." or nil },
+    effort = { type = "string", enum = { "auto", "disabled", "low", "medium", "high", "xhigh", "max" },
+               default = default("effort") },
+  }
 end
 
 -- The session_id argument of the single-session tools.
@@ -50,11 +61,12 @@ function M.poll_options(described)
   local function doc(text) return described and text or nil end
   return {
     include_events = { type = "array", items = { type = "string" },
-                       description = doc("detail: only these types.") },
+                       description = doc("Only these types; any event selector implies detail.") },
     exclude_events = { type = "array", items = { type = "string" } },
     include_thought = { type = "boolean", default = config.flag("INCLUDE_THOUGHT"), description = doc("Reasoning text.") },
     include_full = { type = "boolean", default = config.flag("INCLUDE_FULL"), description = doc("Whole conversation.") },
-    max_events = { type = "integer", minimum = 0, maximum = config.limit("max_events_cap"), default = config.limit("max_events") },
+    max_events = { type = "integer", minimum = 0, default = config.limit("max_events"),
+                   description = doc("Tail kept; over " .. config.limit("max_events_cap") .. " is clamped.") },
   }
 end
 

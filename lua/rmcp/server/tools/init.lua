@@ -9,7 +9,8 @@ local hooks = require "rmcp.policy.hooks"
 local M = {}
 
 M.modules = {
-  "spawn", "resume", "resume_fleet", "models", "send", "broadcast", "poll", "transcript", "watch", "wait", "list",
+  "spawn", "spawn_fleet", "resume", "resume_fleet", "configure", "models", "send", "broadcast", "poll", "transcript",
+  "watch", "wait", "list",
   "respond_permission", "stop", "restart_agentd", "restart_mcp_server",
 }
 

@@ -14,7 +14,6 @@ return {
     limit = { type = "integer", default = 50 },
     cursor = { type = "string" },
   }),
-  outputSchema = common.result(),
   annotations = { readOnlyHint = true, openWorldHint = false },
   handler = common.forward("list"),
 }

@@ -6,7 +6,6 @@ return {
   title = "List models",
   description = "Model refs reasonix_spawn accepts, the default, and each one's supported_efforts.",
   inputSchema = common.object({}),
-  outputSchema = common.result(),
   annotations = { readOnlyHint = true, openWorldHint = false },
   handler = common.forward("models"),
 }

@@ -10,7 +10,6 @@ return {
   title = "Poll agent",
   description = "One session's changes since the last poll, shaped as watch's. Prefer reasonix_watch.",
   inputSchema = common.object(properties, { "session_id" }),
-  outputSchema = common.result(),
   annotations = { readOnlyHint = true, openWorldHint = false },
   handler = common.forward("poll"),
 }

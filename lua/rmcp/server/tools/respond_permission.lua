@@ -11,7 +11,6 @@ return {
     option_id = { type = "string" },
     request_id = { type = { "integer", "string" } },
   }, { "session_id", "option_id" }),
-  outputSchema = common.result(),
   annotations = { readOnlyHint = false, destructiveHint = false, idempotentHint = false, openWorldHint = false },
   handler = common.forward("respond_permission"),
 }

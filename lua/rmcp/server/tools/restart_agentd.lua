@@ -7,7 +7,6 @@ return {
   description = "Restart the shared agent daemon (a new binary already queues a safe reload). Refused while "
     .. "any is live (force=true stops yours, resumable; never others').",
   inputSchema = common.object({ force = { type = "boolean", default = false } }),
-  outputSchema = common.result(),
   annotations = { readOnlyHint = false, destructiveHint = true, idempotentHint = false, openWorldHint = false },
   handler = common.forward("restart"),
 }

@@ -10,7 +10,6 @@ return {
   title = "Restart MCP server",
   description = "Restart this MCP server via its launcher (new code); agents are unaffected.",
   inputSchema = common.object({}),
-  outputSchema = common.result(),
   annotations = { readOnlyHint = false, destructiveHint = false, idempotentHint = true, openWorldHint = false },
   handler = function(_args, ctx)
     if not ctx.restart_server("reasonix_restart_mcp_server") then

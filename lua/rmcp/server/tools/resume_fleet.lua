@@ -1,19 +1,19 @@
 -- reasonix_resume_fleet: reasonix_resume for many sessions at once (after a daemon death, say).
 local common = require "rmcp.server.tools.common"
 
+local properties = common.agent_options()
+properties.session_ids = common.session_ids()
+properties.keep_alive = { type = "boolean" }
+properties.idle_timeout = { type = "number" }
+properties.parallelism = { type = "integer", minimum = 1, maximum = 16, default = 8 }
+properties.continue_interrupted = { type = "boolean", default = true }
+
 return {
   name = "reasonix_resume_fleet",
   title = "Resume fleet",
   description = "reasonix_resume each at once; a turn a daemon death cut short continues, idle ones stay "
     .. "idle; per-agent results[].",
-  inputSchema = common.object({
-    session_ids = common.session_ids(),
-    keep_alive = { type = "boolean" },
-    idle_timeout = { type = "number" },
-    parallelism = { type = "integer", minimum = 1, maximum = 16, default = 8 },
-    continue_interrupted = { type = "boolean", default = true },
-  }, { "session_ids" }),
-  outputSchema = common.result(),
+  inputSchema = common.object(properties, { "session_ids" }),
   annotations = { readOnlyHint = false, destructiveHint = false, idempotentHint = true, openWorldHint = true },
   handler = common.forward("resume_fleet"),
 }

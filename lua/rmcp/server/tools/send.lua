@@ -18,7 +18,6 @@ return {
     message = { type = "string", minLength = 1 },
     expect = { type = "string", enum = { "any", "steer", "new_turn" }, default = "any" },
   }, { "session_id", "message" }),
-  outputSchema = common.result(),
   annotations = { readOnlyHint = false, destructiveHint = false, idempotentHint = false, openWorldHint = true },
   handler = common.forward("send", prepare),
 }

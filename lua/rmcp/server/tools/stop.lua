@@ -6,7 +6,6 @@ return {
   title = "Stop agent",
   description = "Cancel the turn and end the agent; the session stays listed as exited, resumable.",
   inputSchema = common.object({ session_id = common.session_id() }, { "session_id" }),
-  outputSchema = common.result(),
   annotations = { readOnlyHint = false, destructiveHint = true, idempotentHint = true, openWorldHint = false },
   handler = common.forward("stop"),
 }

@@ -10,7 +10,6 @@ return {
     session_id = common.session_id(),
     max_tool_calls = { type = "integer", minimum = 0, default = 100 },
   }, { "session_id" }),
-  outputSchema = common.result(),
   annotations = { readOnlyHint = true, openWorldHint = false },
   handler = common.forward("transcript"),
 }

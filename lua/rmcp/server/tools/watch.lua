@@ -12,7 +12,6 @@ return {
   description = "Block until a session finishes a turn, exits or needs a decision; returns results[id] "
     .. "(status, message, permission_request, …). A newer watch supersedes it; undelivered results wait.",
   inputSchema = common.object(properties, { "session_ids" }),
-  outputSchema = common.result(),
   annotations = { readOnlyHint = false, destructiveHint = false, idempotentHint = false, openWorldHint = false },
   long = true,
   -- the request key lets agentd answer again a watch whose answer died with the server
