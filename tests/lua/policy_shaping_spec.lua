@@ -301,3 +301,20 @@ test("fleet files: arrays, name maps, the tasks alias and root arrays, defaults 
   t.ok(table.concat(e2):find("65 agents: at most 64", 1, true))
   t.ok(table.concat(select(2, fleet.normalize("x", "/f.json"))):find("object or array", 1, true))
 end)
+
+test("background recovery: only that warning on an end_turn, 3 in a row, 0 turns it off", function(t)
+  local recovery = require "rmcp.rules.recovery"
+  local text = "started\n\n[warning] background bash failed: needs attention"
+  t.eq(recovery.wanted(text, "end_turn", 0), true)
+  t.eq(recovery.wanted(text, "end_turn", 2), true)
+  t.eq(recovery.wanted(text, "end_turn", 3), false, "the cap")
+  t.eq(recovery.wanted(text, "error", 0), false, "no other ending is retried")
+  t.eq(recovery.wanted("background job failed", "end_turn", 0), false, "no other text")
+  with_env({ REASONIX_MCP_BACKGROUND_RECOVERY_ATTEMPTS = "0" }, function()
+    t.eq(recovery.wanted(text, "end_turn", 0), false, "0 is off")
+  end)
+  with_env({ REASONIX_MCP_BACKGROUND_RECOVERY_ATTEMPTS = "5" }, function()
+    t.eq(recovery.wanted(text, "end_turn", 4), true)
+    t.ok(recovery.prompt(4):find("4/5", 1, true))
+  end)
+end)

@@ -81,6 +81,7 @@ local function stdio_opts(self, o)
   o.stdout_mode = "ndjson"
   o.max_line = self.opts.max_line
   o.on_line = function(line)
+    self.last_line_at = uv.now() -- protocol progress (agentd/health.lua)
     local on_chunk = self.opts.on_chunk
     if on_chunk then
       local kind, text = M.text_chunk(line)

@@ -13,6 +13,7 @@ local watch = require "rmcp.agentd.watch"
 local ownership = require "rmcp.agentd.ownership"
 local transcript = require "rmcp.agentd.transcript"
 local models = require "rmcp.agentd.models"
+local health = require "rmcp.agentd.health"
 local upgrade = require "rmcp.agentd.upgrade"
 local retention = require "rmcp.agentd.retention"
 local rules_spawn = require "rmcp.rules.spawn"
@@ -357,7 +358,9 @@ function methods.poll(d, conn, p, reply)
   if not s then return reply(nil, err) end
   local o, oerr = rules_poll.options(p)
   if not o then return reply(nil, bad(oerr)) end
-  reply(rules_poll.shape(session.drain(d, s, o.detail), o))
+  local snap = session.drain(d, s, o.detail)
+  snap.health = health.anomaly(d, s)
+  reply(rules_poll.shape(snap, o))
 end
 
 -- transcript: what the agent did, from the journal.
@@ -411,6 +414,7 @@ function methods.list(d, conn, p, reply)
   local r = rules_list.shape(mine, {
     include_task = p.include_task == true, pending_only = p.pending_only == true, all = p.all == true,
     detail = p.detail == true, current_work = session.current_work,
+    health = function(s) return health.of(d, s) end,
     now = store.now(), recent_s = config.limit("list_recent_s"),
     limit = limit or math.floor(config.limit("list_limit")), cursor = cursor,
   })

@@ -15,6 +15,7 @@ local upgrade = require "rmcp.agentd.upgrade"
 local handover = require "rmcp.agentd.handover"
 local idle_exit = require "rmcp.agentd.idle_exit"
 local retention = require "rmcp.agentd.retention"
+local health = require "rmcp.agentd.health"
 
 local M = {}
 
@@ -78,6 +79,7 @@ local function shutdown(d, reason)
   upgrade.close(d)
   idle_exit.stop(d)
   retention.stop(d)
+  health.stop(d)
   if d.server then d.server:close(); d.server = nil end
   for _, s in pairs(d.sessions) do
     if s.rt.agent then s.rt.agent:stop(nil, 100) end
@@ -145,6 +147,7 @@ function M.main(_)
   restore(d)
   if handed then handover.adopt_all(d, handed) end
   retention.start(d)
+  health.start(d)
   os.remove(paths.sock) -- we hold the lock, so any socket file left here is stale
   local srv, lerr2 = sock.listen(paths.sock, function(fd, peer_uid, peer_pid) api.accept(d, fd, peer_uid, peer_pid) end)
   if not srv then

@@ -9,6 +9,7 @@ local session = require "rmcp.agentd.session"
 local rules_watch = require "rmcp.rules.watch"
 local rules_poll = require "rmcp.rules.poll"
 local rules_caps = require "rmcp.rules.caps"
+local health = require "rmcp.agentd.health"
 
 local M = {}
 
@@ -50,6 +51,7 @@ local function try_watch(d, w)
   for _, s in ipairs(ready) do
     local repeated = rules_watch.decision_repeated(s)
     local snap = session.drain(d, s, w.detail)
+    snap.health = health.anomaly(d, s)
     if w.detail then
       results[s.id] = rules_poll.shape(snap, w.poll_opts)
     else

@@ -38,6 +38,7 @@ function M.row(s, opts)
   if pending then
     r.pending_decision = { request_id = pending.request_id, kind = pending.kind, title = pending.tool_call and pending.tool_call.title }
   end
+  r.health = opts.health and M.active[s.status] and opts.health(s) or nil -- a running turn's (agentd/health.lua)
   if opts.detail then
     r.effort, r.tool_approval, r.work_mode = s.effort, s.tool_approval, s.work_mode
     r.error_text = s.error_text

@@ -89,6 +89,8 @@ local function lean_fields(r, snap)
   r.current_work = snap.current_work
   r.permission_request = snap.permission_request
   if snap.error_changed then r.error_text = snap.error_text end
+  r.background_recovery = snap.background_recovery
+  r.health = snap.health -- blocked or stalled (agentd/health.lua)
   return r
 end
 

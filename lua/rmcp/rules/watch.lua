@@ -11,6 +11,7 @@ function M.ready(s)
   if s.terminal_pending then return "terminal" end
   if s.pending and s.pending[1] then return "decision" end
   if s.status == "exited" or s.status == "orphaned" then return "exited" end
+  if s.rt and s.rt.health_alert then return "stalled" end -- once per stall (agentd/health.lua)
   return nil
 end
 
@@ -29,6 +30,8 @@ function M.compact(snap)
     current_work = snap.current_work,
     permission_request = snap.permission_request,
     error_text = snap.error_text,
+    background_recovery = snap.background_recovery, -- {attempts, gave_up?}: recovery turns before this result
+    health = snap.health, -- blocked or stalled (agentd/health.lua)
   }
   if snap.status ~= "running" and snap.status ~= "starting" then r.stop_reason = snap.stop_reason end
   if snap.status == "exited" or snap.status == "orphaned" then r.exit_reason = snap.exit_reason end

@@ -404,7 +404,9 @@ function M.drain(d, s, with_events)
     text_cut = rt.text.cut, thought_cut = rt.thought.cut, full_text_cut = rt.full_text.cut, full_thought_cut = rt.full_thought.cut,
     counters = rt.counters, config = M.effective_config(s),
     last_turn_text = (s.status == "idle" or s.status == "exited" or s.status == "orphaned") and s.last_text or nil,
+    background_recovery = rt.recovery_report,
   }
+  rt.recovery_report = nil
   rt.text, rt.thought, rt.turns = buf_new(), buf_new(), {}
   if with_events then rt.events, rt.event_t, rt.noncritical, rt.events_overflow = {}, {}, 0, 0 end
   rt.turns_dropped = 0
@@ -434,6 +436,7 @@ end
 -- comes back from a daemon restart orphaned with its result pending whatever the file said.
 function M.mark_delivered(d, s)
   s.terminal_pending = false
+  if s.rt then s.rt.health_alert = nil end
   for _, dec in ipairs(s.pending) do dec.delivered = true end
   if not live_status[s.status] then M.persist(d, s) end
 end

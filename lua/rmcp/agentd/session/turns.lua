@@ -4,10 +4,10 @@
 local uv = require "luv"
 local jsonrpc = require "rmcp.lib.jsonrpc"
 local log = require "rmcp.lib.log"
-local config = require "rmcp.config"
 local store = require "rmcp.agentd.store"
 local rules_cleanup = require "rmcp.rules.cleanup"
 local contract = require "rmcp.rules.contract"
+local rules_recovery = require "rmcp.rules.recovery"
 local caps = require "rmcp.rules.caps"
 local state = require "rmcp.agentd.session.state"
 local configure = require "rmcp.agentd.session.configure"
@@ -47,12 +47,24 @@ function M.policy_changed(d)
   end
 end
 
+-- Starts recovery turn n of s, whose turn just ended with a failed background job: that turn is
+-- journaled and kept for a detailed poll, but not reported as the end (no watch wakes for it).
+local function recover(d, s, n)
+  local rt = s.rt
+  rt.recovery_attempts = n
+  s.pending = {}
+  push_event(s, { type = "background_recovery", attempt = n, max = rules_recovery.cap() })
+  state.journal(d, s, { type = "turn_end", stop_reason = s.stop_reason, text = s.last_text, recovery = n })
+  log.info("session %s: a background job failed; recovery turn %d of %d", s.id, n, rules_recovery.cap())
+  M.prompt(d, s, rules_recovery.prompt(n), "recovery") -- running again, nothing terminal to report
+  state.changed(d, s, "status", { note = string.format("a background job failed: recovery turn %d of %d", n, rules_recovery.cap()) })
+end
+
 -- Ends the current turn with stop_reason (and error text for an errored turn).
 local function end_turn(d, s, stop_reason, err_text)
   local rt = s.rt
   rt.prompt_active = false
   rt.active, rt.tools = {}, {}
-  local l = config.limits_now()
   local cut = rt.turn_text.cut
   local text = buf_text(rt.turn_text)
   rt.turn_text = buf_new()
@@ -67,6 +79,13 @@ local function end_turn(d, s, stop_reason, err_text)
   if rt.turn_started_at then
     s.work_seconds = (s.work_seconds or 0) + (store.now() - rt.turn_started_at)
     rt.turn_started_at = nil
+  end
+  local attempts = rt.recovery_attempts or 0
+  if not rt.stopping and rules_recovery.wanted(text, stop_reason, attempts) then return recover(d, s, attempts + 1) end
+  rt.recovery_attempts = 0
+  if attempts > 0 then
+    -- the turn the orchestrator gets says what was tried, and whether the cap stopped it
+    rt.recovery_report = { attempts = attempts, gave_up = text:find(rules_recovery.marker, 1, true) ~= nil or nil }
   end
   push_event(s, { type = "turn_end", stop_reason = stop_reason, error_text = err_text })
   rt.wait_dirty = true
@@ -87,6 +106,7 @@ function M.prompt(d, s, text, via)
   rt.idle_since = nil
   rt.prompt_active = true
   rt.turn_started_at = rt.turn_started_at or store.now()
+  rt.turn_started_ms, rt.stalled, rt.health_alert = uv.now(), nil, nil
   rt.counters.prompts = rt.counters.prompts + 1
   s.terminal_pending = false
   state.journal(d, s, { type = "prompt", via = via or "prompt", text = text })
