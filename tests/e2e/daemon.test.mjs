@@ -13,6 +13,7 @@ const scenario = {
     { name: 'first', last_role: 'user', user_contains: 'FIRST-TURN', text: 'remember the word PELICAN' },
     { name: 'resumed', last_role: 'user', user_contains: 'AFTER-RESUME', text: 'resumed fine' },
     { name: 'next', last_role: 'user', user_contains: 'NEXT-TURN', text: 'next turn fine' },
+    { name: 'hold', last_role: 'user', user_contains: 'HOLD-TASK', text: 'held', delay_first: 30 },
   ],
 };
 
@@ -83,15 +84,24 @@ test('restart_agentd refuses while another orchestrator has live agents, then re
   for (const args of [{}, { force: true }]) {
     const refused = await callTool(mine.client, 'reasonix_restart_agentd', args);
     assert.equal(refused.result.isError, true, `refused with ${JSON.stringify(args)}`);
-    assert.match(refused.result.content[0].text, /other orchestrators have 1 live agent/);
+    assert.match(refused.result.content[0].text, /other orchestrators have 1 agent\(s\) at work or with undelivered results/);
     assert.doesNotMatch(refused.result.content[0].text, new RegExp(other), 'never names another orchestrator\'s session');
   }
   await tool(theirs.client, 'reasonix_stop', { session_id: other });
 
+  // my own agent, idle with its result delivered, does not refuse it (the reload's rule): it is closed, resumable
+  const { session_id: done } = await tool(mine.client, 'reasonix_spawn', { task: 'ECHO-TASK mine' });
+  await watchUntil(mine.client, [done]);
   const oldPid = agentdPid(fx.sb);
   const r = await tool(mine.client, 'reasonix_restart_agentd', {});
-  assert.equal(r.restarting, true);
-  await until(() => !alive(oldPid), 10000, 'old agentd exits');
+  assert.equal(r.restarted, true);
+  assert.equal(r.old_pid, oldPid);
+  assert.notEqual(r.agentd_pid, oldPid, 'answered by a distinct daemon');
+  assert.equal(r.agentd_pid, agentdPid(fx.sb), 'the one now running');
+  assert.equal(r.current_binary, true);
+  assert.deepEqual(r.recoverable_sessions, [done]);
+  assert.deepEqual(r.checkpointed_sessions, []);
+  assert.ok(!alive(oldPid), 'the old daemon is gone when the call returns');
   // The next call starts a fresh daemon and reconnects without any help.
   const list = await tool(theirs.client, 'reasonix_list', {});
   const row = list.sessions.find((s) => s.session_id === other);
@@ -99,4 +109,36 @@ test('restart_agentd refuses while another orchestrator has live agents, then re
   const newPid = agentdPid(fx.sb);
   assert.ok(newPid && newPid !== oldPid, 'a fresh agentd');
   assert.match(theirs.stderr.join(''), /agentd link: disconnected/);
+});
+
+test('restart_agentd force: an agent at work is checkpointed; a daemon that does not answer is ended TERM then KILL', async () => {
+  const { client } = await fx.connect({ name: 'forcer' });
+  const { session_id: busy } = await tool(client, 'reasonix_spawn', { task: 'HOLD-TASK long turn' });
+  const refused = await callTool(client, 'reasonix_restart_agentd', {});
+  assert.equal(refused.result.isError, true);
+  assert.match(refused.result.content[0].text, new RegExp(`your agents still need the daemon: ${busy} \\((running|starting)\\)`));
+  const r = await tool(client, 'reasonix_restart_agentd', { force: true });
+  assert.deepEqual(r.checkpointed_sessions, [busy]);
+  assert.deepEqual(r.recoverable_sessions, [busy]);
+  const back = await tool(client, 'reasonix_resume', { session_id: busy });
+  assert.equal(back.status, 'idle', 'checkpointed: it resumes');
+
+  // a wedged daemon (stopped): without force the call says so; with force it is killed and replaced
+  const wedged = agentdPid(fx.sb);
+  process.kill(wedged, 'SIGSTOP');
+  try {
+    const no = await callTool(client, 'reasonix_restart_agentd', {});
+    assert.equal(no.result.isError, true);
+    assert.match(no.result.content[0].text, /does not answer; pass force=true/);
+    const t0 = Date.now();
+    const k = await tool(client, 'reasonix_restart_agentd', { force: true });
+    console.log(`# forced restart of a stopped daemon: ${Date.now() - t0} ms, ${JSON.stringify(k)}`);
+    assert.equal(k.escalated, 'KILL', 'a stopped process ignores TERM');
+    assert.equal(k.old_pid, wedged);
+    assert.notEqual(k.agentd_pid, wedged);
+    assert.deepEqual(k.recoverable_sessions, [busy], 'its live agent is orphaned: resumable');
+  } finally {
+    try { process.kill(wedged, 'SIGCONT'); } catch { /* gone */ }
+  }
+  await tool(client, 'reasonix_stop', { session_id: busy }).catch(() => {});
 });

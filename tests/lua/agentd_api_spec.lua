@@ -114,7 +114,7 @@ test("orchestrators are isolated: foreign ids look unknown, restart is refused",
   local err = ctx.call_err(b, "restart", {})
   t.eq(err.code, -32005)
   t.eq(err.message:find(sid, 1, true), nil, "never names another orchestrator's session")
-  t.match(err.message, "other orchestrators have 1 live agent")
+  t.match(err.message, "other orchestrators have 1 agent")
   t.eq(ctx.call_err(b, "restart", { force = true }).code, -32005, "force does not end another orchestrator's agents")
   t.eq(ctx.call(a, "list", {}).sessions[1].session_id, sid)
 end)

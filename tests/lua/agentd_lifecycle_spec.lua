@@ -206,10 +206,10 @@ end)
 test("forced restart by the only orchestrator with live agents: a fresh daemon, sessions resumable", function(t)
   local ctx = support.setup(t, { scenario = { rules = { { last_role = "user", text = "ok" } } } })
   local c = ctx.client()
-  local sid = ctx.call(c, "spawn", { task = "before restart" }).session_id
+  local sid = ctx.call(c, "spawn", { task = "before restart", keep_alive = true }).session_id
   ctx.watch_until(c, { sid }, function(_, x) return x.status == "idle" end)
   local daemon = c.info.agentd_pid
-  t.eq(ctx.call_err(c, "restart", {}).code, -32005, "refused while the agent is live")
+  t.eq(ctx.call_err(c, "restart", {}).code, -32005, "refused while a keep_alive agent is live (as a reload waits for it)")
   t.eq(ctx.call(c, "restart", { force = true }).restarting, true)
   t.wait_for(function() return not support.alive(daemon) end, 5000, "old agentd to exit")
   local row = ctx.call(c, "list", {}).sessions[1]

@@ -218,17 +218,17 @@ end)
 test("restart: refused while agents are live unless force; force stops them and the next call reaches a fresh daemon where they resume", function(t)
   local ctx = support.setup(t, { env = reload_env, scenario = scenario() })
   local a, b = ctx.client("orch-a"), ctx.client("orch-b")
-  local mine = ctx.call(a, "spawn", { task = "REMEMBER codeword PELICAN" }).session_id
+  local mine = ctx.call(a, "spawn", { task = "REMEMBER codeword PELICAN", keep_alive = true }).session_id
   ctx.watch_until(a, { mine }, function(_, x) return x.status == "idle" end)
   local err = ctx.call_err(a, "restart", {})
   t.eq(err.code, -32005)
-  t.ok(err.message:find(mine .. " (idle)", 1, true), "names my live agent: " .. err.message)
+  t.ok(err.message:find(mine .. " (keep_alive)", 1, true), "names my agent a reload would wait for: " .. err.message)
   t.match(err.message, "force=true")
   local theirs = ctx.call(b, "spawn", { task = "SLOW other" }).session_id
   err = ctx.call_err(a, "restart", { force = true })
   t.eq(err.code, -32005, "force does not end another orchestrator's agents")
   t.eq(err.message:find(theirs, 1, true), nil, "never names them")
-  t.match(err.message, "other orchestrators have 1 live agent")
+  t.match(err.message, "other orchestrators have 1 agent")
   ctx.call(b, "stop", { session_id = theirs })
   local old = a.info.agentd_pid
   t.eq(ctx.call(a, "restart", { force = true }).restarting, true)

@@ -467,27 +467,46 @@ end
 -- reconnects on its next call). Refused while the caller has live agents unless force, which stops
 -- them (exited, exit_reason "daemon_restart", resumable); refused even with force while another
 -- orchestrator has live agents (said as a count, never which); refused too when the binary does
--- not run.
+
+-- ping: which daemon answers (restart_agentd verifies its successor by it).
+function methods.ping(d, _, _, reply)
+  reply({ agentd_pid = d.pid, version = d.version })
+end
+
+-- restart: replaces this daemon by a fresh one from the binary, by the rule a binary-upgrade reload
+-- follows (upgrade.blocker): agents that are idle with their results delivered are closed
+-- (resumable) and block nothing. Anything else of another orchestrator refuses it, counted, never
+-- named; the caller's own refuse it unless force, which stops them (their state saved: resumable).
+-- Replies once the new binary is verified, with the old pid, the caller's sessions a resume brings
+-- back (recoverable_sessions) and those of them cut mid-work (checkpointed_sessions).
 function methods.restart(d, conn, p, reply)
-  if d.upgrade.handing_over then return reply({ restarting = true }) end
-  local mine = live_sessions(d, function(s) return s.owner == conn.orch end)
-  local others = live_sessions(d, function(s) return s.owner ~= conn.orch end)
-  if #others > 0 then
+  if d.upgrade.handing_over then return reply({ restarting = true, old_pid = d.pid }) end
+  local mine, others = {}, 0
+  for _, b in ipairs(upgrade.blockers(d)) do
+    if b.owner == conn.orch then mine[#mine + 1] = b.id .. " (" .. b.why .. ")" else others = others + 1 end
+  end
+  if others > 0 then
     return reply(nil, jsonrpc.error(M.RESTART_REFUSED, string.format(
-      "restart refused: other orchestrators have %d live agent(s); a restart would end them, so it waits until they are stopped (force does not override this)",
-      #others)))
+      "restart refused: other orchestrators have %d agent(s) at work or with undelivered results; a restart would "
+        .. "end them, so it waits until they are done (force does not override this)", others)))
   end
   if #mine > 0 and p.force ~= true then
-    local shown = {}
-    for _, id in ipairs(mine) do shown[#shown + 1] = id .. " (" .. d.sessions[id].status .. ")" end
-    return reply(nil, jsonrpc.error(M.RESTART_REFUSED, "restart refused: your live agents: " .. table.concat(shown, ", ") ..
-      ". Stop them, or pass force=true to restart anyway (they are stopped; their transcripts stay resumable with resume)"))
+    return reply(nil, jsonrpc.error(M.RESTART_REFUSED, "restart refused: your agents still need the daemon: "
+      .. table.concat(mine, ", ") .. ". Let them finish and collect their results, or pass force=true to restart anyway "
+      .. "(they are stopped; their transcripts stay resumable with resume)"))
   end
-  log.info("restart requested by %s%s; live agents: %d", conn.orch, p.force == true and " (force)" or "", #mine + #others)
+  local recoverable, checkpointed = json.array(), json.array()
+  for _, id in ipairs(live_sessions(d, function(s) return s.owner == conn.orch end)) do
+    recoverable[#recoverable + 1] = id
+    if upgrade.blocker(d.sessions[id]) then checkpointed[#checkpointed + 1] = id end
+  end
+  log.info("restart requested by %s%s; closing %d of its agents", conn.orch, p.force == true and " (force)" or "", #recoverable)
   upgrade.handover(d, {
     reason = "restart requested by " .. conn.orch .. (p.force == true and " (force)" or ""),
     exit_reason = "daemon_restart",
-    on_verified = function() reply({ restarting = true }) end,
+    on_verified = function()
+      reply({ restarting = true, old_pid = d.pid, recoverable_sessions = recoverable, checkpointed_sessions = checkpointed })
+    end,
     on_refused = function(why) reply(nil, jsonrpc.error(M.RESTART_REFUSED, "restart refused: " .. why)) end,
   })
 end

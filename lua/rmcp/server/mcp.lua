@@ -11,6 +11,7 @@ local elicitation = require "rmcp.server.elicitation"
 local orchestrator = require "rmcp.server.orchestrator"
 local reload = require "rmcp.lib.reload"
 local async = require "rmcp.lib.async"
+local uv = require "luv"
 
 local M = {}
 
@@ -292,6 +293,33 @@ local function tool_ctx(server, call)
   -- With raw, the result is agentd's JSON text (json.raw), passed on to the host undecoded.
   function ctx.agentd(method, params, raw)
     return async.await(function(resume) send(method, params or {}, raw, resume) end)
+  end
+  -- Like ctx.agentd, but gives up after ms: nil and an error with timeout = true (a later answer is
+  -- dropped).
+  function ctx.agentd_within(method, params, ms)
+    return async.await(function(resume)
+      local done = false
+      local timer = uv.new_timer()
+      timer:start(ms, 0, function()
+        timer:close()
+        if done then return end
+        done = true
+        local e = jsonrpc.error(jsonrpc.INTERNAL_ERROR, string.format("agentd did not answer %s within %d ms", method, ms))
+        e.timeout = true
+        resume(nil, e)
+      end)
+      send(method, params or {}, false, function(result, err)
+        if done then return end
+        done = true
+        timer:close()
+        resume(result, err)
+      end)
+    end)
+  end
+  -- What agentd said of itself at the link's last hello (agentd_pid, version), or nil.
+  function ctx.agentd_info()
+    local link = server.agentd
+    return link and link.conn and link.conn.info
   end
   -- Sends several agentd calls at once; returns {result = ..., error = ...} for each, in order.
   function ctx.agentd_all(calls)

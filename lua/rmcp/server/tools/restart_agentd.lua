@@ -1,12 +1,92 @@
--- reasonix_restart_agentd: reload the shared daemon (global: affects every orchestrator).
+-- reasonix_restart_agentd: replace the shared daemon (global: affects every orchestrator), and
+-- answer only once a distinct daemon from the current binary answers.
+local uv = require "luv"
+local async = require "rmcp.lib.async"
+local json = require "rmcp.lib.json"
 local common = require "rmcp.server.tools.common"
+
+local PING_MS, RESTART_MS, SUCCESSOR_MS = 3000, 20000, 30000
+
+-- Waits ms inside the handler's coroutine.
+local function pause(ms)
+  async.await(function(resume)
+    local t = uv.new_timer()
+    t:start(ms, 0, function() t:close(); resume() end)
+  end)
+end
+
+-- True while process pid exists.
+local function alive(pid)
+  return uv.kill(pid, 0) == 0
+end
+
+-- Ends daemon pid that does not answer: TERM, then KILL 3 s later; returns the signal that ended it,
+-- or nil when even KILL did not within 3 s.
+local function escalate(pid)
+  for _, sig in ipairs({ "TERM", "KILL" }) do
+    uv.kill(pid, "sig" .. sig:lower())
+    for _ = 1, 30 do
+      if not alive(pid) then return sig end
+      pause(100)
+    end
+  end
+  return nil
+end
+
+-- Waits until a daemon other than old_pid answers ping (the link reconnects and starts one when
+-- none runs); returns its ping, or nil and why not.
+local function successor(ctx, old_pid)
+  local deadline, last = uv.now() + SUCCESSOR_MS, nil
+  while uv.now() < deadline do
+    local r, err = ctx.agentd_within("ping", {}, PING_MS)
+    if r and r.agentd_pid ~= old_pid then return r end
+    last = err
+    pause(100)
+  end
+  return nil, string.format("no new agentd answered within %d s%s", SUCCESSOR_MS // 1000, last and (": " .. last.message) or "")
+end
+
+-- The caller's sessions a daemon killed mid-work left orphaned (resume or resume_fleet brings them back).
+local function orphaned(ctx)
+  local out = json.array()
+  local list = ctx.agentd("list", { all = true, limit = 500 })
+  for _, row in ipairs(list and list.sessions or {}) do
+    if row.status == "orphaned" then out[#out + 1] = row.session_id end
+  end
+  return out
+end
 
 return {
   name = "reasonix_restart_agentd",
   title = "Restart agentd",
-  description = "Restart the shared agent daemon (a new binary already queues a safe reload). Refused while "
-    .. "any is live (force=true stops yours, resumable; never others').",
+  description = "Replace the shared agent daemon; returns once a new one answers. Refused while any agent "
+    .. "works or has an undelivered result (force=true stops yours, resumable; never others').",
   inputSchema = common.object({ force = { type = "boolean", default = false } }),
   annotations = { readOnlyHint = false, destructiveHint = true, idempotentHint = false, openWorldHint = false },
-  handler = common.forward("restart"),
+  handler = function(args, ctx)
+    local before = ctx.agentd_within("ping", {}, PING_MS)
+    local info = before or ctx.agentd_info()
+    local old_pid = info and info.agentd_pid
+    local r, err, escalated
+    if before then
+      r, err = ctx.agentd_within("restart", { force = args.force }, RESTART_MS)
+      -- a refusal stays one; only a daemon that does not answer is forced out
+      if not r and not (err.timeout and args.force) then return nil, err end
+    elseif not args.force then
+      return nil, "agentd does not answer; pass force=true to end it (TERM, then KILL) and start a new one"
+    end
+    if not r then
+      if not old_pid then return nil, "agentd does not answer and its pid is unknown" end
+      escalated = escalate(old_pid)
+      if not escalated then return nil, "agentd pid " .. old_pid .. " survived TERM and KILL" end
+    end
+    local new, nerr = successor(ctx, old_pid)
+    if not new then return nil, nerr end
+    return {
+      restarted = true, old_pid = old_pid, agentd_pid = new.agentd_pid, version = new.version,
+      current_binary = new.version == require("rmcp.host").version, escalated = escalated,
+      recoverable_sessions = r and r.recoverable_sessions or orphaned(ctx),
+      checkpointed_sessions = r and r.checkpointed_sessions or nil,
+    }
+  end,
 }
