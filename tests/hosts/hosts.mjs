@@ -91,11 +91,13 @@ export function useHost(host, scenario) {
     assert.deepEqual(left, [], 'no process of this test may be left');
   });
   // Runs the host once, non-interactively, with prompt; resolves {code, signal, stdout, stderr, ms}.
+  // resume (Codex): a conversation id, or 'last', to continue instead of starting a new one.
   // The handle (fx.runs) can kill its process group early.
-  fx.run = (prompt, { timeoutMs = 90000 } = {}) => {
+  fx.run = (prompt, { timeoutMs = 90000, resume } = {}) => {
+    const again = resume === 'last' ? ['resume', '--last'] : resume ? ['resume', resume] : [];
     const args = host === 'claude'
       ? ['-p', prompt, '--allowedTools', 'mcp__reasonix', '--output-format', 'text']
-      : ['exec', '--skip-git-repo-check', '--color', 'never', prompt];
+      : ['exec', '--skip-git-repo-check', '--color', 'never', ...again, prompt];
     const t0 = Date.now();
     const child = spawn(HOST_BIN[host], args, { env: fx.env, cwd: fx.sb.ws, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     const out = { stdout: '', stderr: '' };

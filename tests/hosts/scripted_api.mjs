@@ -94,10 +94,13 @@ function responsesStream(res, action, tool, n) {
 }
 
 // How many tool results a conversation holds, not counting the tool search's: the index of the
-// step that answers it.
+// step that answers it. For Responses, only those after the user's last message count (a resumed
+// conversation carries the earlier run's).
 function resultCount(body, anthropic) {
   if (anthropic) return (body.messages || []).reduce((n, m) => n + (Array.isArray(m.content) ? m.content.filter((b) => b.type === 'tool_result' && !/^toolsearch_/.test(b.tool_use_id)).length : 0), 0);
-  return (Array.isArray(body.input) ? body.input : []).filter((i) => i.type === 'function_call_output').length;
+  const input = Array.isArray(body.input) ? body.input : [];
+  const lastUser = input.findLastIndex((i) => i.role === 'user' && (i.type === 'message' || i.type === undefined));
+  return input.slice(lastUser + 1).filter((i) => i.type === 'function_call_output').length;
 }
 
 // The reasonix tools a host lists as deferred (Claude Code's default: MCP tools are named in a

@@ -27,9 +27,10 @@ const MODEL = 'mock/mock-model';
 // The session of a spawn result.
 const sidOf = (prev) => parseResult(prev).session_id;
 
-// Runs the host with prompt and waits for it; fails with its output when it did not exit 0.
-async function runHost(fx, prompt) {
-  const r = await fx.run(prompt).result;
+// Runs the host with prompt (opts: fx.run's) and waits for it; fails with its output when it did
+// not exit 0.
+async function runHost(fx, prompt, opts) {
+  const r = await fx.run(prompt, opts).result;
   assert.deepEqual(fx.api.errors.map(String), [], 'the script ran as written');
   assert.equal(r.code, 0, `host exit ${r.code}/${r.signal}\nstdout: ${r.stdout}\nstderr: ${r.stderr.slice(-3000)}`);
   return r;
@@ -154,7 +155,32 @@ export function hostSuite(host, test) {
         return { say: `RESUMED ${res.message.slice(-8)}` };
       },
     ]);
-    const r = await runHost(fx, 'Find your reasonix sessions and wait for them.');
+    // Codex scopes sessions per conversation: the user comes back to the same one
+    const r = await runHost(fx, 'Find your reasonix sessions and wait for them.', host === 'codex' ? { resume: 'last' } : undefined);
     assert.match(r.stdout, /RESUMED SLOW-END/);
   });
+
+  if (host === 'codex') {
+    test('codex: two conversations in one project see only their own sessions; a resumed one sees its own again', async () => {
+      let sid;
+      fx.api.script([
+        () => ({ call: 'reasonix_spawn', args: { task: 'QUICK-TASK conversation one', model: MODEL } }),
+        (prev) => { sid = sidOf(prev); return { call: 'reasonix_watch', args: { session_ids: [sid] } }; },
+        () => ({ say: 'ONE-DONE' }),
+      ]);
+      const one = await runHost(fx, 'Start an agent.');
+      const thread = /session id:\s*([0-9a-f-]{36})/i.exec(one.stdout + one.stderr)?.[1];
+      assert.ok(thread, `codex names its conversation: ${one.stderr.slice(0, 400)}`);
+      fx.api.script([
+        () => ({ call: 'reasonix_list', args: {} }),
+        (prev) => ({ say: parseResult(prev).sessions.some((x) => x.session_id === sid) ? 'TWO-SEES-IT' : 'TWO-ISOLATED' }),
+      ]);
+      assert.match((await runHost(fx, 'List your agents.')).stdout, /TWO-ISOLATED/, 'another conversation does not see it');
+      fx.api.script([
+        () => ({ call: 'reasonix_list', args: {} }),
+        (prev) => ({ say: parseResult(prev).sessions.some((x) => x.session_id === sid) ? 'ONE-AGAIN' : 'ONE-LOST' }),
+      ]);
+      assert.match((await runHost(fx, 'List your agents.', { resume: thread })).stdout, /ONE-AGAIN/, 'the resumed conversation does');
+    });
+  }
 }

@@ -3,6 +3,7 @@
 -- undecoded, agentd errors made actionable, cancellation and the client's log level. Every line the
 -- server writes must be an id-first envelope (the launcher routes by that prefix).
 local json = require "rmcp.lib.json"
+local with_env = require("testing").with_env
 local jsonrpc = require "rmcp.lib.jsonrpc"
 local mcp = require "rmcp.server.mcp"
 
@@ -11,7 +12,7 @@ require("rmcp.lib.log").set_sink(function() end) -- the server's info lines are 
 -- A server whose writes land in out (decoded, with .line the text) and whose agentd link answers
 -- every request with answer(method, params, raw) -> result, err (nil, nil: no answer yet).
 local function server(t, answer)
-  local out, calls, cancelled = {}, {}, {}
+  local out, calls, cancelled, links = {}, {}, {}, {}
   local link = { conn = true }
   function link.request(_, method, params, cb, raw)
     calls[#calls + 1] = { method = method, params = params, raw = raw, cb = cb }
@@ -28,9 +29,10 @@ local function server(t, answer)
       msg.line = line
       out[#out + 1] = msg
     end,
-    project_dir = "/tmp/project", version = "9.9.9", link = function() return link end,
+    project_dir = "/tmp/project", version = "9.9.9",
+    link = function(_, orch) links[#links + 1] = orch; return link end,
   }
-  local ctx = { s = s, out = out, calls = calls, cancelled = cancelled, next_id = 0 }
+  local ctx = { s = s, out = out, calls = calls, cancelled = cancelled, next_id = 0, links = links }
   -- Sends a request and returns the server's answer (the last line written for its id).
   function ctx.request(method, params)
     ctx.next_id = ctx.next_id + 1
@@ -156,7 +158,7 @@ test("a cancelled watch releases agentd's watch and gets no reply; progress goes
     params = { name = "reasonix_watch", arguments = { session_ids = { "rx-1" } }, _meta = { progressToken = "tok" } } }))
   t.eq(c.calls[1].method, "watch")
   t.eq(c.calls[1].params.progress, true, "agentd is asked for progress because the call has a token")
-  c.s:on_agentd_notification("watch_progress", { request_id = 1, message = "watching 1 session(s)" })
+  c.s:on_agentd_notification("watch_progress", { request_id = 1, message = "watching 1 session(s)" }, c.s.orchestrator_id)
   local last = c.out[#c.out]
   t.eq(last.method, "notifications/progress")
   t.eq(last.params.progressToken, "tok")
@@ -217,4 +219,30 @@ test("an id that is not a string or integer, and an empty batch, get -32600 with
     t.eq(m.id, json.null, line)
     t.eq(m.error.code, -32600, line)
   end
+end)
+
+test("a host naming conversations (Codex's _meta.threadId) gets an orchestrator per conversation", function(t)
+  local c = server(t, function() return { sessions = {} } end)
+  c.init()
+  local function list(meta)
+    c.next_id = c.next_id + 1
+    c.s:receive(json.encode({ jsonrpc = "2.0", id = c.next_id, method = "tools/call",
+      params = { name = "reasonix_list", arguments = {}, _meta = meta } }))
+  end
+  local base = c.s.orchestrator_id
+  list(nil)
+  list({ threadId = "thread-a" })
+  list({ threadId = "thread-b" })
+  list({ threadId = "thread-a" })
+  t.eq(#c.links, 3, "one link per orchestrator: the host's and two conversations'")
+  t.eq(c.links[1], base)
+  t.ok(c.links[2]:find(base .. "-c", 1, true) == 1 and c.links[3]:find(base .. "-c", 1, true) == 1, "derived from the host's")
+  t.ok(c.links[2] ~= c.links[3], "two conversations, two orchestrators")
+  with_env({ REASONIX_MCP_ORCHESTRATOR_ID = "fixed" }, function()
+    local e = server(t, function() return { sessions = {} } end)
+    e.init()
+    e.s:receive(json.encode({ jsonrpc = "2.0", id = 1, method = "tools/call",
+      params = { name = "reasonix_list", arguments = {}, _meta = { threadId = "thread-a" } } }))
+    t.eq(e.links, { "fixed" }, "an explicit id is every conversation's")
+  end)
 end)

@@ -64,7 +64,7 @@ local function key_of(session_id, request_id)
 end
 
 -- Opens a form for a permission_request agent_event (once per request); answers it on accept.
-local function open(server, ev)
+local function open(server, ev, orch)
   local pr = ev.permission_request
   local key = key_of(ev.session_id, pr.request_id)
   if server.elicitations[key] then return end
@@ -107,7 +107,7 @@ local function open(server, ev)
           log.info("elicitation: session %s request %s answered %s (status %s)", tostring(ev.session_id),
             tostring(pr.request_id), option, tostring(type(res) == "table" and res.status))
         end
-      end)
+      end, orch)
   end)
 end
 
@@ -126,7 +126,7 @@ local function withdraw(server, session_id, why)
 end
 
 -- Reacts to an agent_event: opens a form for a new decision, withdraws forms that went stale.
-function M.agent_event(server, ev)
+function M.agent_event(server, ev, orch)
   if type(ev) ~= "table" then return end
   if ev.event == "permission_request" and type(ev.permission_request) == "table" then
     if not M.supported(server.client_caps) then return end
@@ -134,7 +134,7 @@ function M.agent_event(server, ev)
       log.info("elicitation: session %s decision not bridged (client not initialized)", tostring(ev.session_id))
       return
     end
-    open(server, ev)
+    open(server, ev, orch)
   elseif ev.event == "turn_end" or ev.event == "process_exited" then
     withdraw(server, ev.session_id, "the agent's turn ended (" .. tostring(ev.event) .. ")")
   end

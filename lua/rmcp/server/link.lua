@@ -18,9 +18,10 @@ local function unavailable(message)
   return e
 end
 
--- Makes the link for server (an mcp Server): hello carries its orchestrator id, project dir and client.
--- Connecting (and starting agentd when absent) begins at once; requests queue behind it.
-function M.new(server)
+-- Makes the link of orchestrator orch for server (an mcp Server): hello carries the orchestrator id,
+-- project dir and client. Connecting (and starting agentd when absent) begins at once; requests
+-- queue behind it.
+function M.new(server, orch)
   local self = setmetatable({ server = server }, Link)
   local ok, client = pcall(require, "rmcp.agentd_client")
   if not ok then
@@ -31,15 +32,15 @@ function M.new(server)
   local info = server.client_info or {}
   self.conn = client.connect({
     home = config.home(),
-    orchestrator_id = server.orchestrator_id,
+    orchestrator_id = orch,
     project_dir = server.project_dir,
     client_info = { name = "reasonix-mcp server", version = server.version, warnings = true,
                     mcp_client = { name = info.name, version = info.version } },
-    on_notification = function(method, params) server:on_agentd_notification(method, params) end,
+    on_notification = function(method, params) server:on_agentd_notification(method, params, orch) end,
     on_connect = function(hello)
       log.info("agentd link: connected to agentd %s (pid %s) as orchestrator %s, project %s",
         tostring(hello.version), tostring(math.tointeger(hello.agentd_pid) or hello.agentd_pid),
-        server.orchestrator_id, server.project_dir)
+        orch, server.project_dir)
     end,
     on_disconnect = function(reason) log.info("agentd link: disconnected (%s)", tostring(reason)) end,
   })

@@ -75,7 +75,7 @@ function M.main(_args)
     project_dir = uv.cwd(),
     version = host_version(),
     supervised = supervised(),
-    link = function(s) return link.new(s) end,
+    link = function(s, orch) return link.new(s, orch) end,
   }
   input, err = channel.open(0, {
     mode = "ndjson", read = true, write = false, max_line = max_line,

@@ -36,7 +36,7 @@ Lost track of ids (e.g. after a restart)? reasonix_list shows your sessions; wat
 local Server = {}
 Server.__index = Server
 
--- Creates the MCP session. opts: send(line), project_dir, link(server) -> agentd link,
+-- Creates the MCP session. opts: send(line), project_dir, link(server, orchestrator_id) -> agentd link,
 -- version (server version), supervised (a launcher can restart us).
 function M.new(opts)
   local self = setmetatable({
@@ -51,9 +51,10 @@ function M.new(opts)
     client_caps = {},
     log_level = M.DEFAULT_LOG_LEVEL,
     calls = {},                   -- id_key -> in-flight tools/call
-    progress_calls = {},          -- agentd request id -> call with a progressToken
+    progress_calls = {},          -- "<orchestrator>/<agentd request id>" -> call with a progressToken
     elicitations = {},            -- open elicitation forms (see elicitation.lua)
-    orchestrator_id = nil,
+    orchestrator_id = nil,        -- this host's orchestrator (initialize)
+    links = {},                   -- orchestrator id -> agentd link: this host's, and one per conversation
   }, Server)
   local methods = {}
   for name, fn in pairs(M.methods) do
@@ -164,19 +165,32 @@ function Server:log_message(level, data)
   return true
 end
 
--- The agentd link, created on first use (it starts agentd when needed).
-function Server:link()
-  if not self.agentd or not self.agentd.conn then
-    self.orchestrator_id = self.orchestrator_id
-      or orchestrator.id(self.client_info and self.client_info.name, self.project_dir)
-    self.agentd = self.make_link(self)
+-- The agentd link of orchestrator orch (default this host's), created on first use (it starts
+-- agentd when needed).
+function Server:link(orch)
+  self.orchestrator_id = self.orchestrator_id
+    or orchestrator.id(self.client_info and self.client_info.name, self.project_dir)
+  orch = orch or self.orchestrator_id
+  local link = self.links[orch]
+  if not link or not link.conn then
+    link = self.make_link(self, orch)
+    self.links[orch] = link
   end
-  return self.agentd
+  return link
 end
 
--- Sends a request to agentd outside any tool call (elicitation answers); cb(result, err).
-function Server:agentd_request(method, params, cb)
-  return self:link():request(method, params, cb)
+-- The orchestrator a tools/call acts for: the conversation's when the host names one in _meta
+-- (Codex's threadId) and no REASONIX_MCP_ORCHESTRATOR_ID is set, else this host's.
+function Server:call_orchestrator(meta)
+  self:link() -- settles this host's id
+  if self.orchestrator_how == "env" then return self.orchestrator_id end
+  return orchestrator.for_conversation(self.orchestrator_id, meta.threadId)
+end
+
+-- Sends a request to agentd outside any tool call (elicitation answers) for orchestrator orch;
+-- cb(result, err).
+function Server:agentd_request(method, params, cb, orch)
+  return self:link(orch):request(method, params, cb)
 end
 
 -- Turns an agentd error (or a message) into an actionable isError tool result.
@@ -269,24 +283,24 @@ end
 local function tool_ctx(server, call)
   local key = jsonrpc.id_key(call.id)
   local ctx = {
-    project_dir = server.project_dir, orchestrator_id = server.orchestrator_id,
+    project_dir = server.project_dir, orchestrator_id = call.orchestrator,
     progress_token = call.progress_token, progress_interval_ms = tonumber(os.getenv("REASONIX_MCP_PROGRESS_INTERVAL_MS") or ""),
     request_key = server.supervised and key and (os.getenv("REASONIX_MCP_LAUNCHER_PID") .. "/" .. key) or nil,
   }
   -- Sends method to agentd and returns cb-style: cb(result, err); raw: the result as agentd's JSON text.
   local function send(method, params, raw, cb)
     local settled, aid = false, nil
-    aid = server:link():request(method, params, function(result, err)
+    aid = server:link(call.orchestrator):request(method, params, function(result, err)
       settled = true
       if aid then
         call.agentd_ids[aid] = nil
-        server.progress_calls[aid] = nil
+        server.progress_calls[call.orchestrator .. "/" .. aid] = nil
       end
       cb(result, err)
     end, raw)
     if aid and not settled then
       call.agentd_ids[aid] = true
-      if call.progress_token ~= nil then server.progress_calls[aid] = call end
+      if call.progress_token ~= nil then server.progress_calls[call.orchestrator .. "/" .. aid] = call end
     end
   end
   -- Calls agentd method (PROTOCOL.md); returns result, or nil and an error object {code, message}.
@@ -318,7 +332,7 @@ local function tool_ctx(server, call)
   end
   -- What agentd said of itself at the link's last hello (agentd_pid, version), or nil.
   function ctx.agentd_info()
-    local link = server.agentd
+    local link = server.links[call.orchestrator]
     return link and link.conn and link.conn.info
   end
   -- Sends several agentd calls at once; returns {result = ..., error = ...} for each, in order.
@@ -376,7 +390,7 @@ M.methods["initialize"] = function(self, params, reply)
   self.client_info = params.clientInfo
   self.initialized = true
   local oid, how = orchestrator.id(self.client_info and self.client_info.name, self.project_dir)
-  self.orchestrator_id = oid
+  self.orchestrator_id, self.orchestrator_how = oid, how
   log.info("initialize: client %s %s asked %s, speaking %s; orchestrator %s (%s); elicitation %s",
     tostring(self.client_info and self.client_info.name), tostring(self.client_info and self.client_info.version),
     pv, self.protocol_version, oid, how, elicitation.supported(self.client_caps) and "yes" or "no")
@@ -462,7 +476,8 @@ M.methods["tools/call"] = function(self, params, reply)
   local meta = type(params._meta) == "table" and params._meta or {}
   local token = meta.progressToken
   if token ~= nil and type(token) ~= "string" and type(token) ~= "number" then token = nil end
-  local call = { id = request_id, tool = tool, agentd_ids = {}, progress_token = token, progress_n = 0 }
+  local call = { id = request_id, tool = tool, agentd_ids = {}, progress_token = token, progress_n = 0,
+                 orchestrator = self:call_orchestrator(meta) }
   local key = jsonrpc.id_key(request_id)
   if key then self.calls[key] = call end
   local finished = false
@@ -511,22 +526,24 @@ function Server:cancel(request_id, reason)
   self.calls[jsonrpc.id_key(request_id)] = nil
   log.info("mcp: client cancelled %s (request %s)%s", call.tool.name, tostring(request_id),
     reason and (": " .. tostring(reason)) or "")
-  if call.tool.long and self.agentd then
-    for aid in pairs(call.agentd_ids) do self.agentd:cancel(aid) end
+  local link = self.links[call.orchestrator]
+  if call.tool.long and link then
+    for aid in pairs(call.agentd_ids) do link:cancel(aid) end
   end
 end
 
--- Handles a push from agentd: agent events (relay + elicitation) and watch progress.
-function Server:on_agentd_notification(method, params)
+-- Handles a push from agentd on the link of orchestrator orch: agent events (relay + elicitation)
+-- and watch progress.
+function Server:on_agentd_notification(method, params, orch)
   if type(params) ~= "table" then return end
   if method == "agent_event" then
     relay.agent_event(self, params)
-    elicitation.agent_event(self, params)
+    elicitation.agent_event(self, params, orch)
   elseif method == "reload_warning" then
     -- agentd's copy of a broken policy fails like ours: the same text is reported once
     if type(params.message) == "string" then reload.warn(params.message, true) end
   elseif method == "watch_progress" then
-    local call = params.request_id ~= nil and self.progress_calls[params.request_id] or nil
+    local call = params.request_id ~= nil and self.progress_calls[tostring(orch) .. "/" .. tostring(params.request_id)] or nil
     if call and not call.cancelled and call.progress_token ~= nil then
       call.progress_n = call.progress_n + 1
       self:notify("notifications/progress", {
@@ -539,9 +556,9 @@ function Server:on_agentd_notification(method, params)
   end
 end
 
--- Ends the session (host closed stdin): releases every watch by closing the agentd link.
+-- Ends the session (host closed stdin): releases every watch by closing the agentd links.
 function Server:close()
-  if self.agentd then self.agentd:close() end
+  for _, link in pairs(self.links) do link:close() end
 end
 
 return M

@@ -19,6 +19,14 @@ local function slug(name)
   return s:sub(1, 40)
 end
 
+-- The orchestrator of one conversation of a host whose id is base: a host that runs several
+-- conversations through one server names each in its requests (Codex: _meta.threadId), and each
+-- gets its own sessions, the same again when that conversation comes back. base when there is none.
+function M.for_conversation(base, conversation)
+  if type(conversation) ~= "string" or conversation == "" or #conversation > 200 then return base end
+  return base .. "-c" .. M.fnv1a64(conversation):sub(1, 12)
+end
+
 -- Returns the orchestrator id for client_name (may be nil) working in workspace (absolute dir).
 function M.id(client_name, workspace, env_value)
   if env_value == nil then env_value = os.getenv("REASONIX_MCP_ORCHESTRATOR_ID") end
