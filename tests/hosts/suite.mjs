@@ -18,6 +18,7 @@ const scenario = {
     { name: 'after-write', last_tool_name: 'write_file', text: 'wrote it' },
     { name: 'ask', last_role: 'user', user_contains: 'ASK-TASK', tool_calls: [{ name: 'ask', arguments: { questions: [question] } }] },
     { name: 'after-ask', last_tool_name: 'ask', echo: 'tool_result', text: 'ANSWER: ' },
+    { name: 'flood', last_role: 'user', user_contains: 'FLOOD-TASK', text: 'flood-line '.repeat(20000), chunk: 2000 },
     { name: 'slow', last_role: 'user', user_contains: 'SLOW-TASK', text: 'slow-part-'.repeat(40) + 'SLOW-END', chunk: 10, delay: 0.15 },
   ],
 };
@@ -70,6 +71,8 @@ export function hostSuite(host, test) {
     assert.equal(fx.api.results.length, 5);
     assert.ok(fx.api.results.every((x) => !x.isError), JSON.stringify(fx.api.results));
     assert.equal(ctlSession(fx, sid).status, 'exited', 'agentd has the session stopped');
+    // routine lifecycle (a deliberate stop) is below the default log level: the host prints nothing
+    assert.doesNotMatch(r.stdout + r.stderr, /MCP server log message|notifications\/message/);
     if (host === 'codex') {
       // progress does not extend Codex's tool timeout: the README's registration sets one a watch fits in
       const reg = fx.hostJson(['mcp', 'get', 'reasonix', '--json']);
@@ -77,6 +80,26 @@ export function hostSuite(host, test) {
       assert.ok(reg.tool_timeout_sec >= 3600, `tool_timeout_sec ${reg.tool_timeout_sec}`);
     }
     t.diagnostic(`${host}: tool definitions as sent to the model: ${JSON.stringify(fx.api.toolsBytes())}; run ${r.ms} ms`);
+  });
+
+  test(`${host}: a detailed poll of a 220 KB flood reaches the model whole, bounded and flagged`, async (t) => {
+    let sid, got;
+    fx.api.script([
+      () => ({ call: 'reasonix_spawn', args: { task: 'FLOOD-TASK write a lot', model: MODEL } }),
+      (prev) => { sid = sidOf(prev); return { call: 'reasonix_watch', args: { session_ids: [sid] } }; },
+      () => ({ call: 'reasonix_poll', args: { session_id: sid, detail: true, include_full: true, include_events: ['agent_message_chunk'] } }),
+      (prev) => { got = prev; return { call: 'reasonix_stop', args: { session_id: sid } }; },
+      () => ({ say: 'FLOOD-DONE' }),
+    ]);
+    const r = await runHost(fx, 'Poll a chatty agent in detail.');
+    assert.match(r.stdout, /FLOOD-DONE/);
+    const p = parseResult(got);
+    assert.ok(p, `the host passed the whole JSON on: ${got.text.slice(-200)}`);
+    assert.equal(p.result_truncated, true);
+    assert.ok(JSON.stringify(p).length <= 45000, `bounded: ${JSON.stringify(p).length} bytes`);
+    assert.doesNotMatch(got.text, /<persisted-output>|<truncated-output>/, 'the host did not cut or move it');
+    assert.ok(p.full_text_truncated || p.text_truncated, 'the cut is flagged');
+    t.diagnostic(`${host}: detailed poll as the model got it: ${got.text.length} bytes`);
   });
 
   test(`${host}: a permission request is answered through the host and the gated write runs`, async () => {

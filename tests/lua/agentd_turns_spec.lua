@@ -338,7 +338,7 @@ test("a flood of chunks stays bounded; critical events are never dropped", funct
   local full = ctx.call(c, "poll", { session_id = r.session_id, detail = true, include_full = true,
     include_thought = true, max_events = 200 })
   local size = #json.encode(full)
-  t.ok(size <= 60000, "a detailed poll is at most max_result_bytes as JSON, got " .. size)
+  t.ok(size <= 45000, "a detailed poll is at most max_result_bytes as JSON, got " .. size)
   t.eq(full.result_truncated, true)
   t.eq(full.full_text_truncated, true)
   t.eq(full.events[#full.events].type, "turn_end", "critical events stay")

@@ -165,12 +165,18 @@ function Server:log_message(level, data)
   return true
 end
 
+-- This host's orchestrator id (settled at initialize; derived here for a call before it).
+function Server:host_orchestrator()
+  if not self.orchestrator_id then
+    self.orchestrator_id, self.orchestrator_how = orchestrator.id(self.client_info and self.client_info.name, self.project_dir)
+  end
+  return self.orchestrator_id
+end
+
 -- The agentd link of orchestrator orch (default this host's), created on first use (it starts
 -- agentd when needed).
 function Server:link(orch)
-  self.orchestrator_id = self.orchestrator_id
-    or orchestrator.id(self.client_info and self.client_info.name, self.project_dir)
-  orch = orch or self.orchestrator_id
+  orch = orch or self:host_orchestrator()
   local link = self.links[orch]
   if not link or not link.conn then
     link = self.make_link(self, orch)
@@ -182,9 +188,9 @@ end
 -- The orchestrator a tools/call acts for: the conversation's when the host names one in _meta
 -- (Codex's threadId) and no REASONIX_MCP_ORCHESTRATOR_ID is set, else this host's.
 function Server:call_orchestrator(meta)
-  self:link() -- settles this host's id
-  if self.orchestrator_how == "env" then return self.orchestrator_id end
-  return orchestrator.for_conversation(self.orchestrator_id, meta.threadId)
+  local base = self:host_orchestrator()
+  if self.orchestrator_how == "env" then return base end
+  return orchestrator.for_conversation(base, meta.threadId)
 end
 
 -- Sends a request to agentd outside any tool call (elicitation answers) for orchestrator orch;
