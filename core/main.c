@@ -31,6 +31,7 @@ static const luaL_Reg main_modules[] = {
   {"rmcp.sys", luaopen_rmcp_sys},
   {"rmcp.fswatch", luaopen_rmcp_fswatch},
   {"rmcp.json", luaopen_rmcp_json},
+  {"rmcp.http", luaopen_rmcp_http},
   {NULL, NULL},
 };
 

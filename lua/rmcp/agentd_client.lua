@@ -23,7 +23,8 @@ local Client = {}
 Client.__index = Client
 
 -- Creates a client (not connected yet). opts: home, orchestrator_id, project_dir, client_info
--- {name, version}, autostart (default true), start_timeout_ms (5000), exe (reasonix-mcp binary),
+-- {name, version}, observer (the dashboard's read-everything connection), autostart (default
+-- true), start_timeout_ms (5000), exe (reasonix-mcp binary),
 -- env (the environment map its agents run with; default this process's),
 -- on_notification(method, params), on_disconnect(reason), on_connect().
 function M.new(opts)
@@ -177,6 +178,7 @@ function Client:try_connect()
     client = self.opts.client_info or { name = "reasonix-mcp", version = require("rmcp.host").version },
     -- the agents this orchestrator spawns run with its environment, not agentd's
     env = self.opts.env or require("luv").os_environ(),
+    observer = self.opts.observer or nil, -- the dashboard: every orchestrator's sessions, read-only
   })
   if not info then
     if not ch:is_closed() then ch:close() end

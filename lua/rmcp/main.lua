@@ -8,6 +8,7 @@ local commands = {
   agentd = "rmcp.agentd.main",
   ctl = "rmcp.ctl.main",
   doctor = "rmcp.doctor",
+  dashboard = "rmcp.dashboard.main",
 }
 
 -- Prints usage to stderr.
@@ -18,6 +19,7 @@ usage: reasonix-mcp [launcher]       MCP server for a host (stdio), restarted on
        reasonix-mcp agentd           the detached daemon that owns the agents
        reasonix-mcp ctl COMMAND      look at and steer the fleet from a shell (ctl help)
        reasonix-mcp doctor           check agent binary, provider, socket dir and daemon
+       reasonix-mcp dashboard        the fleet dashboard on http://127.0.0.1:8746/
        reasonix-mcp script FILE ...  run a Lua file with the core modules (tests, tools)
        reasonix-mcp version
 ]])

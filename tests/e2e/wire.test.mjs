@@ -132,7 +132,7 @@ test('tools/list: every tool of the spec with schemas, defaults and enums', asyn
   assert.deepEqual(names, ['reasonix_spawn', 'reasonix_spawn_fleet', 'reasonix_resume', 'reasonix_resume_fleet', 'reasonix_configure',
     'reasonix_models', 'reasonix_send', 'reasonix_broadcast', 'reasonix_poll',
     'reasonix_transcript', 'reasonix_watch', 'reasonix_wait', 'reasonix_list', 'reasonix_respond_permission',
-    'reasonix_stop', 'reasonix_restart_agentd', 'reasonix_restart_mcp_server']);
+    'reasonix_stop', 'reasonix_restart_agentd', 'reasonix_restart_mcp_server', 'reasonix_dashboard']);
   for (const t of result.tools) {
     assert.equal(t.inputSchema.type, 'object', t.name);
     assert.equal(typeof t.inputSchema.properties, 'object', t.name);
@@ -163,7 +163,7 @@ test('tools/list: every tool of the spec with schemas, defaults and enums', asyn
   assert.equal(by.reasonix_stop.annotations.destructiveHint ?? true, true);
   assert.equal(by.reasonix_spawn.annotations.destructiveHint, false);
   assert.equal(by.reasonix_stop.annotations.readOnlyHint ?? false, false);
-  // 17 tools in 9.5 KB: every byte is in each host's context
+  // 18 tools in 9.5 KB: every byte is in each host's context
   assert.ok(JSON.stringify(result.tools).length <= 9728, `tools/list is ${JSON.stringify(result.tools).length} bytes; the budget is 9.5 KB`);
   await srv.close();
   assertClean(srv);
@@ -186,7 +186,7 @@ test('runs with only HOME, PATH, USER, SHELL and TERM, via the bare launcher com
   const init = await srv.initialize({ clientInfo: { name: 'minimal-env', version: '1' } });
   assert.equal(init.result.protocolVersion, '2025-11-25');
   const list = await srv.request('tools/list');
-  assert.equal(list.result.tools.length, 17);
+  assert.equal(list.result.tools.length, 18);
   await srv.close();
   assertClean(srv);
 });

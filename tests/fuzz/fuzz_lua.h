@@ -15,6 +15,9 @@
 int luaopen_cjson(lua_State *L);
 int luaopen_cjson_safe(lua_State *L);
 int luaopen_rmcp_json(lua_State *L);
+#ifdef RMCP_FUZZ_WITH_HTTP
+int luaopen_rmcp_http(lua_State *L);
+#endif
 #ifdef RMCP_FUZZ_WITH_CORE
 int luaopen_luv(lua_State *L);
 int luaopen_rmcp_fswatch(lua_State *L);
@@ -68,6 +71,10 @@ static inline lua_State *fuzz_lua_open(const char *script, int *ref, int with_co
   lua_setfield(L, -2, "cjson.safe");
   lua_pushcfunction(L, luaopen_rmcp_json);
   lua_setfield(L, -2, "rmcp.json");
+#ifdef RMCP_FUZZ_WITH_HTTP
+  lua_pushcfunction(L, luaopen_rmcp_http);
+  lua_setfield(L, -2, "rmcp.http");
+#endif
 #ifdef RMCP_FUZZ_WITH_CORE
   if (with_core) {
     lua_pushcfunction(L, luaopen_rmcp_fswatch);

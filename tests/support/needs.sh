@@ -7,6 +7,7 @@
 #   python3  the interpreter the mock provider runs on
 #   clients  Node.js >= 20 and the MCP SDK client + Inspector CLI in tests/e2e/node_modules
 #   hosts    the pinned MCP hosts (Claude Code, Codex CLI) in tests/hosts/node_modules, runnable
+#   browser  Debian's chromium and playwright-core in tests/e2e/node_modules (the dashboard tests)
 repo=${RMCP_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 missing=""
 what=""
@@ -40,6 +41,10 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do
         "$repo/tests/hosts/node_modules/.bin/$h" --version >/dev/null 2>&1 ||
           lack "the $h host (tests/hosts/node_modules/.bin/$h)" "npm ci --prefix tests/hosts, or scripts/install-deps.sh"
       done ;;
+    browser)
+      [ -x /usr/bin/chromium ] || lack "chromium (/usr/bin/chromium)" "apt-get install chromium, or scripts/install-deps.sh"
+      [ -f "$repo/tests/e2e/node_modules/playwright-core/package.json" ] ||
+        lack "playwright-core in tests/e2e/node_modules" "npm ci --prefix tests/e2e, or scripts/install-deps.sh" ;;
     *) echo "needs.sh: unknown requirement '$1'" >&2; exit 2 ;;
   esac
   shift

@@ -14,6 +14,7 @@ local ownership = require "rmcp.agentd.ownership"
 local transcript = require "rmcp.agentd.transcript"
 local models = require "rmcp.agentd.models"
 local health = require "rmcp.agentd.health"
+local observe = require "rmcp.agentd.observe"
 local upgrade = require "rmcp.agentd.upgrade"
 local retention = require "rmcp.agentd.retention"
 local rules_spawn = require "rmcp.rules.spawn"
@@ -96,6 +97,10 @@ function methods.hello(d, conn, p, reply)
   conn.orch, conn.project_dir, conn.hello = p.orchestrator_id, p.project_dir, true
   conn.client = type(p.client) == "table" and p.client or {}
   conn.env = p.env -- the agents this connection spawns or resumes run with it (nil: agentd's own)
+  if p.observer == true then
+    conn.observer = true -- the dashboard: sees every orchestrator's sessions (observe_*), consumes nothing
+    observe.add(d, conn)
+  end
   log.info("conn %d: hello from %s (%s)%s", conn.id, tostring(conn.client.name), conn.orch,
            conn.project_dir and " for " .. conn.project_dir or ", no project dir")
   reply({ protocol = M.PROTOCOL, version = d.version, agentd_pid = d.pid, home = d.paths.home,
@@ -511,6 +516,47 @@ function methods.restart(d, conn, p, reply)
   })
 end
 
+-- Refuses a method to a connection that is not an observer; returns true when it did.
+local function not_observer(conn, reply)
+  if conn.observer then return false end
+  reply(nil, bad("observer connections only (hello with observer = true)"))
+  return true
+end
+
+-- observe: every orchestrator's sessions, consuming nothing (the dashboard).
+function methods.observe(d, conn, _, reply)
+  if not_observer(conn, reply) then return end
+  reply(observe.fleet(d))
+end
+
+-- observe_session: one session's row, decisions, config and timeline, consuming nothing.
+function methods.observe_session(d, conn, p, reply)
+  if not_observer(conn, reply) then return end
+  local s = type(p.session_id) == "string" and d.sessions[p.session_id]
+  if not s then return reply(nil, jsonrpc.error(ownership.UNKNOWN_SESSION, "unknown session " .. tostring(p.session_id))) end
+  reply(observe.session(d, s))
+end
+
+-- What an observer may do to a session, each run as the session's owner.
+local observer_actions = { send = true, stop = true, resume = true, respond_permission = true, configure = true }
+
+-- observe_act: a dashboard action (send, stop, resume, respond_permission, configure) on a
+-- session, run as its owner (agentd's record of it: the browser cannot name one).
+function methods.observe_act(d, conn, p, reply)
+  if not_observer(conn, reply) then return end
+  if not observer_actions[p.action] then
+    return reply(nil, bad("action must be send, stop, resume, respond_permission or configure"))
+  end
+  local s = type(p.session_id) == "string" and d.sessions[p.session_id]
+  if not s then return reply(nil, jsonrpc.error(ownership.UNKNOWN_SESSION, "unknown session " .. tostring(p.session_id))) end
+  local as_owner = { id = conn.id, orch = s.owner, project_dir = s.project_dir, client = conn.client, hello = true,
+                     requests = conn.requests, peer = conn.peer }
+  local params = type(p.params) == "table" and p.params or {}
+  params.session_id = s.id
+  log.info("conn %d (observer): %s on %s as %s", conn.id, p.action, s.id, s.owner)
+  methods[p.action](d, as_owner, params, reply)
+end
+
 -- shutdown: stops the daemon (tests, ctl).
 function methods.shutdown(d, conn, _, reply)
   reply({})
@@ -611,6 +657,7 @@ function M.close(d, conn, flush)
   d.conns[conn] = nil
   conn.peer:close("connection closed")
   watch.drop_conn(d, conn)
+  observe.remove(d, conn)
   if conn.ch and not conn.ch:is_closed() then
     if flush then conn.ch:pause(); conn.ch:shutdown() else conn.ch:close() end
   end

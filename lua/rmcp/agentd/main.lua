@@ -16,6 +16,7 @@ local handover = require "rmcp.agentd.handover"
 local idle_exit = require "rmcp.agentd.idle_exit"
 local retention = require "rmcp.agentd.retention"
 local health = require "rmcp.agentd.health"
+local observe = require "rmcp.agentd.observe"
 
 local M = {}
 
@@ -136,8 +137,12 @@ function M.main(_)
   d.on_change = function(s, event, extra)
     watch.check(d, s)
     if event then api.emit(d, s, event, extra) end
+    observe.changed(d, s)
   end
-  d.on_output = function(s) watch.check(d, s) end
+  d.on_output = function(s)
+    watch.check(d, s)
+    observe.changed(d, s)
+  end
   d.shutdown = function(reason) shutdown(d, reason) end
   -- Lua hot reload of policies and stateless modules (lib/reload.lua); cleanup timers follow the new rules.
   local opts = require("rmcp.reloadable").options()

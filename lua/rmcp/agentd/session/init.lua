@@ -96,6 +96,8 @@ return {
   -- reading
   is_live = state.is_live,
   decision_view = state.decision_view,
+  effective_config = state.effective_config,
+  turn_text = state.turn_text,
   handover_state = setup.handover_state,
   -- the daemon's life
   restore = state.restore,

@@ -353,6 +353,11 @@ function M.current_work(s)
   return nil
 end
 
+-- The running turn's text so far (not drained: an observer reads it, nothing is consumed).
+function M.turn_text(s)
+  return buf_text(s.rt.turn_text)
+end
+
 -- The config the agent is running with (effective values as the agent reports them).
 function M.effective_config(s)
   local out = {}

@@ -8,7 +8,7 @@ return {
   name = "reasonix_configure",
   title = "Configure agent",
   description = "Change model/effort/work_mode/tool_approval: idle now, in a turn before the next, exited at "
-    .. "resume (ask→yolo allows pending tool gates). Shows agent_config apart from queued.",
+    .. "resume (ask→yolo allows pending gates). agent_config apart from queued.",
   inputSchema = common.object(properties, { "session_id" }),
   annotations = { readOnlyHint = false, destructiveHint = false, idempotentHint = true, openWorldHint = false },
   handler = common.forward("configure"),

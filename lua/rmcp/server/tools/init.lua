@@ -11,7 +11,7 @@ local M = {}
 M.modules = {
   "spawn", "spawn_fleet", "resume", "resume_fleet", "configure", "models", "send", "broadcast", "poll", "transcript",
   "watch", "wait", "list",
-  "respond_permission", "stop", "restart_agentd", "restart_mcp_server",
+  "respond_permission", "stop", "restart_agentd", "restart_mcp_server", "dashboard",
 }
 
 -- Returns the tool definitions in order, and a name -> definition map. A policy tool with the name of

@@ -1,0 +1,17 @@
+-- reasonix_dashboard: make sure the fleet dashboard runs the current code, and say where it is.
+local common = require "rmcp.server.tools.common"
+
+return {
+  name = "reasonix_dashboard",
+  title = "Fleet dashboard",
+  description = "Start or reuse the local fleet web page (this code); its URL and password file, for a person.",
+  inputSchema = common.object({}),
+  annotations = { readOnlyHint = false, destructiveHint = false, idempotentHint = true, openWorldHint = false },
+  handler = function(_, ctx)
+    -- the fleet's daemon runs first: a dashboard looks at one, it never starts one
+    local _, perr = ctx.agentd("ping")
+    if perr then return nil, perr end
+    local _, port = require("rmcp.dashboard.main").address()
+    return require("rmcp.dashboard.launch").ensure(port)
+  end,
+}

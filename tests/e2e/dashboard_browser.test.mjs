@@ -1,0 +1,121 @@
+// The fleet dashboard in a real browser (Debian's chromium, headless, driven by playwright-core)
+// with the real agent: log in (a wrong password refused first), watch an agent stream, steer it and
+// see the steer in its timeline, answer a question and a permission request from the page, stop
+// and resume; a host's watch still gets the streamed turn's result. Screenshots of each view are
+// saved under build/test-output/dashboard/.
+// needs: agent python3 clients browser
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync, readFileSync, existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { useFixture, tool, BIN, alive, until } from './helpers.mjs';
+
+const question = { header: 'Library', question: 'Which library?', multiSelect: false,
+  options: [{ label: 'alpha', description: 'first' }, { label: 'beta', description: 'second' }] };
+const scenario = {
+  rules: [
+    { name: 'stream', last_role: 'user', user_contains: 'STREAM-TASK', text: 'streaming line '.repeat(80) + 'STREAM-END', chunk: 12, delay: 0.05 },
+    { name: 'steered', last_role: 'user', user_contains: 'PAGE-STEER', text: 'the steer landed' },
+    { name: 'ask', last_role: 'user', user_contains: 'ASK-TASK', tool_calls: [{ name: 'ask', arguments: { questions: [question] } }] },
+    { name: 'after-ask', last_tool_name: 'ask', echo: 'tool_result', text: 'ANSWER: ' },
+    { name: 'write', last_role: 'user', user_contains: 'WRITE-TASK', tool_calls: [{ name: 'write_file', arguments: { path: 'page.txt', content: 'PAGE\n' } }] },
+    { name: 'after-write', last_tool_name: 'write_file', text: 'wrote page.txt' },
+  ],
+  default: { text: 'default reply' },
+};
+const PORT = 25000 + (process.pid % 4000);
+const URL0 = `http://127.0.0.1:${PORT}`;
+const SHOTS = join(dirname(BIN), 'test-output', 'dashboard');
+let browser, page, client, dashboardPid;
+// Closes the browser and stops the dashboard (before the fixture's teardown looks for leftovers).
+async function closeAll() {
+  await browser?.close();
+  browser = null;
+  if (dashboardPid && alive(dashboardPid)) {
+    process.kill(dashboardPid, 'SIGTERM');
+    await until(() => !alive(dashboardPid), 5000, 'the dashboard stops');
+  }
+}
+const fx = useFixture({ scenario }, async () => {
+  mkdirSync(SHOTS, { recursive: true });
+  ({ client } = await fx.connect({ name: 'browser-host', env: fx.env({ REASONIX_MCP_DASHBOARD_PORT: String(PORT) }) }));
+  const d = await tool(client, 'reasonix_dashboard', {});
+  dashboardPid = d.pid;
+  const { chromium } = await import('playwright-core');
+  browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] });
+  page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  page.password = readFileSync(d.password, 'utf8').trim();
+});
+after(closeAll); // when a case failed early (the last case closes them otherwise)
+
+const shot = (name) => page.screenshot({ path: join(SHOTS, `${name}.png`) });
+const act = (sid) => page.locator(`.agent[data-id="${sid}"]`);
+
+test('log in: a wrong password is refused, the right one opens the fleet', async () => {
+  await page.goto(URL0 + '/');
+  assert.match(page.url(), /\/login$/);
+  await page.fill('#password', 'not-it');
+  await page.click('button[type=submit]');
+  await page.locator('#error').waitFor();
+  assert.match(await page.locator('#error').textContent(), /Wrong password/);
+  await shot('login-refused');
+  await page.fill('#password', page.password);
+  await page.click('button[type=submit]');
+  await page.waitForURL(URL0 + '/');
+  await page.locator('#conn', { hasText: 'live' }).waitFor();
+});
+
+test('an agent streams live; a steer lands in its timeline; the host still gets the result', async () => {
+  const { session_id: sid } = await tool(client, 'reasonix_spawn', { task: 'STREAM-TASK write slowly', keep_alive: true });
+  await act(sid).waitFor();
+  const t0 = Date.now();
+  await act(sid).click();
+  await page.locator('#live', { hasText: 'streaming line' }).waitFor();
+  console.log(`# streamed text on the page ${Date.now() - t0} ms after selecting the agent`);
+  assert.equal(new URL(page.url()).hash, '#' + sid, 'the selection is in the fragment');
+  await shot('streaming');
+  const watching = tool(client, 'reasonix_watch', { session_ids: [sid] });
+  await page.fill('#msg', 'PAGE-STEER from the browser');
+  await page.click('#send');
+  await page.locator('.ev.steer, .ev.prompt', { hasText: 'PAGE-STEER' }).waitFor();
+  const w = await watching;
+  assert.equal(w.results[sid].stop_reason, 'end_turn', 'the host\'s watch got the turn the page looked at');
+  await page.locator('.ev.turn', { hasText: 'the steer landed' }).waitFor();
+  await shot('steered');
+  await page.reload();
+  await page.locator('.agent.sel').waitFor();
+  assert.equal(await page.locator('.agent.sel').getAttribute('data-id'), sid, 'a reload comes back to the agent');
+  await tool(client, 'reasonix_stop', { session_id: sid });
+});
+
+test('a question and a permission request are answered from the page', async () => {
+  const { session_id: q } = await tool(client, 'reasonix_spawn', { task: 'ASK-TASK pick one' });
+  await act(q).click();
+  const card = page.locator('.decision');
+  await card.waitFor();
+  await shot('question');
+  await card.locator('button', { hasText: 'beta' }).click();
+  await page.locator('.ev.turn', { hasText: 'ANSWER' }).waitFor();
+  const { session_id: p } = await tool(client, 'reasonix_spawn', { task: 'WRITE-TASK write page.txt', tool_approval: 'ask' });
+  await act(p).click();
+  await page.locator('.decision', { hasText: 'write_file' }).waitFor();
+  await shot('permission');
+  await page.locator('.decision button[data-opt="allow_once"]').click();
+  await page.locator('.ev.turn', { hasText: 'wrote page.txt' }).waitFor();
+  assert.ok(existsSync(join(fx.sb.ws, 'page.txt')), 'the allowed write ran');
+});
+
+test('stop and resume from the page', async () => {
+  const { session_id: sid } = await tool(client, 'reasonix_spawn', { task: 'default task', keep_alive: true });
+  await tool(client, 'reasonix_watch', { session_ids: [sid] });
+  await act(sid).click();
+  await page.locator('#stop').click();
+  await page.locator(`.agent[data-id="${sid}"] .s-exited`).waitFor();
+  await shot('stopped');
+  await page.locator('#resume').click();
+  await page.locator(`.agent[data-id="${sid}"] .s-idle`).waitFor();
+  await tool(client, 'reasonix_stop', { session_id: sid });
+  await page.setViewportSize({ width: 560, height: 900 });
+  await shot('narrow');
+  await closeAll();
+});
