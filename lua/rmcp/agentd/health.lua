@@ -11,6 +11,7 @@
 local uv = require "luv"
 local config = require "rmcp.config"
 local log = require "rmcp.lib.log"
+local files = require "rmcp.lib.files"
 
 local M = {}
 
@@ -20,18 +21,9 @@ function M.stalled_after()
   return v and v > 0 and v or 600
 end
 
--- Reads the whole small file at path, or nil.
-local function slurp(path)
-  local f = io.open(path, "r")
-  if not f then return nil end
-  local text = f:read("a")
-  f:close()
-  return text
-end
-
 -- The parent pid and CPU ticks (own and waited-for children) of pid, or nil when it is gone.
 local function proc_stat(pid)
-  local text = slurp("/proc/" .. pid .. "/stat")
+  local text = files.read("/proc/" .. pid .. "/stat")
   if not text then return nil end
   local rest = text:match("%) (.*)$") -- after the command name, which may hold spaces
   if not rest then return nil end
@@ -81,7 +73,7 @@ end
 -- The flock WRITE holders by inode from /proc/locks: {[inode] = {pid…}} (waiters, "->", left out).
 local function write_locks()
   local by_inode = {}
-  for line in (slurp("/proc/locks") or ""):gmatch("[^\n]+") do
+  for line in (files.read("/proc/locks") or ""):gmatch("[^\n]+") do
     if not line:find("->", 1, true) then
       local kind, mode, pid, inode = line:match("^%d+:%s+(%u+)%s+%u+%s+(%u+)%s+(%d+)%s+%x+:%x+:(%d+)")
       if kind == "FLOCK" and mode == "WRITE" then
@@ -96,7 +88,7 @@ end
 
 -- The lease directory of the agent pid (from its environment), or nil.
 local function lease_dir(pid)
-  local environ = slurp("/proc/" .. pid .. "/environ")
+  local environ = files.read("/proc/" .. pid .. "/environ")
   if not environ then return nil end
   local env = {}
   for k, v in environ:gmatch("([^=%z]+)=([^%z]*)") do env[k] = v end

@@ -3,6 +3,7 @@
 local uv = require "luv"
 local config = require "rmcp.config"
 local jsonrpc = require "rmcp.lib.jsonrpc"
+local files = require "rmcp.lib.files"
 
 local M = {}
 
@@ -47,23 +48,14 @@ function M.allow_write_from_toml(text)
   return out
 end
 
--- Reads a file's text or nil.
-local function read_file(path)
-  local f = io.open(path, "r")
-  if not f then return nil end
-  local text = f:read("a")
-  f:close()
-  return text
-end
-
 -- The allow_write dirs (realpaths) of the user's own Reasonix config (config.toml in the Reasonix
 -- home of environment map e, default ours). A reasonix.toml inside the workspace is not read: a
 -- repository must not widen the confinement of the agents run in it.
 function M.allow_write_dirs(e)
   local dirs = {}
-  local files = { config.reasonix_home(e) .. "/config.toml" }
-  for _, file in ipairs(files) do
-    local text = read_file(file)
+  local configs = { config.reasonix_home(e) .. "/config.toml" }
+  for _, file in ipairs(configs) do
+    local text = files.read(file)
     if text then
       for _, d in ipairs(M.allow_write_from_toml(text)) do
         if d:sub(1, 2) == "~/" then d = config.user_home() .. d:sub(2) end
