@@ -82,6 +82,11 @@ return {
     end
     local new, nerr = successor(ctx, old_pid)
     if not new then return nil, nerr end
+    -- the old daemon exits right after starting its successor: answer once it is gone
+    for _ = 1, 50 do
+      if not old_pid or not alive(old_pid) then break end
+      pause(100)
+    end
     return {
       restarted = true, old_pid = old_pid, agentd_pid = new.agentd_pid, version = new.version,
       current_binary = new.version == require("rmcp.host").version, escalated = escalated,
