@@ -14,6 +14,7 @@ local proc = require "rmcp.proc"
 local sys = require "rmcp.sys"
 local async = require "rmcp.lib.async"
 local json = require "rmcp.lib.json"
+local files = require "rmcp.lib.files"
 local client = require "rmcp.agentd_client"
 local acp = require "rmcp.acp.client"
 local contract = require "rmcp.rules.contract"
@@ -79,14 +80,6 @@ local PEER_JS = REPO .. "/bench/node_modules/@modelcontextprotocol/server-everyt
 
 local function now_s() return uv.hrtime() / 1e9 end
 
-local function read_file(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("a")
-  f:close()
-  return s
-end
-
 local function write_file(path, text, mode)
   local f = assert(io.open(path, "wb"))
   f:write(text)
@@ -106,7 +99,7 @@ end
 
 -- VmRSS / VmHWM of pid in KiB (nil when gone).
 local function vm(pid, field)
-  local s = read_file(string.format("/proc/%d/status", pid))
+  local s = files.read(string.format("/proc/%d/status", pid))
   return s and tonumber(s:match(field .. ":%s*(%d+)")) or nil
 end
 local function rss_kib(pid) return vm(pid, "VmRSS") end
@@ -119,7 +112,7 @@ end
 
 -- User+system CPU seconds of pid (from /proc/<pid>/stat; 1/CLK_TCK resolution).
 local function cpu_of(pid)
-  local s = read_file(string.format("/proc/%d/stat", pid))
+  local s = files.read(string.format("/proc/%d/stat", pid))
   if not s then return nil end
   local rest = s:match("^%d+ %b() (.*)$")
   local f = {}
@@ -518,7 +511,7 @@ local function run_client(mode, plan, rounds, warm, env)
   end)
   assert(ok, "bench-client: " .. tostring(err))
   if code ~= 0 then
-    local tail = (read_file(err_file) or ""):sub(-600)
+    local tail = (files.read(err_file) or ""):sub(-600)
     error(string.format("bench-client %s exited %s: %s", mode, tostring(code), tail), 0)
   end
   local out = { cases = {}, servers = {} }
@@ -537,7 +530,7 @@ end
 
 -- The result value of a reply line our server wrote ({"jsonrpc":"2.0","id":N,"result":R}).
 local function result_of(path)
-  local line = assert(read_file(path), "no reply captured in " .. path):gsub("\n$", "")
+  local line = assert(files.read(path), "no reply captured in " .. path):gsub("\n$", "")
   local res = line:match('^{"jsonrpc":"2%.0","id":%d+,"result":(.*)}$')
   assert(res and json.decode(res), "unexpected reply envelope: " .. line:sub(1, 200))
   return res
@@ -755,7 +748,7 @@ local function run_mcp(bare)
         base = s_of(R["peer tools/list"].p50), fmt = fmt_us, ahead = true,
         target = { on = "ratio", op = ">=", limit = 3, text = ">= 3x peer" } })
   -- the SDK writes {"result":R,"jsonrpc":"2.0","id":N}
-  local peer_line = (read_file(DIR .. "/capture-peer-tools") or ""):gsub("\n$", "")
+  local peer_line = (files.read(DIR .. "/capture-peer-tools") or ""):gsub("\n$", "")
   local peer_tools = #(peer_line:match('^{"result":(.*),"jsonrpc":"2%.0","id":%d+}$') or peer_line)
   row({ section = "mcp", what = "  tools/list result size", value = sizes["ours tools/list"], base = peer_tools,
         fmt = fmt_bytes, target = { on = "value", op = "<=", limit = 8192, text = "<= 8192 B" } })

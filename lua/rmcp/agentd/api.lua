@@ -152,7 +152,7 @@ function methods.configure(d, conn, p, reply)
   local o, oerr = rules_spawn.options(p, true)
   if not o then return reply(nil, bad(oerr)) end
   local wanted, any = {}, false
-  for _, k in ipairs({ "model", "effort", "tool_approval", "work_mode" }) do
+  for _, k in ipairs(rules_spawn.order) do
     if o.explicit[k] then wanted[k], any = o[k], true end
   end
   if not any then return reply(nil, bad("give at least one of model, effort, work_mode, tool_approval")) end

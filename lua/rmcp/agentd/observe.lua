@@ -21,7 +21,6 @@ local function row(d, s)
                                 health = function(x) return health.of(d, x) end })
   r.owner = s.owner
   r.project_dir = s.project_dir
-  r.effort, r.tool_approval, r.work_mode = s.effort, s.tool_approval, s.work_mode
   return r
 end
 

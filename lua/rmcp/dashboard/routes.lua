@@ -12,21 +12,12 @@ local M = {}
 local HTML = { ["Content-Type"] = "text/html; charset=utf-8",
   ["Content-Security-Policy"] = "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; frame-ancestors 'none'" }
 
--- Decodes an application/x-www-form-urlencoded body into a table.
-local function form(body)
+-- The name → value pairs of a query string or an application/x-www-form-urlencoded body.
+local function form(text)
+  local function dec(s) return (s:gsub("+", " "):gsub("%%(%x%x)", function(h) return string.char(tonumber(h, 16)) end)) end
   local out = {}
-  for k, v in (body or ""):gmatch("([^&=]+)=([^&]*)") do
-    local function dec(s) return (s:gsub("+", " "):gsub("%%(%x%x)", function(h) return string.char(tonumber(h, 16)) end)) end
-    out[dec(k)] = dec(v)
-  end
+  for k, v in (text or ""):gmatch("([^&=]+)=([^&]*)") do out[dec(k)] = dec(v) end
   return out
-end
-
--- The value of name in a query string.
-local function query_param(q, name)
-  for k, v in (q or ""):gmatch("([^&=]+)=([^&]*)") do
-    if k == name then return (v:gsub("%%(%x%x)", function(h) return string.char(tonumber(h, 16)) end)) end
-  end
 end
 
 -- Answers res with JSON value v (status default 200).
@@ -80,7 +71,7 @@ function M.handler(app)
     end
     if path == "/api/fleet" and method == "GET" then return relay(res, "observe", {}) end
     if path == "/api/session" and method == "GET" then
-      return relay(res, "observe_session", { session_id = query_param(req.query, "id") })
+      return relay(res, "observe_session", { session_id = form(req.query).id })
     end
     if path == "/api/act" and method == "POST" then
       local ok, body = pcall(json.decode, req.body or "")

@@ -174,9 +174,6 @@ end
 -- Fields a resume may change (the caller checked them): cwd (confined), keep_alive, idle_timeout.
 local resumable = { cwd = true, keep_alive = true, idle_timeout = true }
 
--- The agent options a resume may change (set on the agent like a spawn's).
-local agent_options = { "model", "effort", "tool_approval", "work_mode" }
-
 -- Revives tombstone s (exited or orphaned) on a fresh agent run with env (the resuming
 -- orchestrator's environment map; nil: agentd's own): session/resume when the agent session is
 -- known, else session/new; changes holds the fields the caller gave (see resumable). A live s is
@@ -199,7 +196,7 @@ function M.resume(d, s, changes, env, cb)
   -- the agent options: the caller's, else those configure saved for the resume, else the session's
   local saved = s.queued_config
   local o = { explicit = {}, env = env }
-  for _, k in ipairs(agent_options) do
+  for _, k in ipairs(rules_spawn.order) do -- the agent options, set on the agent like a spawn's
     local v = changes[k] or (saved and type(saved[k]) == "string" and saved[k] or nil)
     o[k], o.explicit[k] = v or s[k], v ~= nil
   end

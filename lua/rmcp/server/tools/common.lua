@@ -75,6 +75,21 @@ M.permission_request = { type = "object" }
 
 M.keep_alive = { type = "boolean", default = false }
 
+-- The expect argument of send and broadcast ("any", the default, accepts a steer or a new turn).
+M.expect = { type = "string", enum = { "any", "steer", "new_turn" }, default = "any" }
+
+-- The parallelism argument of the fleet tools (agentd checks the same bounds).
+M.parallelism = { type = "integer", minimum = 1, maximum = 16, default = 8 }
+
+-- Params for send and broadcast: the arguments without expect="any", so agentd sees only a real
+-- constraint.
+function M.without_any_expect(args)
+  local params = {}
+  for k, v in pairs(args) do params[k] = v end
+  if params.expect == "any" then params.expect = nil end
+  return params
+end
+
 -- The idle_timeout argument of spawn and resume; built per call so its default follows
 -- REASONIX_MCP_IDLE_TIMEOUT.
 function M.idle_timeout()

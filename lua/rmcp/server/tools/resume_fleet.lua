@@ -5,7 +5,7 @@ local properties = common.agent_options()
 properties.session_ids = common.session_ids()
 properties.keep_alive = { type = "boolean" }
 properties.idle_timeout = { type = "number" }
-properties.parallelism = { type = "integer", minimum = 1, maximum = 16, default = 8 }
+properties.parallelism = common.parallelism
 properties.continue_interrupted = { type = "boolean", default = true }
 
 return {
