@@ -230,6 +230,7 @@ end
 local ENV0 = {
   RMCP_BENCH_RUN = RUN_ID, REASONIX_MCP_HOME = MCP_HOME, REASONIX_BIN = WRAPPER,
   FAKE_ACP_FLOOD = tostring(P.flood), FAKE_ACP_STAMP = STAMP,
+  REASONIX_MCP_DASHBOARD_AUTOSTART = "0", -- the rows measure the server and agentd alone
 }
 for k, v in pairs(ENV0) do uv.os_setenv(k, v) end
 

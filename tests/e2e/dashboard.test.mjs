@@ -2,7 +2,8 @@
 // reuses it), nothing is served without the password, a foreign Host or Origin is refused, failed
 // logins are rate-limited, a non-loopback bind is refused; after logging in it lists every
 // orchestrator's agents with their timeline, steers and stops one — and looking at an agent never
-// takes a host's result: a watch still gets it.
+// takes a host's result: a watch still gets it. The first server to reach agentd starts it by
+// itself, later ones reuse it, it ends with the fleet, and REASONIX_MCP_DASHBOARD_AUTOSTART=0 opts out.
 // needs: agent python3 clients
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -10,7 +11,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import http from 'node:http';
-import { useFixture, tool, callTool, BIN, alive, until } from './helpers.mjs';
+import { useFixture, tool, callTool, BIN, alive, until, shutdownAgentd, sandboxProcesses } from './helpers.mjs';
 
 const scenario = {
   rules: [
@@ -122,4 +123,41 @@ test('logged in: every orchestrator\'s agents, a timeline, steer and stop — an
   await tool(a.client, 'reasonix_stop', { session_id: mine });
   process.kill(dashboardPid, 'SIGTERM');
   await until(() => !alive(dashboardPid), 5000, 'the dashboard stops');
+});
+
+// Waits until fn() (async) returns a truthy value; returns it.
+async function eventually(fn, ms, what) {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await fn().catch(() => null);
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms: ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+test('started with the first server, reused by the next, gone with the fleet; AUTOSTART=0 opts out', async () => {
+  const port = PORT + 1;
+  const auto = (v) => fx.env({ REASONIX_MCP_DASHBOARD_PORT: String(port), REASONIX_MCP_DASHBOARD_AUTOSTART: v });
+  const health = async () => (await fetch(`http://127.0.0.1:${port}/healthz`)).json();
+  const dashboards = () => sandboxProcesses(fx.sb).filter((p) => / dashboard --with-fleet$/.test(p.cmd));
+
+  const off = await fx.connect({ name: 'dash-off', env: auto('0') });
+  await tool(off.client, 'reasonix_list', {});
+  await until(() => /dashboard autostart off/.test(off.stderr.join('')), 10000, 'the server says autostart is off');
+  assert.equal(dashboards().length, 0, 'opted out: no dashboard');
+
+  const first = await fx.connect({ name: 'dash-first', env: auto('1') });
+  await tool(first.client, 'reasonix_list', {});
+  const h = await eventually(async () => { const x = await health(); return x.agentd && x; }, 15000, 'the dashboard answers, connected to agentd');
+  assert.match(first.stderr.join(''), /dashboard started at http:\/\/127\.0\.0\.1:\d+\//);
+  const second = await fx.connect({ name: 'dash-second', env: auto('1') });
+  await tool(second.client, 'reasonix_list', {});
+  await until(() => /dashboard reused at /.test(second.stderr.join('')), 15000, 'the second server reuses it');
+  assert.equal((await health()).pid, h.pid, 'the same dashboard');
+  assert.deepEqual(dashboards().map((p) => p.pid), [h.pid], 'one dashboard for the fleet');
+
+  for (const c of [off, first, second]) await c.close();
+  await shutdownAgentd(fx.sb);
+  await until(() => !alive(h.pid), 10000, 'the dashboard ends with the fleet');
 });

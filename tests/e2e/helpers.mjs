@@ -89,7 +89,8 @@ export function writeConfig(sb, port, opts) {
 }
 
 // The environment of a server under test: private homes, the mock key, the test marker.
-// Spawn defaults point at the mock model so agents never reach a real provider.
+// Spawn defaults point at the mock model so agents never reach a real provider. No dashboard starts
+// by itself (tests run side by side; dashboard.test.mjs turns it on with its own port).
 export function serverEnv(sb, extra = {}) {
   return {
     PATH: process.env.PATH,
@@ -103,6 +104,7 @@ export function serverEnv(sb, extra = {}) {
     LANG: 'C.UTF-8',
     TMPDIR: '/tmp',
     RMCP_E2E_RUN: RUN_ID,
+    REASONIX_MCP_DASHBOARD_AUTOSTART: '0',
     ...extra,
   };
 }

@@ -63,6 +63,9 @@ export function useHost(host, scenario) {
     fx.provider = await startProvider(sb, scenario);
     writeFileSync(join(sb.rx, 'config.toml'), configToml(fx.provider.port));
     writeFileSync(join(sb.rx, '.env'), 'MOCK_API_KEY=mock-key\n', { mode: 0o600 });
+    // the settings file every host's server reads: no dashboard on the shared default port
+    mkdirSync(join(sb.home, '.config', 'reasonix-mcp'), { recursive: true, mode: 0o700 });
+    writeFileSync(join(sb.home, '.config', 'reasonix-mcp', 'env'), 'REASONIX_MCP_DASHBOARD_AUTOSTART=0\n', { mode: 0o600 });
     fx.api = await startScriptedApi();
     fx.env = hostEnv(host, sb, fx.api);
     if (host === 'codex') {

@@ -231,7 +231,7 @@ test("an autostart that cannot bring agentd up fails with a clear error naming t
   t.match(rerr.message, "agentd did not answer")
 end)
 
-test("an unused agentd exits after the idle period; a live session or a connected client keeps it", function(t)
+test("an unused agentd exits after the idle period; a live session or a connected client keeps it, an observer does not", function(t)
   local ctx = support.setup(t, { env = { REASONIX_MCP_DAEMON_IDLE_EXIT = "1" },
                                  scenario = { rules = { { last_role = "user", text = "ok" } } } })
   local c = ctx.client()
@@ -245,11 +245,20 @@ test("an unused agentd exits after the idle period; a live session or a connecte
   c:close()
   t.sleep(2500)
   t.ok(support.alive(daemon), "a live (idle) session keeps agentd up with no client")
+  -- an observer (the dashboard) looks at the fleet and does not keep it up; it hears the daemon go
+  local exiting
+  local watcher = ctx.client("dashboard", nil, { observer = true, autostart = false, on_notification = function(method, params)
+    if method == "agentd_exiting" then exiting = params end
+  end })
+  t.ok(watcher:wait_connected())
   local c2 = ctx.client()
   ctx.call(c2, "stop", { session_id = sid })
   c2:close()
   -- exited sessions are not live: the daemon goes within the period (+10%)
   t.wait_for(function() return not support.alive(daemon) end, 5000, "unused agentd to exit by itself")
+  t.ok(exiting, "the observer was told")
+  t.match(exiting.reason, "no live session")
+  watcher:close()
   local log = assert(io.open(ctx.mcp_home .. "/agentd.log")):read("a")
   t.match(log, "no live session and no connection for 1s")
   local c3 = ctx.client()

@@ -77,6 +77,7 @@ local function shutdown(d, reason)
   if d.shutting_down then return end
   d.shutting_down = true
   log.info("shutting down: %s", reason)
+  observe.daemon_exiting(d, reason)
   upgrade.close(d)
   idle_exit.stop(d)
   retention.stop(d)

@@ -90,6 +90,15 @@ function M.changed(d, s)
   end)
 end
 
+-- Tells the observers that this daemon ends for good (not a restart, which hands over): a
+-- dashboard started for the fleet ends with it.
+function M.daemon_exiting(d, reason)
+  if not d.observers then return end
+  for conn in pairs(d.observers.conns) do
+    if not conn.peer.closed then conn.peer:notify("agentd_exiting", { reason = reason }) end
+  end
+end
+
 -- Adds conn to the observers (hello with observer = true).
 function M.add(d, conn)
   d.observers = d.observers or { conns = {}, pending = {} }

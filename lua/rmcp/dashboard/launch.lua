@@ -1,6 +1,7 @@
--- Making sure the dashboard runs the current code (the reasonix_dashboard tool): ask the port who
--- answers (GET /healthz: service, version, a hash of its runtime dir), reuse ours when it runs
--- this version, replace it when it runs another, start one when none does. Runs in a coroutine.
+-- Making sure the dashboard runs the current code (the reasonix_dashboard tool, and each server once
+-- it reaches agentd): ask the port who answers (GET /healthz: service, version, a hash of its
+-- runtime dir), reuse ours when it runs this version, replace it when it runs another, start one
+-- (for the fleet: it ends with agentd) when none does. Runs in a coroutine.
 local uv = require "luv"
 local json = require "rmcp.lib.json"
 local http = require "rmcp.http"
@@ -55,12 +56,12 @@ local function probe(port)
   return nil
 end
 
--- Starts `reasonix-mcp dashboard` detached (its own session, output to dashboard.log).
+-- Starts `reasonix-mcp dashboard --with-fleet` detached (its own session, output to dashboard.log).
 local function spawn(home)
   local env = {}
   for k, v in pairs(uv.os_environ()) do env[#env + 1] = k .. "=" .. v end
   local p, err = proc.spawn({
-    file = require("rmcp.lib.exepath").invoked(), args = { "dashboard" }, cwd = "/", env = env,
+    file = require("rmcp.lib.exepath").invoked(), args = { "dashboard", "--with-fleet" }, cwd = "/", env = env,
     setsid = true, pdeathsig = false, stdin = "null",
     stdout = { file = home .. "/dashboard.log", append = true }, stderr = "stdout",
   })
@@ -108,6 +109,27 @@ function M.ensure(port)
   end
   return { url = string.format("http://127.0.0.1:%d/", port), started = started, replaced = replaced or nil,
            pid = h.pid, version = h.version, password = h.password }
+end
+
+local autostarted = false
+
+-- Starts or reuses the dashboard once per server process, when it first reaches agentd (off with
+-- REASONIX_MCP_DASHBOARD_AUTOSTART=0); the outcome is a log line, never a tool's error.
+function M.autostart()
+  if autostarted then return end
+  autostarted = true
+  local log = require "rmcp.lib.log"
+  local v = config.env("REASONIX_MCP_DASHBOARD_AUTOSTART")
+  if v == "0" or (v and (v:lower() == "false" or v:lower() == "no")) then
+    log.info("dashboard autostart off (REASONIX_MCP_DASHBOARD_AUTOSTART=%s)", v)
+    return
+  end
+  local _, port = require("rmcp.dashboard.main").address()
+  async.run(function()
+    local r, err = M.ensure(port)
+    if not r then return log.info("dashboard autostart: %s", err) end
+    log.info("dashboard %s at %s (pid %s)", r.started and "started" or "reused", r.url, tostring(r.pid))
+  end, function(e) log.error("dashboard autostart failed: %s", tostring(e)) end)
 end
 
 return M
