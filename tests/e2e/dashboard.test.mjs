@@ -113,6 +113,13 @@ test('logged in: every orchestrator\'s agents, a timeline, steer and stop — an
   assert.match(w2.results[mine].message, /steered answer/, 'the page\'s message ran as a turn of its owner\'s agent');
   const s2 = await (await req(`/api/session?id=${mine}`, auth)).json();
   assert.ok(s2.timeline.some((r) => r.type === 'prompt' && /DASH-STEER/.test(r.text)), 'the message is in the timeline');
+  // the page asks only for what the journal gained since its last look
+  assert.equal(s2.timeline_reset, true);
+  const s3 = await (await req(`/api/session?id=${mine}&since=${s2.journal_offset}`, auth)).json();
+  assert.deepEqual([s3.timeline, s3.journal_offset, s3.timeline_reset], [[], s2.journal_offset, undefined], 'nothing new, nothing sent');
+  const s4 = await (await req(`/api/session?id=${mine}&since=${s2.journal_offset + 1e6}`, auth)).json();
+  assert.equal(s4.timeline_reset, true, 'an offset past the end reads the journal anew');
+  assert.deepEqual(s4.timeline, s2.timeline);
 
   const stop = await req('/api/act', { method: 'POST', headers: { ...auth.headers, 'Content-Type': 'application/json' },
     body: JSON.stringify({ session_id: theirs, action: 'stop', params: {} }) });

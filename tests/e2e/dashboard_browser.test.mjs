@@ -1,6 +1,6 @@
 // The fleet dashboard in a real browser (Debian's chromium, headless, driven by playwright-core)
 // with the real agent: log in (a wrong password refused first), watch an agent stream, steer it and
-// see the steer in its timeline, answer a question and a permission request from the page, stop
+// see the steer in its timeline (its reasoning collapsed), answer a question and a permission request from the page, stop
 // and resume; a host's watch still gets the streamed turn's result. Screenshots of each view are
 // saved under build/test-output/dashboard/.
 // needs: agent python3 clients browser
@@ -15,7 +15,7 @@ const question = { header: 'Library', question: 'Which library?', multiSelect: f
 const scenario = {
   rules: [
     { name: 'stream', last_role: 'user', user_contains: 'STREAM-TASK', text: 'streaming line '.repeat(80) + 'STREAM-END', chunk: 12, delay: 0.05 },
-    { name: 'steered', last_role: 'user', user_contains: 'PAGE-STEER', text: 'the steer landed' },
+    { name: 'steered', last_role: 'user', user_contains: 'PAGE-STEER', reasoning: 'weighing the steer first', text: 'the steer landed' },
     { name: 'ask', last_role: 'user', user_contains: 'ASK-TASK', tool_calls: [{ name: 'ask', arguments: { questions: [question] } }] },
     { name: 'after-ask', last_tool_name: 'ask', echo: 'tool_result', text: 'ANSWER: ' },
     { name: 'write', last_role: 'user', user_contains: 'WRITE-TASK', tool_calls: [{ name: 'write_file', arguments: { path: 'page.txt', content: 'PAGE\n' } }] },
@@ -80,7 +80,12 @@ test('an agent streams live; a steer lands in its timeline; the host still gets 
   await page.locator('.ev.steer, .ev.prompt', { hasText: 'PAGE-STEER' }).waitFor();
   const w = await watching;
   assert.equal(w.results[sid].stop_reason, 'end_turn', 'the host\'s watch got the turn the page looked at');
-  await page.locator('.ev.turn', { hasText: 'the steer landed' }).waitFor();
+  const ended = page.locator('.ev.turn', { hasText: 'the steer landed' });
+  await ended.waitFor();
+  const reasoning = ended.locator('details.thought');
+  assert.equal(await reasoning.getAttribute('open'), null, 'the reasoning is there, collapsed');
+  await reasoning.locator('summary').click();
+  await reasoning.locator('pre', { hasText: 'weighing the steer first' }).waitFor();
   await shot('steered');
   await page.reload();
   await page.locator('.agent.sel').waitFor();

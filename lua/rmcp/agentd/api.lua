@@ -534,7 +534,7 @@ function methods.observe_session(d, conn, p, reply)
   if not_observer(conn, reply) then return end
   local s = type(p.session_id) == "string" and d.sessions[p.session_id]
   if not s then return reply(nil, jsonrpc.error(ownership.UNKNOWN_SESSION, "unknown session " .. tostring(p.session_id))) end
-  reply(observe.session(d, s))
+  reply(observe.session(d, s, p.since))
 end
 
 -- What an observer may do to a session, each run as the session's owner.

@@ -14,6 +14,7 @@ local M = {}
 
 M.timeline_max = 400   -- journal records one session answer carries (the newest)
 M.nudge_ms = 50        -- at most one observe_changed per session this often
+M.live_text_max = 16384 -- bytes of the running turn's text one session answer carries (the newest)
 
 -- The row of s as the dashboard shows it: list's detailed row, its owner and the whole task.
 local function row(d, s)
@@ -52,16 +53,32 @@ function M.fleet(d)
   return { orchestrators = json.array(order), now = store.now() }
 end
 
+-- The newest max bytes of text (at most), starting on a whole UTF-8 character.
+function M.text_tail(text, max)
+  if #text <= max then return text end
+  local i = #text - max + 1
+  while i <= #text and (text:byte(i) & 0xC0) == 0x80 do i = i + 1 end
+  return text:sub(i)
+end
+
 -- One session for the dashboard: its row, pending decisions, the agent's reported config apart
--- from what is queued, the newest journal records (its timeline) and the running turn's text so far.
-function M.session(d, s)
-  local records = store.read_journal(s.transcript_path)
+-- from what is queued, its timeline and the running turn's text and reasoning so far (the newest
+-- live_text_max bytes of each). The timeline is the journal's newest timeline_max records, or with `since` (the
+-- journal_offset an earlier answer gave) only the records after it; `timeline_reset` says the
+-- journal had to be read from its start again.
+function M.session(d, s, since)
+  local from = math.tointeger(since) or 0
+  if from < 0 then from = 0 end
+  local records, offset, reset = store.read_journal_from(s.transcript_path, from)
+  if reset then records, offset = store.read_journal_from(s.transcript_path, 0) end
   local first = math.max(1, #records - M.timeline_max + 1)
   local timeline = json.array()
   for i = first, #records do timeline[#timeline + 1] = records[i] end
   local decisions = json.array()
   for _, dec in ipairs(s.pending or {}) do decisions[#decisions + 1] = session.decision_view(dec) end
   local rt = s.rt
+  local live = rt and rt.prompt_active and session.turn_text(s) or nil
+  local thought = rt and rt.prompt_active and session.turn_thought(s) or ""
   return {
     session = row(d, s),
     decisions = decisions,
@@ -69,24 +86,35 @@ function M.session(d, s)
     queued_config = s.queued_config,
     timeline = timeline,
     timeline_dropped = first - 1,
-    live_text = rt and rt.prompt_active and session.turn_text(s) or nil,
+    timeline_reset = (from == 0 or reset) or nil,
+    journal_offset = offset,
+    live_text = live and M.text_tail(live, M.live_text_max) or nil,
+    live_text_bytes = live and #live > M.live_text_max and #live or nil,
+    live_thought = thought ~= "" and M.text_tail(thought, M.live_text_max) or nil,
   }
 end
 
--- Tells the observer connections that s changed (at most once per nudge_ms per session; the page
--- fetches what it shows).
+-- Tells the observer connections that s changed: at once when it has not in the last nudge_ms,
+-- else once at the end of that window (the page fetches what it shows).
 function M.changed(d, s)
   local obs = d.observers
   if not obs or next(obs.conns) == nil then return end
   if obs.pending[s.id] then return end
-  obs.pending[s.id] = true
-  local timer = uv.new_timer()
-  timer:start(M.nudge_ms, 0, function()
-    timer:close()
-    obs.pending[s.id] = nil
+  obs.sent = obs.sent or {} -- (an observer set made before a hot reload has none)
+  local function nudge()
+    obs.sent[s.id] = uv.now()
     for conn in pairs(obs.conns) do
       if not conn.peer.closed then conn.peer:notify("observe_changed", { session_id = s.id, owner = s.owner, status = s.status }) end
     end
+  end
+  local wait = (obs.sent[s.id] or -M.nudge_ms) + M.nudge_ms - uv.now()
+  if wait <= 0 then return nudge() end
+  obs.pending[s.id] = true
+  local timer = uv.new_timer()
+  timer:start(wait, 0, function()
+    timer:close()
+    obs.pending[s.id] = nil
+    nudge()
   end)
 end
 
@@ -101,7 +129,7 @@ end
 
 -- Adds conn to the observers (hello with observer = true).
 function M.add(d, conn)
-  d.observers = d.observers or { conns = {}, pending = {} }
+  d.observers = d.observers or { conns = {}, pending = {}, sent = {} }
   d.observers.conns[conn] = true
 end
 

@@ -205,6 +205,27 @@ function M.read_journal(path)
   return out
 end
 
+-- The journal records from byte offset `from` (a record boundary an earlier call returned) to the
+-- last whole line: records, the offset after them, and whether `from` was past the end (a journal
+-- started over: the caller reads from 0 again). Reads only what is new.
+function M.read_journal_from(path, from)
+  local out = {}
+  local f = io.open(path, "rb")
+  if not f then return out, 0, from > 0 end
+  local size = f:seek("end")
+  if from > size then f:close(); return out, 0, true end
+  f:seek("set", from)
+  local text = f:read("a") or ""
+  f:close()
+  local last = text:match(".*()\n") -- a line still being written is left for the next call
+  if not last then return out, from, false end
+  for line in text:sub(1, last):gmatch("[^\n]+") do
+    local ok, rec = pcall(json.decode, line)
+    if ok and type(rec) == "table" then out[#out + 1] = rec end
+  end
+  return out, from + last, false
+end
+
 -- What a session's journal tells of it: its owner and cwd (the spawn record), how many turns
 -- ended and the last turn's text.
 local function journal_facts(path)

@@ -47,14 +47,15 @@ details.orch>summary{padding:8px 12px;cursor:pointer;color:var(--dim);font-size:
 .ev pre,.live{white-space:pre-wrap;word-break:break-word;font:12px/1.5 var(--mono);margin:4px 0 0;background:#0b0f14;border:1px solid var(--line);border-radius:6px;padding:8px}
 .ev.steer .k,.ev.prompt .k{color:var(--accent)}.ev.tool .k{color:#d2a8ff}.ev.turn .k{color:var(--ok)}.ev.err .k{color:var(--bad)}
 .actions{display:flex;flex-wrap:wrap;gap:8px;align-items:center;margin:10px 0}textarea{width:100%;min-height:64px}
-.decision{border-color:var(--warn)}.note{color:var(--dim);font-size:12px}.empty{color:var(--dim);padding:30px}
+.decision{border-color:var(--warn)}details.thought>summary{cursor:pointer;color:var(--dim);font-size:12px}.note{color:var(--dim);font-size:12px}.empty{color:var(--dim);padding:30px}
 @media (max-width:760px){#app{grid-template-columns:1fr;height:auto}#fleet{max-height:40vh;border-right:0;border-bottom:1px solid var(--line)}}
 ]]
 
 local SCRIPT = [[
 const $ = (s, e = document) => e.querySelector(s);
 const esc = (s) => String(s ?? '').replace(/[&<>"']/g, (c) => ({'&':'&amp;','<':'&lt;','>':'&gt;','"':'&quot;',"'":'&#39;'}[c]));
-let fleet = null, selected = location.hash.slice(1) || null, current = null, refreshing = false, again = false;
+let fleet = null, selected = location.hash.slice(1) || null, current = null, timeline = [], offset = 0;
+const collapsed = new Set(); // the orchestrators a person folded, kept across redraws
 async function api(path, body) {
   const r = await fetch(path, body ? {method: 'POST', headers: {'Content-Type': 'application/json'}, body: JSON.stringify(body)} : {});
   if (r.status === 401) { location.href = '/login'; throw new Error('log in'); }
@@ -67,11 +68,13 @@ function badge(s) { return `<span class="badge s-${esc(s.status)}">${esc(s.statu
 function renderFleet() {
   const el = $('#fleet');
   if (!fleet || fleet.orchestrators.length === 0) { el.innerHTML = '<p class="empty">No agents yet.</p>'; return; }
-  el.innerHTML = fleet.orchestrators.map((o) => `<details class="orch" open><summary>${esc(o.id)} · ${o.sessions.length} agent(s)${o.active ? ' · ' + o.active + ' active' : ''}</summary>` +
+  el.innerHTML = fleet.orchestrators.map((o) => `<details class="orch" data-o="${esc(o.id)}"${collapsed.has(o.id) ? '' : ' open'}><summary>${esc(o.id)} · ${o.sessions.length} agent(s)${o.active ? ' · ' + o.active + ' active' : ''}</summary>` +
     o.sessions.map((s) => `<button class="agent${s.session_id === selected ? ' sel' : ''}" data-id="${esc(s.session_id)}">${badge(s)}<b>${esc(s.session_id)}</b>` +
       `<span class="t">${esc(s.current_work ? (s.current_work.title || s.current_work.content) : s.task)}</span></button>`).join('') + '</details>').join('');
   for (const b of el.querySelectorAll('.agent')) b.onclick = () => select(b.dataset.id);
+  for (const g of el.querySelectorAll('details.orch')) g.ontoggle = () => { if (g.open) collapsed.delete(g.dataset.o); else collapsed.add(g.dataset.o); };
 }
+function thought(t) { return t ? `<details class="thought"><summary>reasoning</summary><pre>${esc(t)}</pre></details>` : ''; }
 function item(r) {
   const k = (t, cls, body) => `<div class="ev ${cls}"><div class="k">${t}${r.t ? ' · ' + new Date(r.t * 1000).toLocaleTimeString() : ''}</div>${body || ''}</div>`;
   const pre = (x) => x ? `<pre>${esc(x)}</pre>` : '';
@@ -85,7 +88,7 @@ function item(r) {
     case 'permission_request': return k('asked: ' + esc(r.title || r.kind), 'err');
     case 'permission_response': return k('answered ' + esc(r.option_id), '');
     case 'permission_auto': return k('policy ' + esc(r.decision) + ' ' + esc(r.title || ''), '');
-    case 'turn_end': return k('turn end · ' + esc(r.stop_reason) + (r.recovery ? ' (recovered)' : ''), r.error_text ? 'err' : 'turn', pre(r.error_text || r.text));
+    case 'turn_end': return k('turn end · ' + esc(r.stop_reason) + (r.recovery ? ' (recovered)' : ''), r.error_text ? 'err' : 'turn', thought(r.thought) + pre(r.error_text || r.text));
     case 'process_exit': return k('agent exited · ' + esc(r.reason || ''), 'err', pre(r.error_text));
     default: return '';
   }
@@ -102,7 +105,7 @@ function renderDetail() {
 <div class="actions"><textarea id="msg"></textarea><button class="primary" id="send">Send</button><button class="danger" id="stop">Stop</button><button id="resume">Resume</button></div>
 <div class="actions">${opt('effort', ['auto', 'disabled', 'low', 'medium', 'high', 'xhigh', 'max'])}${opt('tool_approval', ['ask', 'auto', 'yolo'])}
 ${opt('work_mode', ['economy', 'balanced', 'delivery'])}<button id="configure">Configure</button><span class="note" id="cfg"></span></div>
-<p class="note" id="status"></p><div class="tl" id="timeline"></div>`;
+<p class="note" id="status"></p><div class="tl" id="timeline"></div><div class="tl" id="livebox"></div>`;
     const act = async (action, params) => {
       const id = el.dataset.sid;
       $('#status').textContent = action + '…';
@@ -136,25 +139,74 @@ ${d.tool_call && d.tool_call.rawInput ? `<pre class="live">${esc(JSON.stringify(
   $('#resume').hidden = live;
   $('#cfg').textContent = 'agent reports: ' + (Object.entries(cfg).map(([k, v]) => k + '=' + v).join(', ') || '—') +
     (queued ? ' · queued: ' + Object.entries(queued).map(([k, v]) => k + '=' + v).join(', ') : '');
-  $('#timeline').innerHTML = current.timeline.map(item).join('') +
-    (current.live_text ? `<div class="ev turn"><div class="k">streaming…</div><pre class="live" id="live">${esc(current.live_text)}</pre></div>` : '');
+  renderTimeline();
 }
-async function refresh() {
-  if (refreshing) { again = true; return; }
-  refreshing = true;
-  try {
-    fleet = await api('/api/fleet');
-    renderFleet();
-    if (selected) { current = await api('/api/session?id=' + encodeURIComponent(selected)); renderDetail(); }
-    $('#conn').textContent = 'live · ' + new Date().toLocaleTimeString();
-  } catch (e) { $('#conn').textContent = e.message; setTimeout(refresh, 2000); }
-  refreshing = false;
-  if (again) { again = false; refresh(); }
+// The timeline: what is shown is appended to, and redrawn only when the journal was read anew.
+function renderTimeline() {
+  const tl = $('#timeline');
+  if (tl.dataset.sid !== current.session.session_id || current.timeline_reset || current.dropped) {
+    tl.dataset.sid = current.session.session_id;
+    tl.innerHTML = timeline.map(item).join('');
+  } else if (current.timeline.length) {
+    tl.insertAdjacentHTML('beforeend', current.timeline.map(item).join(''));
+  }
+  const live = current.live_text ? (current.live_text_bytes ? '…' : '') + current.live_text : '';
+  const open = $('#livebox details.thought') && $('#livebox details.thought').open;
+  $('#livebox').innerHTML = live || current.live_thought ? `<div class="ev turn"><div class="k">streaming…</div>${thought(current.live_thought)}<pre class="live" id="live">${esc(live)}</pre></div>` : '';
+  if (open) $('#livebox details.thought').open = true;
 }
-function select(id) { selected = id; location.hash = id; current = null; renderFleet(); refresh(); }
-window.onhashchange = () => { if (location.hash.slice(1) !== selected) select(location.hash.slice(1)); };
+// The selected agent: only what its journal gained since the last look.
+async function loadSelected() {
+  const id = selected, since = current && current.session.session_id === id ? offset : null;
+  const got = await api('/api/session?id=' + encodeURIComponent(id) + (since !== null ? '&since=' + since : ''));
+  if (id !== selected) return;
+  if (got.timeline_reset) timeline = [];
+  timeline.push(...got.timeline);
+  got.dropped = timeline.length > 400;
+  if (got.dropped) timeline = timeline.slice(-400);
+  offset = got.journal_offset;
+  current = got;
+  renderDetail();
+}
+// The list: at once when an agent is new or changed status, else at most once a second.
+let fleetAt = 0, fleetTimer = null;
+async function loadFleet() {
+  fleetAt = Date.now();
+  fleet = await api('/api/fleet');
+  renderFleet();
+}
+function fleetSoon(now) {
+  if (fleetTimer && !(now && fleetTimer.late)) return;
+  clearTimeout(fleetTimer && fleetTimer.id);
+  const late = !now && Date.now() - fleetAt < 1000;
+  fleetTimer = { late, id: setTimeout(() => { fleetTimer = null; run(loadFleet); }, late ? 1000 - (Date.now() - fleetAt) : 0) };
+}
+// Runs one load at a time (a load asked for meanwhile runs once after it); errors show and retry.
+let busy = Promise.resolve();
+function run(load) {
+  busy = busy.then(load).then(() => { $('#conn').textContent = 'live · ' + new Date().toLocaleTimeString(); },
+    (e) => { $('#conn').textContent = e.message; setTimeout(refresh, 2000); });
+  return busy;
+}
+let selectedQueued = false;
+function refreshSelected() {
+  if (!selected || selectedQueued) return;
+  selectedQueued = true;
+  run(() => { selectedQueued = false; return selected ? loadSelected() : null; });
+}
+function refresh() { fleetSoon(true); refreshSelected(); }
+function changed(e) {
+  let c = {};
+  try { c = JSON.parse(e.data || '{}'); } catch { /* a bare nudge */ }
+  if (!c.session_id) return refresh();
+  const row = fleet && fleet.orchestrators.flatMap((o) => o.sessions).find((s) => s.session_id === c.session_id);
+  fleetSoon(!row || row.status !== c.status);
+  if (c.session_id === selected) refreshSelected();
+}
+function select(id) { selected = id || null; location.hash = id || ''; current = null; timeline = []; renderFleet(); renderDetail(); refreshSelected(); }
+window.onhashchange = () => { if (location.hash.slice(1) !== (selected || '')) select(location.hash.slice(1)); };
 const events = new EventSource('/api/events');
-events.addEventListener('changed', () => refresh());
+events.addEventListener('changed', changed);
 events.onerror = () => { $('#conn').textContent = 'reconnecting…'; };
 refresh();
 ]]

@@ -71,7 +71,8 @@ function M.handler(app)
     end
     if path == "/api/fleet" and method == "GET" then return relay(res, "observe", {}) end
     if path == "/api/session" and method == "GET" then
-      return relay(res, "observe_session", { session_id = form(req.query).id })
+      local q = form(req.query)
+      return relay(res, "observe_session", { session_id = q.id, since = math.tointeger(tonumber(q.since or "")) })
     end
     if path == "/api/act" and method == "POST" then
       local ok, body = pcall(json.decode, req.body or "")

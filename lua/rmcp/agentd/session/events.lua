@@ -69,6 +69,9 @@ function M.on_chunk(d, s, kind, text)
   elseif kind == "agent_thought_chunk" then
     buf_add(rt.thought, text, l.max_full_text)
     buf_add(rt.full_thought, text, l.max_full_text)
+    -- (a runtime made before a hot reload has no turn_thought yet)
+    rt.turn_thought = rt.turn_thought or state.buf_new()
+    buf_add(rt.turn_thought, text, 20000)
   end
   -- a message chunk event is kept as its text (shared with the buffers, not copied)
   if kind == "agent_message_chunk" then push_event(s, text, store.now()) else push_event(s, { type = kind, text = text }, store.now()) end

@@ -98,6 +98,7 @@ return {
   decision_view = state.decision_view,
   effective_config = state.effective_config,
   turn_text = state.turn_text,
+  turn_thought = state.turn_thought,
   handover_state = setup.handover_state,
   -- the daemon's life
   restore = state.restore,

@@ -63,6 +63,7 @@ local buf_new, buf_text = M.buf_new, M.buf_text
 function M.new_rt()
   return {
     text = buf_new(), thought = buf_new(), full_text = buf_new(), full_thought = buf_new(), turn_text = buf_new(),
+    turn_thought = buf_new(),
     turns = {}, turns_dropped = 0, events = {}, event_t = {}, noncritical = 0, events_overflow = 0,
     plan_rev = 0, plan_seen = 0, error_rev = 0, error_seen = 0,
     tools = {}, active = {}, queued = {}, next_request_id = 0, wait_dirty = false,
@@ -358,6 +359,11 @@ function M.turn_text(s)
   return buf_text(s.rt.turn_text)
 end
 
+-- The running turn's reasoning so far ("" when none).
+function M.turn_thought(s)
+  return s.rt.turn_thought and buf_text(s.rt.turn_thought) or ""
+end
+
 -- The config the agent is running with (effective values as the agent reports them).
 function M.effective_config(s)
   local out = {}
@@ -381,7 +387,7 @@ end
 -- whole-session text buffers and tool tables (its text is read back from the journal when asked).
 local function release(s)
   local rt = s.rt
-  rt.full_text, rt.full_thought, rt.turn_text = buf_new(), buf_new(), buf_new()
+  rt.full_text, rt.full_thought, rt.turn_text, rt.turn_thought = buf_new(), buf_new(), buf_new(), buf_new()
   rt.tools, rt.active, rt.queued = {}, {}, {}
   rt.released = true
 end

@@ -54,7 +54,7 @@ local function recover(d, s, n)
   rt.recovery_attempts = n
   s.pending = {}
   push_event(s, { type = "background_recovery", attempt = n, max = rules_recovery.cap() })
-  state.journal(d, s, { type = "turn_end", stop_reason = s.stop_reason, text = s.last_text, recovery = n })
+  state.journal(d, s, { type = "turn_end", stop_reason = s.stop_reason, text = s.last_text, thought = rt.last_thought, recovery = n })
   log.info("session %s: a background job failed; recovery turn %d of %d", s.id, n, rules_recovery.cap())
   M.prompt(d, s, rules_recovery.prompt(n), "recovery") -- running again, nothing terminal to report
   state.changed(d, s, "status", { note = string.format("a background job failed: recovery turn %d of %d", n, rules_recovery.cap()) })
@@ -68,6 +68,10 @@ local function end_turn(d, s, stop_reason, err_text)
   local cut = rt.turn_text.cut
   local text = buf_text(rt.turn_text)
   rt.turn_text = buf_new()
+  -- the turn's reasoning goes to the journal with its end (the dashboard shows it collapsed)
+  local thought = rt.turn_thought and buf_text(rt.turn_thought) or ""
+  rt.turn_thought = buf_new()
+  rt.last_thought = thought ~= "" and thought:sub(-20000) or nil
   state.add_turn(rt, text, stop_reason, cut)
   rt.counters.turns = rt.counters.turns + 1
   s.turns_total = (s.turns_total or 0) + 1
@@ -92,7 +96,8 @@ local function end_turn(d, s, stop_reason, err_text)
   s.status = "idle"
   -- the watch waiting for this turn gets its reply first; the journal and the save follow
   state.changed(d, s, "turn_end", { stop_reason = stop_reason, error_text = err_text })
-  state.journal(d, s, { type = "turn_end", stop_reason = stop_reason, text = s.last_text, error_text = err_text })
+  state.journal(d, s, { type = "turn_end", stop_reason = stop_reason, text = s.last_text, thought = rt.last_thought,
+                        error_text = err_text })
   state.persist(d, s)
   rt.idle_since = uv.now()
   schedule_cleanup(d, s)

@@ -1,0 +1,67 @@
+-- What the dashboard's look at agentd costs: a session's journal read only from where the last look
+-- ended (a line still being written left for later, a journal that started over read anew), the
+-- running text cut on a whole character, and change nudges sent at once, then at most one per window while a session keeps changing.
+local uv = require "luv"
+local store = require "rmcp.agentd.store"
+local observe = require "rmcp.agentd.observe"
+
+-- Writes text to path (replacing it).
+local function write(path, text)
+  local f = assert(io.open(path, "wb"))
+  f:write(text)
+  f:close()
+end
+
+test("a journal is read from an offset, up to its last whole line", function(t)
+  local path = t.tmpdir("rmcp-observe") .. "/s.events.jsonl"
+  local recs, off, reset = store.read_journal_from(path, 0)
+  t.eq(#recs, 0)
+  t.eq(off, 0)
+  t.eq(reset, false, "a missing journal read from 0 is just empty")
+  write(path, '{"type":"spawn"}\n{"type":"prompt","text":"a"}\n{"type":"tool')
+  recs, off, reset = store.read_journal_from(path, 0)
+  t.eq(#recs, 2, "the half-written record waits")
+  t.eq(recs[2].text, "a")
+  t.eq(off, #'{"type":"spawn"}\n{"type":"prompt","text":"a"}\n')
+  t.eq(reset, false)
+  write(path, '{"type":"spawn"}\n{"type":"prompt","text":"a"}\n{"type":"tool_call"}\nnot json\n')
+  local more, off2 = store.read_journal_from(path, off)
+  t.eq(#more, 1, "only what is new; a broken line is skipped")
+  t.eq(more[1].type, "tool_call")
+  t.eq(off2, #'{"type":"spawn"}\n{"type":"prompt","text":"a"}\n{"type":"tool_call"}\nnot json\n')
+  local none, same = store.read_journal_from(path, off2)
+  t.eq(#none, 0)
+  t.eq(same, off2)
+  write(path, '{"type":"spawn"}\n')
+  local _, _, started_over = store.read_journal_from(path, off2)
+  t.eq(started_over, true, "an offset past the end says so")
+end)
+
+test("the running turn's text is cut to its newest bytes on a whole character", function(t)
+  t.eq(observe.text_tail("abc", 3), "abc")
+  t.eq(observe.text_tail("abcd", 3), "bcd")
+  local text = "é" .. string.rep("x", 9) -- 11 bytes; the newest 10 start mid-é
+  t.eq(observe.text_tail(text, 10), string.rep("x", 9), "the broken character is left out")
+  t.eq(observe.text_tail("aé", 2), "é")
+end)
+
+test("nudges: the first at once, then one per window while a session keeps changing", function(t)
+  local sent = {}
+  local conn = { peer = { closed = false, notify = function(_, method, p) sent[#sent + 1] = { method, p.session_id, uv.now() } end } }
+  local d = {}
+  observe.add(d, conn)
+  local s = { id = "s1", owner = "o", status = "running" }
+  uv.update_time()
+  local t0 = uv.now()
+  observe.changed(d, s)
+  t.eq(#sent, 1, "at once")
+  for _ = 1, 5 do observe.changed(d, s) end
+  t.eq(#sent, 1, "within the window: held")
+  t.wait_for(function() return #sent == 2 end, 2000, "the held change is sent at the window's end", 5)
+  t.ok(sent[2][3] - t0 >= observe.nudge_ms - 1, "not before the window ends")
+  observe.changed(d, { id = "s2", owner = "o", status = "idle" })
+  t.eq(#sent, 3, "another session has its own window")
+  observe.remove(d, conn)
+  observe.changed(d, { id = "s3", owner = "o", status = "idle" })
+  t.eq(#sent, 3, "no observer, no nudge")
+end)
