@@ -24,9 +24,9 @@ local host = require "rmcp.host"
 -- ---- options -------------------------------------------------------------------------------
 
 local QUICK, JSON_OUT, NO_REAL, STRICT = os.getenv("RMCP_BENCH_QUICK") == "1", nil, false, false
-local PHASES = { memory = true, spawn = true, ingest = true, mcp = true, real = true }
+local PHASES = { memory = true, spawn = true, ingest = true, mcp = true, dashboard = true, real = true }
 local USAGE = "usage: reasonix-mcp script bench/run.lua [--quick] [--strict] [--no-real] [--json FILE] "
-  .. "[--only memory,spawn,ingest,mcp,real]\n"
+  .. "[--only memory,spawn,ingest,mcp,dashboard,real]\n"
 do
   -- RMCP_BENCH_ARGS adds arguments (the cmake target passes none: RMCP_BENCH_ARGS=--quick there)
   local args = {}
@@ -55,13 +55,14 @@ end
 -- flood: chunk events per fake flood turn (also the unit of the memory phase: 2 floods = 100k unpolled
 -- events, then mem_floods - 2 more to see whether memory keeps growing per unpolled turn).
 -- mcp_rtt: interleaved rounds of every MCP round-trip case; cold: starts of each server; wake: turns.
+-- paint: page loads of the dashboard (and of its floor); dash_events: turn ends watched on the page.
 local P = QUICK and {
   flood = 50000, flood_reps = 3, spawn_reps = 3, sessions = 50, mem_floods = 4, chatty = 5,
-  mcp_rtt = 300, mcp_warm = 30, cold = 3, list_sessions = 20, wake = 40,
+  mcp_rtt = 300, mcp_warm = 30, cold = 3, list_sessions = 20, wake = 40, paint = 5, dash_events = 10,
   real_reps = 2, fleet = 8, fleet_reps = 1, deadline_s = 150,
 } or {
   flood = 50000, flood_reps = 8, spawn_reps = 20, sessions = 50, mem_floods = 6, chatty = 10,
-  mcp_rtt = 3000, mcp_warm = 100, cold = 10, list_sessions = 20, wake = 200,
+  mcp_rtt = 3000, mcp_warm = 100, cold = 10, list_sessions = 20, wake = 200, paint = 15, dash_events = 40,
   real_reps = 5, fleet = 8, fleet_reps = 3, deadline_s = 420,
 }
 
@@ -220,6 +221,15 @@ if not NODE then missing[#missing + 1] = "node on PATH (scripts/install-deps.sh 
 if not uv.fs_stat(PEER_JS) then
   missing[#missing + 1] = "the Node peer " .. PEER_JS .. " (scripts/install-deps.sh: npm ci --prefix bench)"
 end
+
+-- What the dashboard rows need: the browser and its driver (the end-to-end suite installs it).
+local CHROMIUM = "/usr/bin/chromium"
+local PLAYWRIGHT = REPO .. "/tests/e2e/node_modules/playwright-core/package.json"
+local dash_missing = {}
+if not uv.fs_access(CHROMIUM, "X") then dash_missing[#dash_missing + 1] = CHROMIUM .. " (scripts/install-deps.sh installs chromium)" end
+if not uv.fs_stat(PLAYWRIGHT) then dash_missing[#dash_missing + 1] = "playwright-core (scripts/install-deps.sh: npm ci --prefix tests/e2e)" end
+if not NODE then dash_missing[#dash_missing + 1] = "node on PATH" end
+for _, m in ipairs(dash_missing) do missing[#missing + 1] = m end
 
 -- Every process this run starts inherits the marker, so leftovers can be found at the end.
 -- Caps and knobs of the caller would skew the numbers; REASONIX_MCP_LUA_DIR (which Lua tree runs)
@@ -695,6 +705,122 @@ local function run_ingest(c, apid)
   call(c, "stop", { session_id = fsid })
 end
 
+-- A free TCP port on 127.0.0.1 (bound, read back, closed).
+local function free_port()
+  local tcp = uv.new_tcp()
+  assert(tcp:bind("127.0.0.1", 0))
+  local port = tcp:getsockname().port
+  tcp:close()
+  return port
+end
+
+-- Wall-clock ms at the moment of uv.hrtime() value mono_ns (the page's clock is the wall clock).
+local function wall_ms_of(mono_ns)
+  local sec, usec = uv.gettimeofday()
+  return sec * 1e3 + usec / 1e3 - (uv.hrtime() - mono_ns) / 1e6
+end
+
+-- The dashboard rows: the first paint of a 50-agent fleet, an agent's turn end reaching the page,
+-- and what a page costs agentd while its agent floods, each against its floor (bench/dashboard.mjs
+-- drives chromium).
+local function run_dashboard(c, apid)
+  phase("dashboard")
+  if #dash_missing > 0 then
+    for _, m in ipairs(dash_missing) do problems[#problems + 1] = "missing: " .. m .. "; the dashboard rows are skipped" end
+    return
+  end
+  local ids = spawn_many(c, P.sessions, { task = "dash", model = "fake/fake-model", keep_alive = true })
+  watch_all(c, ids)
+  local port, password = free_port(), "bench-" .. RUN_ID
+  local url = string.format("http://127.0.0.1:%d/", port)
+  local dash = assert(proc.spawn({ file = EXE, args = { "dashboard" }, cwd = WS, stdin = "null", stdout = "null",
+    stderr = { file = DIR .. "/dashboard.err", append = true }, on_exit = function() end,
+    env = env_list(env_with({ REASONIX_MCP_DASHBOARD_PORT = tostring(port), REASONIX_MCP_DASHBOARD_PASSWORD = password })) }))
+  cleanups[#cleanups + 1] = function() dash:kill("TERM") end
+  local launch = require "rmcp.dashboard.launch"
+  local up
+  for _ = 1, 100 do
+    local r = launch.get(port, "/healthz", 1000)
+    up = r and r.status == 200 and json.decode(r.body).agentd
+    if up then break end
+    async.sleep(50)
+  end
+  assert(up, "the dashboard did not come up connected to agentd; see " .. DIR .. "/dashboard.err")
+  local answers = {}
+  local browser = assert(proc.spawn({ file = NODE, args = { REPO .. "/bench/dashboard.mjs", url, tostring(P.sessions), tostring(P.paint) },
+    cwd = WS, stdin = "pipe", stdout = "pipe", stderr = { file = DIR .. "/browser.err", append = true },
+    env = env_list(env_with({ BENCH_DASHBOARD_PASSWORD = password })),
+    on_line = function(line) local w = table.remove(answers, 1); if w then w(json.decode(line)) end end,
+    on_exit = function() for _, w in ipairs(answers) do w({ error = "the browser driver exited; see " .. DIR .. "/browser.err" }) end end }))
+  cleanups[#cleanups + 1] = function() browser.stdin:shutdown() end
+  -- the next line the driver prints (after sending cmd, when given)
+  local function answer(cmd, what)
+    local r = assert(await_timeout(60000, what, function(resume)
+      answers[#answers + 1] = resume
+      if cmd then browser.stdin:write(json.encode(cmd)) end
+    end))
+    assert(not r.error, r.error)
+    return r
+  end
+  local paints = answer(nil, "first paints")
+  row({ section = "dashboard", what = string.format("first paint, %d agents (median)", P.sessions),
+        value = median(paints.paint) / 1e3, base = median(paints.floor) / 1e3, fmt = fmt_ms,
+        target = { on = "value", op = "<=", limit = 0.3, text = "<= 300 ms" } })
+  note("dashboard first paint: navigation start to the frame after the list shows every agent; baseline the same page "
+    .. "as rendered, saved without its script (the browser's own floor); %d loads of each", P.paint)
+
+  -- an agent's turn end: at the fake agent -> a host's watch, and -> the page's timeline
+  local sid = ids[1]
+  answer({ cmd = "select", id = sid }, "select an agent")
+  local to_page, to_watch = {}, {}
+  for i = 1, P.dash_events do
+    answer({ cmd = "arm" }, "arm")
+    call(c, "send", { session_id = sid, message = "[fake:stamp] look " .. i })
+    watch_all(c, { sid })
+    local watched = uv.hrtime()
+    local seen = answer({ cmd = "seen" }, "the turn end on the page").seen
+    local stamp = tonumber(files.read(STAMP):match("%d+"))
+    to_watch[i] = (watched - stamp) / 1e9
+    to_page[i] = (seen - wall_ms_of(stamp)) / 1e3
+  end
+  row({ section = "dashboard", what = "turn end at the agent -> shown on the page (median)", value = median(to_page),
+        base = median(to_watch), fmt = fmt_ms, target = { on = "value", op = "<=", limit = 0.1, text = "<= 100 ms" } })
+  note("dashboard event latency baseline: the same turn end reaching a host's watch through agentd (%d turns)", P.dash_events)
+
+  -- agentd's CPU for a flood turn of the agent the page shows, against the same turn with one more
+  -- watch (on another agent) instead of the page
+  local function flood_cpu(n)
+    local best = math.huge
+    for _ = 1, n do
+      local c0 = cpu_of(apid)
+      call(c, "send", { session_id = sid, message = "[fake:flood] dash" })
+      watch_all(c, { sid })
+      best = math.min(best, cpu_of(apid) - c0)
+    end
+    return best
+  end
+  flood_cpu(1) -- the fake builds its flood once
+  local reps = QUICK and 3 or 6
+  local with_page = flood_cpu(reps)
+  answer({ cmd = "blank" }, "leave the page")
+  local extra = call(c, "spawn", { task = "extra", model = "fake/fake-model", keep_alive = true }).session_id
+  watch_all(c, { extra })
+  c:request("send", { session_id = extra, message = "[fake:hang] wait" }, function() end)
+  local c2 = connect(MCP_HOME, WS, "bench")
+  local extra_watch = c2:request("watch", { session_ids = { extra }, timeout = 600 }, function() end)
+  local with_watch = flood_cpu(reps)
+  c2:cancel(extra_watch)
+  row({ section = "dashboard", what = string.format("agentd CPU of a %dk-chunk turn the page shows (best)", P.flood // 1000),
+        value = with_page, base = with_watch, fmt = fmt_ms,
+        target = { on = "ratio", op = "<=", limit = 1.1, text = "<= 1.1x one more watch" } })
+  note("dashboard cost baseline: the same flood turn with the page closed and one more watch waiting on another agent; "
+    .. "agentd CPU from /proc (1/%d s ticks), best of %d", CLK_TCK, reps)
+  browser.stdin:shutdown()
+  stop_many(c, ids)
+  call(c, "stop", { session_id = extra })
+  dash:kill("TERM")
+end
+
 -- The MCP rows: cold start, round trips with 0 and 20 sessions, watch wake-up, server RSS.
 local function run_mcp(bare)
   phase("MCP: ours through the launcher, the Node peer, the floor")
@@ -898,6 +1024,7 @@ local function run()
   if PHASES.spawn then run_fake_spawn(c) end
   if PHASES.ingest then run_ingest(c, apid) end
   if PHASES.mcp then run_mcp(bare) end
+  if PHASES.dashboard then run_dashboard(c, apid) end
   if PHASES.real then run_real() end
   shutdown_daemon(MCP_HOME)
   note("run took %.1f s (%s mode)", now_s() - t_start, QUICK and "quick" or "full")

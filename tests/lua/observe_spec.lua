@@ -45,9 +45,9 @@ test("the running turn's text is cut to its newest bytes on a whole character", 
   t.eq(observe.text_tail("aé", 2), "é")
 end)
 
-test("nudges: the first at once, then one per window while a session keeps changing", function(t)
+test("nudges: the first at once, then one per window while a session keeps changing; a new status at once", function(t)
   local sent = {}
-  local conn = { peer = { closed = false, notify = function(_, method, p) sent[#sent + 1] = { method, p.session_id, uv.now() } end } }
+  local conn = { peer = { closed = false, notify = function(_, method, p) sent[#sent + 1] = { method, p.session_id, uv.now(), p.status } end } }
   local d = {}
   observe.add(d, conn)
   local s = { id = "s1", owner = "o", status = "running" }
@@ -59,9 +59,16 @@ test("nudges: the first at once, then one per window while a session keeps chang
   t.eq(#sent, 1, "within the window: held")
   t.wait_for(function() return #sent == 2 end, 2000, "the held change is sent at the window's end", 5)
   t.ok(sent[2][3] - t0 >= observe.nudge_ms - 1, "not before the window ends")
+  observe.changed(d, s)
+  t.eq(#sent, 2, "held again")
+  s.status = "idle"
+  observe.changed(d, s)
+  t.eq(#sent, 3, "a new status (a turn's end) goes at once")
+  t.eq(sent[3][4], "idle")
+  t.wait_for(function() return #sent == 4 end, 2000, "the held change still follows", 5)
   observe.changed(d, { id = "s2", owner = "o", status = "idle" })
-  t.eq(#sent, 3, "another session has its own window")
+  t.eq(#sent, 5, "another session has its own window")
   observe.remove(d, conn)
   observe.changed(d, { id = "s3", owner = "o", status = "idle" })
-  t.eq(#sent, 3, "no observer, no nudge")
+  t.eq(#sent, 5, "no observer, no nudge")
 end)

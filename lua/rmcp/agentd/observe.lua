@@ -94,21 +94,23 @@ function M.session(d, s, since)
   }
 end
 
--- Tells the observer connections that s changed: at once when it has not in the last nudge_ms,
--- else once at the end of that window (the page fetches what it shows).
+-- Tells the observer connections that s changed: at once when it has not in the last nudge_ms or
+-- its status is new (a turn's end is never held back), else once at the end of that window (the
+-- page fetches what it shows).
 function M.changed(d, s)
   local obs = d.observers
   if not obs or next(obs.conns) == nil then return end
-  if obs.pending[s.id] then return end
-  obs.sent = obs.sent or {} -- (an observer set made before a hot reload has none)
+  obs.sent, obs.status = obs.sent or {}, obs.status or {} -- (a set made before a hot reload lacks them)
+  local new_status = obs.status[s.id] ~= s.status
+  if obs.pending[s.id] and not new_status then return end
   local function nudge()
-    obs.sent[s.id] = uv.now()
+    obs.sent[s.id], obs.status[s.id] = uv.now(), s.status
     for conn in pairs(obs.conns) do
       if not conn.peer.closed then conn.peer:notify("observe_changed", { session_id = s.id, owner = s.owner, status = s.status }) end
     end
   end
   local wait = (obs.sent[s.id] or -M.nudge_ms) + M.nudge_ms - uv.now()
-  if wait <= 0 then return nudge() end
+  if wait <= 0 or new_status then return nudge() end
   obs.pending[s.id] = true
   local timer = uv.new_timer()
   timer:start(wait, 0, function()
@@ -129,7 +131,7 @@ end
 
 -- Adds conn to the observers (hello with observer = true).
 function M.add(d, conn)
-  d.observers = d.observers or { conns = {}, pending = {}, sent = {} }
+  d.observers = d.observers or { conns = {}, pending = {}, sent = {}, status = {} }
   d.observers.conns[conn] = true
 end
 
