@@ -1,6 +1,7 @@
 /* sys.c: rmcp.sys, the few process services luv does not cover: an exclusive lock file (one
  * agentd, no start race), the effective uid, pointing stdout/stderr at a (rotated) log file,
- * replacing the process image (an agentd upgrade that keeps its pid, children and chosen fds), and
+ * replacing the process image (an agentd upgrade that keeps its pid, children and chosen fds),
+ * local time in a named IANA zone (the C library reads the system zoneinfo, DST included), and
  * stopping the loop with an exit code. */
 #include "sys.h"
 
@@ -11,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "lua_host.h"
@@ -71,6 +73,111 @@ int sys_exec(const char *file, char *const argv[], char *const envp[])
   else
     execv(file, argv);
   return -errno;
+}
+
+/* Runs the C library's time functions in zone (TZ=":zone" while it runs, the old TZ put back). */
+static char *sys_tz_enter(const char *zone)
+{
+  const char *old = getenv("TZ");
+  char *saved = old ? strdup(old) : NULL;
+  char buf[256];
+  snprintf(buf, sizeof(buf), ":%s", zone);
+  setenv("TZ", buf, 1);
+  tzset();
+  return saved;
+}
+
+/* Puts back the TZ sys_tz_enter replaced. */
+static void sys_tz_leave(char *saved)
+{
+  if (saved) {
+    setenv("TZ", saved, 1);
+    free(saved);
+  } else {
+    unsetenv("TZ");
+  }
+  tzset();
+}
+
+/* The local time of t in zone; 0 or -errno. */
+int sys_tz_local(const char *zone, time_t t, struct tm *out)
+{
+  char *saved = sys_tz_enter(zone);
+  struct tm *r = localtime_r(&t, out);
+  sys_tz_leave(saved);
+  return r ? 0 : -EOVERFLOW;
+}
+
+/* The time of local fields tm in zone (tm_isdst -1: the C library decides; a time a DST change
+ * skips comes out moved forward by the change); 0 or -errno. */
+int sys_tz_time(const char *zone, struct tm *tm, time_t *out)
+{
+  char *saved = sys_tz_enter(zone);
+  tm->tm_isdst = -1;
+  errno = 0;
+  time_t t = mktime(tm);
+  int e = errno;
+  sys_tz_leave(saved);
+  if (t == (time_t)-1 && e) return -e;
+  *out = t;
+  return 0;
+}
+
+/* Fills the table at the top of the stack with tm's fields. */
+static void lsys_push_tm(lua_State *L, const struct tm *tm)
+{
+  lua_createtable(L, 0, 9);
+  lua_pushinteger(L, tm->tm_year + 1900); lua_setfield(L, -2, "year");
+  lua_pushinteger(L, tm->tm_mon + 1); lua_setfield(L, -2, "month");
+  lua_pushinteger(L, tm->tm_mday); lua_setfield(L, -2, "day");
+  lua_pushinteger(L, tm->tm_hour); lua_setfield(L, -2, "hour");
+  lua_pushinteger(L, tm->tm_min); lua_setfield(L, -2, "min");
+  lua_pushinteger(L, tm->tm_sec); lua_setfield(L, -2, "sec");
+  lua_pushinteger(L, tm->tm_wday); lua_setfield(L, -2, "wday");
+  lua_pushboolean(L, tm->tm_isdst > 0); lua_setfield(L, -2, "isdst");
+  lua_pushinteger(L, tm->tm_gmtoff); lua_setfield(L, -2, "utc_offset");
+}
+
+/* sys.tz_local(zone, t) -> {year, month, day, hour, min, sec, wday, isdst, utc_offset} | nil, err */
+static int lsys_tz_local(lua_State *L)
+{
+  const char *zone = luaL_checkstring(L, 1);
+  time_t t = (time_t)luaL_checkinteger(L, 2);
+  struct tm tm;
+  int r = sys_tz_local(zone, t, &tm);
+  if (r < 0) return lua_host_fail(L, r, "tz_local");
+  lsys_push_tm(L, &tm);
+  return 1;
+}
+
+/* Reads integer field name of the table at idx (def when absent). */
+static int lsys_field(lua_State *L, int idx, const char *name, int def)
+{
+  lua_getfield(L, idx, name);
+  int v = lua_isnil(L, -1) ? def : (int)luaL_checkinteger(L, -1);
+  lua_pop(L, 1);
+  return v;
+}
+
+/* sys.tz_time(zone, {year, month, day, hour?, min?, sec?}) -> t (fields out of range roll over,
+ * as mktime does) | nil, err */
+static int lsys_tz_time(lua_State *L)
+{
+  const char *zone = luaL_checkstring(L, 1);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  struct tm tm;
+  memset(&tm, 0, sizeof(tm));
+  tm.tm_year = lsys_field(L, 2, "year", 1970) - 1900;
+  tm.tm_mon = lsys_field(L, 2, "month", 1) - 1;
+  tm.tm_mday = lsys_field(L, 2, "day", 1);
+  tm.tm_hour = lsys_field(L, 2, "hour", 0);
+  tm.tm_min = lsys_field(L, 2, "min", 0);
+  tm.tm_sec = lsys_field(L, 2, "sec", 0);
+  time_t t;
+  int r = sys_tz_time(zone, &tm, &t);
+  if (r < 0) return lua_host_fail(L, r, "tz_time");
+  lua_pushinteger(L, (lua_Integer)t);
+  return 1;
 }
 
 /* sys.flock(path) -> fd | nil, err, code ("locked", "EWOULDBLOCK" when another holds it) */
@@ -169,7 +276,8 @@ int luaopen_rmcp_sys(lua_State *L)
 {
   static const luaL_Reg funcs[] = {
     {"flock", lsys_flock}, {"unlock", lsys_unlock}, {"geteuid", lsys_geteuid}, {"stop", lsys_stop},
-    {"redirect_stdio", lsys_redirect_stdio}, {"cloexec", lsys_cloexec}, {"exec", lsys_exec}, {NULL, NULL},
+    {"redirect_stdio", lsys_redirect_stdio}, {"cloexec", lsys_cloexec}, {"exec", lsys_exec},
+    {"tz_local", lsys_tz_local}, {"tz_time", lsys_tz_time}, {NULL, NULL},
   };
   luaL_newlib(L, funcs);
   return 1;

@@ -1,7 +1,8 @@
 /* test_sys.c: rmcp.sys: the exclusive lock (a second taker is refused until unlock), stdio
  * redirection (fds 1 and 2 follow a rotated log: appended, created 0600, unchanged on failure),
  * and exec (same pid; fds with CLOEXEC cleared survive, the others do not), through the C API and
- * the Lua binding. Redirections run in forked children so the test's own
+ * the Lua binding, and local time in a named zone across Europe/Athens's 2026 DST changes (the
+ * caller's TZ left as it was). Redirections run in forked children so the test's own
  * stdout stays where ctest reads it. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -199,6 +200,37 @@ static void test_exec(void)
   CHECKF(strcmp(buf, want) == 0, "the new image said: %s", buf);
 }
 
+static void test_tz(void)
+{
+  TEST("tz_local / tz_time in Europe/Athens: 09:00 either side of both 2026 DST changes; a skipped time moves forward; TZ kept");
+  setenv("TZ", "UTC", 1);
+  tzset();
+  struct tm tm;
+  REQUIRE(sys_tz_local("Europe/Athens", 1774764000, &tm) == 0); /* 2026-03-29 09:00 EEST */
+  CHECKF(tm.tm_hour == 9 && tm.tm_mday == 29 && tm.tm_isdst == 1 && tm.tm_gmtoff == 3 * 3600,
+         "%02d:%02d day %d dst %d off %ld", tm.tm_hour, tm.tm_min, tm.tm_mday, tm.tm_isdst, (long)tm.tm_gmtoff);
+  REQUIRE(sys_tz_local("Europe/Athens", 1774681200, &tm) == 0); /* 2026-03-28 09:00 EET */
+  CHECK(tm.tm_hour == 9 && tm.tm_isdst == 0 && tm.tm_gmtoff == 2 * 3600);
+  struct { int mon, day, hour, min; time_t want; } cases[] = {
+    {3, 28, 9, 0, 1774681200}, {3, 29, 9, 0, 1774764000},     /* spring: 23 h apart */
+    {10, 24, 9, 0, 1792821600}, {10, 25, 9, 0, 1792911600},   /* autumn: 25 h apart */
+    {3, 29, 3, 30, 1774747800},                               /* 03:30 does not exist: 04:30 EEST */
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    memset(&tm, 0, sizeof(tm));
+    tm.tm_year = 126, tm.tm_mon = cases[i].mon - 1, tm.tm_mday = cases[i].day;
+    tm.tm_hour = cases[i].hour, tm.tm_min = cases[i].min;
+    time_t t = 0;
+    REQUIRE(sys_tz_time("Europe/Athens", &tm, &t) == 0);
+    CHECKF(t == cases[i].want, "case %zu: %ld, want %ld", i, (long)t, (long)cases[i].want);
+  }
+  CHECKF(strcmp(getenv("TZ"), "UTC") == 0, "TZ is %s", getenv("TZ"));
+  unsetenv("TZ");
+  REQUIRE(sys_tz_local("UTC", 0, &tm) == 0);
+  CHECK(getenv("TZ") == NULL);
+  CHECK(tm.tm_year == 70 && tm.tm_hour == 0);
+}
+
 int main(void)
 {
   char tmpl[] = "/tmp/rmcp-test-sys-XXXXXX";
@@ -209,6 +241,7 @@ int main(void)
   test_redirect_appends_and_fails_cleanly();
   test_redirect_lua();
   test_exec();
+  test_tz();
   char cmd[PATH_MAX + 16];
   snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
   if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmp);
