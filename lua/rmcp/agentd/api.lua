@@ -557,6 +557,11 @@ function methods.observe_act(d, conn, p, reply)
   methods[p.action](d, as_owner, params, reply)
 end
 
+-- The routine methods (agentd/routines.lua), looked up at each call so a hot reload applies.
+for name in pairs(require("rmcp.agentd.routines").methods) do
+  methods[name] = function(...) return require("rmcp.agentd.routines").methods[name](...) end
+end
+
 -- shutdown: stops the daemon (tests, ctl).
 function methods.shutdown(d, conn, _, reply)
   reply({})

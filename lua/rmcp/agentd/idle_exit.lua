@@ -1,6 +1,7 @@
 -- A daemon nobody uses goes away: like tmux's server when its last session ends, agentd exits by
 -- itself once it has had no live session and no connection for REASONIX_MCP_DAEMON_IDLE_EXIT seconds
--- (default 600, 0 = never). An observer (the dashboard) looks at a fleet and does not keep it up. Sessions that are exited or orphaned on disk are not live and do not keep
+-- (default 600, 0 = never). An observer (the dashboard) looks at a fleet and does not keep it up;
+-- routines with a schedule, a run at work or a trigger waiting do. Sessions that are exited or orphaned on disk are not live and do not keep
 -- it up; the next client autostarts a fresh daemon, which restores them. State lives in d.idle_exit.
 local uv = require "luv"
 local log = require "rmcp.lib.log"
@@ -9,9 +10,11 @@ local session = require "rmcp.agentd.session"
 
 local M = {}
 
--- True when nothing uses the daemon now: no connection but observers, no live session, no handover.
+-- True when nothing uses the daemon now: no connection but observers, no live session, no handover,
+-- no routine to keep.
 local function unused(d)
   if d.shutting_down or (d.upgrade and d.upgrade.handing_over) then return false end
+  if require("rmcp.agentd.routines").keeps_daemon(d) then return false end
   for conn in pairs(d.conns) do
     if not conn.observer then return false end
   end

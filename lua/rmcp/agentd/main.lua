@@ -17,6 +17,7 @@ local idle_exit = require "rmcp.agentd.idle_exit"
 local retention = require "rmcp.agentd.retention"
 local health = require "rmcp.agentd.health"
 local observe = require "rmcp.agentd.observe"
+local routines = require "rmcp.agentd.routines"
 
 local M = {}
 
@@ -82,6 +83,7 @@ local function shutdown(d, reason)
   idle_exit.stop(d)
   retention.stop(d)
   health.stop(d)
+  routines.stop(d)
   if d.server then d.server:close(); d.server = nil end
   for _, s in pairs(d.sessions) do
     if s.rt.agent then s.rt.agent:stop(nil, 100) end
@@ -139,6 +141,7 @@ function M.main(_)
     watch.check(d, s)
     if event then api.emit(d, s, event, extra) end
     observe.changed(d, s)
+    routines.session_changed(d, s)
   end
   d.on_output = function(s)
     watch.check(d, s)
@@ -154,6 +157,7 @@ function M.main(_)
   if handed then handover.adopt_all(d, handed) end
   retention.start(d)
   health.start(d)
+  routines.start(d)
   os.remove(paths.sock) -- we hold the lock, so any socket file left here is stale
   local srv, lerr2 = sock.listen(paths.sock, function(fd, peer_uid, peer_pid) api.accept(d, fd, peer_uid, peer_pid) end)
   if not srv then

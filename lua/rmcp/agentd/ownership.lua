@@ -15,13 +15,15 @@ function M.unknown(id)
   return jsonrpc.error(M.UNKNOWN_SESSION, "unknown session " .. tostring(id) .. " (not one of this orchestrator's sessions)")
 end
 
--- Looks up session id for orchestrator owner in sessions; returns s or nil, error.
+-- Looks up session id for orchestrator owner in sessions; returns s or nil, error. A routine run's
+-- session is also its routine creator's to look at, answer and stop (on_behalf_of), though it is
+-- in no orchestrator's list.
 function M.lookup(sessions, owner, id)
   if type(id) ~= "string" or id == "" then
     return nil, jsonrpc.error(jsonrpc.INVALID_PARAMS, "session_id must be a non-empty string")
   end
   local s = sessions[id]
-  if not s or s.owner ~= owner then return nil, M.unknown(id) end
+  if not s or (s.owner ~= owner and s.on_behalf_of ~= owner) then return nil, M.unknown(id) end
   return s
 end
 

@@ -18,6 +18,7 @@ M.field_types = {
   plan = "array", posture = "object", skipped_options = "array", warnings = "array",
   terminal_pending = "boolean", transcript_path = "string", work_seconds = "number", damaged = "string",
   interrupted_turn = "boolean", queued_config = "object",
+  routine = "object", on_behalf_of = "string", -- a routine run's: its marker, and the routine's creator
 }
 
 -- True when value v (as decoded) has type want (M.field_types); a number must be finite (JSON has
@@ -50,6 +51,14 @@ end
 -- True when id is safe to use as a file name (our ids are generated; this guards loaded names).
 function M.valid_id(id)
   return type(id) == "string" and #id <= 64 and id:match("^[%w%-_]+$") ~= nil
+end
+
+-- n random bytes from /dev/urandom as 2n hex digits (the clock's nanoseconds when it cannot be read).
+function M.random_hex(n)
+  local f = io.open("/dev/urandom", "rb")
+  local bytes = f and f:read(n) or string.format("%016x", uv.hrtime()):sub(-n)
+  if f then f:close() end
+  return (bytes:gsub(".", function(c) return string.format("%02x", c:byte()) end):sub(1, 2 * n))
 end
 
 -- Writes text to path atomically (temp file in the same dir, fsync unless fsync is false, rename);

@@ -26,10 +26,7 @@ end
 
 -- A fresh random session id (12 hex digits from the kernel's random source).
 local function new_id()
-  local f = io.open("/dev/urandom", "rb")
-  local bytes = f and f:read(6) or tostring(uv.hrtime())
-  if f then f:close() end
-  return "rx-" .. bytes:gsub(".", function(c) return string.format("%02x", c:byte()) end):sub(1, 12)
+  return "rx-" .. store.random_hex(6)
 end
 
 -- A bounded text accumulator: pieces are joined lazily, and only about the last max bytes are kept
@@ -79,7 +76,7 @@ function M.create(d, owner, project_dir, o, cwd)
   local s = {
     id = id, owner = owner, project_dir = project_dir, cwd = cwd, task = o.task,
     model = o.model, effort = o.effort, tool_approval = o.tool_approval, work_mode = o.work_mode,
-    keep_alive = o.keep_alive, idle_timeout = o.idle_timeout,
+    keep_alive = o.keep_alive, idle_timeout = o.idle_timeout, routine = o.routine, on_behalf_of = o.on_behalf_of,
     status = "starting", contract_sent = false, created_at = now, updated_at = now, turns_total = 0, turns_drained = 0,
     skipped_options = json.array(), warnings = json.array(), pending = {},
     transcript_path = store.journal_path(d.paths.sessions, id),

@@ -45,6 +45,31 @@ function M.agent_options(with_defaults)
   }
 end
 
+-- The fields of a routine (create, from_template, configure); agentd's rules/routines.lua checks them
+-- (with an error naming the allowed values), so the agent options go without their enums here.
+-- with_defaults: create's, with its defaults and the two descriptions (a template has its own
+-- defaults; configure changes only what is given).
+function M.routine_fields(with_defaults)
+  local function default(v) return with_defaults and v or nil end
+  return {
+    name = { type = "string" },
+    prompt = { type = "string" },
+    cwd = { type = "string", description = with_defaults and "Default: the project dir." or nil },
+    schedule = { type = "string", default = default("manual"),
+                 description = with_defaults and "manual | every 30m | daily 09:00 [Area/City]" or nil },
+    overlap = { type = "string", enum = { "skip", "queue" }, default = default("skip") },
+    delegation = { type = "string", enum = { "disabled", "allowed", "encouraged" }, default = default("allowed") },
+    enabled = { type = "boolean", default = default(true) },
+    model = { type = "string" }, effort = { type = "string" }, work_mode = { type = "string" },
+    tool_approval = { type = "string", enum = { "ask", "auto", "yolo" }, default = default("auto") },
+  }
+end
+
+-- The routine_id argument of the single-routine tools.
+function M.routine_id()
+  return { type = "string" }
+end
+
 -- The session_id argument of the single-session tools.
 function M.session_id()
   return { type = "string" }

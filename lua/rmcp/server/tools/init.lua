@@ -12,6 +12,8 @@ M.modules = {
   "spawn", "spawn_fleet", "resume", "resume_fleet", "configure", "models", "send", "broadcast", "poll", "transcript",
   "watch", "wait", "list",
   "respond_permission", "stop", "restart_agentd", "restart_mcp_server", "dashboard",
+  "routine_create", "routine_templates", "routine_from_template", "routine_list", "routine_configure", "routine_run",
+  "routine_stop", "routine_delete",
 }
 
 -- Returns the tool definitions in order, and a name -> definition map. A policy tool with the name of
