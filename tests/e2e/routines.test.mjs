@@ -4,13 +4,15 @@
 // times (daily across Europe/Athens's DST change); overlap skip and queue; the machine-wide limit; a
 // paused routine run on demand; a run missed while agentd was down run once; a crash between the
 // spawn and its record taken up by the run marker with no second spawn; creators isolated; a hot edit
-// of the scheduler's Lua taking effect with the schedule kept; templates.
+// of the scheduler's Lua taking effect with the schedule kept; templates; ctl for the person at the
+// shell (every routine, a gate answered).
 // needs: agent python3 clients
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync, readFileSync, cpSync, readdirSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
-import { useFixture, tool, callTool, until, shutdownAgentd, agentdPid, alive, REPO } from './helpers.mjs';
+import { execFileSync } from 'node:child_process';
+import { useFixture, tool, callTool, until, shutdownAgentd, agentdPid, alive, REPO, BIN } from './helpers.mjs';
 
 const scenario = {
   rules: [
@@ -86,6 +88,7 @@ test('a manual routine runs on demand in a fresh session of its own, contract on
   assert.ok(tr, 'the creator can read the run\'s transcript');
   const polled = await tool(c, 'reasonix_poll', { session_id: started.session_id });
   assert.equal(polled.status, 'exited', 'the run\'s session is closed once its result is recorded');
+  await tool(c, 'reasonix_routine_delete', { routine_id: made.routine_id });
 });
 
 test('interval and daily schedules fire at their times; daily keeps 09:00 local across the DST change', async () => {
@@ -317,4 +320,33 @@ test('templates: complete prompts with safe defaults, copied and edited into a r
   assert.match(wrong.result.content[0].text, /HH:MM between 00:00 and 23:59/);
   await tool(c, 'reasonix_routine_delete', { routine_id: made.routine_id });
   assert.deepEqual((await tool(c, 'reasonix_routine_list', {})).routines.map((x) => x.routine_id).includes(made.routine_id), false);
+});
+
+test('ctl: the person at the shell sees every routine, makes one, runs it and answers its gate', async () => {
+  const c = host.client;
+  const hosts = await tool(c, 'reasonix_routine_create', { name: 'host-made', prompt: 'ROUTINE-PLAIN host' });
+  const ctl = (...args) => execFileSync(BIN, ['ctl', ...args], { env: env(), cwd: fx.sb.ws, encoding: 'utf8' });
+  const made = JSON.parse(ctl('--json', 'routine', 'create', 'ctl-made', '--prompt', 'ROUTINE-GATE ctl', '--approval', 'ask', '--schedule', 'every 6h'));
+  assert.equal(made.schedule, 'every 6h');
+  const listed = () => JSON.parse(ctl('--json', 'routine', 'list')).routines;
+  assert.deepEqual(listed().map((r) => r.routine_id).sort(), [hosts.routine_id, made.routine_id].sort(), 'every routine, the host\'s too');
+  const run = JSON.parse(ctl('--json', 'routine', 'run', made.routine_id));
+  assert.ok(run.started);
+  const deadline = Date.now() + 30000;
+  while (listed().find((r) => r.routine_id === made.routine_id).runs[0].status !== 'awaiting_decision') {
+    if (Date.now() > deadline) throw new Error('the ctl routine\'s run never asked');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  assert.match(ctl('routine', 'list'), new RegExp(`waits for an answer \\(permission\\): .*ctl routine respond ${made.routine_id} OPTION`));
+  const answered = JSON.parse(ctl('--json', 'routine', 'respond', made.routine_id, 'allow_once'));
+  assert.equal(answered.run_id, run.started);
+  assert.equal(await routine(c, made.routine_id), undefined, 'the host does not see a routine made at the shell');
+  while (!['done', 'failed'].includes(listed().find((r) => r.routine_id === made.routine_id).runs[0].status)) {
+    if (Date.now() > deadline) throw new Error('the ctl routine\'s run never ended');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  assert.equal(listed().find((r) => r.routine_id === made.routine_id).runs[0].status, 'done');
+  ctl('routine', 'delete', made.routine_id);
+  ctl('routine', 'delete', hosts.routine_id);
+  assert.deepEqual(listed(), []);
 });

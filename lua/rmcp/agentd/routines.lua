@@ -567,6 +567,19 @@ function M.methods.routine_stop(d, conn, p, reply)
   end)
 end
 
+-- routine_respond: answers the pending decision of a routine's current run (ctl; a host answers
+-- with respond_permission on the run's session, which is its creator's to answer).
+function M.methods.routine_respond(d, conn, p, reply)
+  local r, err = lookup(d, conn, p)
+  if not r then return reply(nil, err) end
+  local run = active_run(d.routines, r)
+  local s = run and run.session_id and d.sessions[run.session_id]
+  if not s then return reply(nil, jsonrpc.error(jsonrpc.INVALID_PARAMS, "routine " .. r.id .. " has no run at work")) end
+  local res, rerr = session.respond(d, s, p.option_id, p.request_id)
+  if res then res.run_id = run.run_id end
+  reply(res, rerr)
+end
+
 -- routine_delete: an inactive routine and its run history (the runs' sessions and transcripts stay).
 function M.methods.routine_delete(d, conn, p, reply)
   local r, err = lookup(d, conn, p)

@@ -25,6 +25,7 @@ usage: reasonix-mcp ctl [--orchestrator ID] [--json] COMMAND ...
   resume ID                        revive a stopped or orphaned session
   transcript ID                    tool calls, files touched, last text
   log [-n LINES]                   tail of agentd.log
+  routine COMMAND ...              routines: list, create, run, stop, respond… (ctl routine help)
   shutdown                         stop agentd and its agents
 --orchestrator defaults to $REASONIX_MCP_ORCHESTRATOR_ID, else "cli".
 ]]
@@ -32,6 +33,7 @@ usage: reasonix-mcp ctl [--orchestrator ID] [--json] COMMAND ...
 -- Splits argv into flags (with values where the flag takes one) and positional words.
 function M.parse(argv)
   local takes = { orchestrator = true, timeout = true, expect = true, n = true, ["older-than"] = true, keep = true }
+  for k in pairs(require("rmcp.ctl.routine").value_flags) do takes[k] = true end
   local flags, words = {}, {}
   local i = 1
   while i <= #argv do
@@ -109,11 +111,17 @@ function M.run(argv)
   local cmd = table.remove(words, 1)
   if not cmd or cmd == "help" or flags.help or flags.h then io.stdout:write(M.usage); return cmd and 0 or 2 end
   if cmd == "log" then return print_log(tonumber(flags.n) or 50) end
+  if cmd == "routine" and (words[1] == nil or words[1] == "help") then io.stdout:write(require("rmcp.ctl.routine").usage); return words[1] and 0 or 2 end
   local c = client.new({ orchestrator_id = flags.orchestrator, project_dir = uv.cwd(),
                          client_info = { name = "reasonix-mcp ctl", version = require("rmcp.host").version },
                          autostart = cmd ~= "shutdown" })
   local ok, err = c:wait_connected()
   if not ok then io.stderr:write("ctl: ", err, "\n"); return 1 end
+  if cmd == "routine" then
+    local code = require("rmcp.ctl.routine").run(c, flags, words)
+    c:close()
+    return code
+  end
   local method, params = cmd, {}
   local id = words[1]
   if cmd == "list" then params = { include_task = flags.task == true, all = flags.all == true, limit = 500 }
