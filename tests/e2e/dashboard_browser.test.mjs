@@ -1,7 +1,8 @@
 // The fleet dashboard in a real browser (Debian's chromium, headless, driven by playwright-core)
 // with the real agent: log in (a wrong password refused first), watch an agent stream, steer it and
-// see the steer in its timeline (its reasoning collapsed), answer a question and a permission request from the page, stop
-// and resume; a host's watch still gets the streamed turn's result. Screenshots of each view are
+// see the steer in its timeline (its reasoning collapsed), answer a question and a permission
+// request from the page, stop and resume; a host's watch still gets the streamed turn's result; a
+// routine's run is found, its gate answered and the routine paused from the loop-agents section. Screenshots of each view are
 // saved under build/test-output/dashboard/.
 // needs: agent python3 clients browser
 import { test, after } from 'node:test';
@@ -108,6 +109,28 @@ test('a question and a permission request are answered from the page', async () 
   await page.locator('.decision button[data-opt="allow_once"]').click();
   await page.locator('.ev.turn', { hasText: 'wrote page.txt' }).waitFor();
   assert.ok(existsSync(join(fx.sb.ws, 'page.txt')), 'the allowed write ran');
+});
+
+test('loop agents: a routine\'s run is seen, its gate answered and the routine paused from the page', async () => {
+  const r = await tool(client, 'reasonix_routine_create', { name: 'page routine', prompt: 'WRITE-TASK from a routine', tool_approval: 'ask' });
+  await page.goto(URL0 + '/');
+  const row = page.locator(`.routine[data-rid="${r.routine_id}"]`);
+  await row.waitFor();
+  await row.locator('button[data-ract="run"]').click();
+  await row.locator('.note', { hasText: 'waits for an answer' }).waitFor();
+  await shot('routine-waiting');
+  await row.locator('a').click(); // the run's session, with its timeline and the decision
+  const card = page.locator('.decision');
+  await card.waitFor();
+  assert.match(await page.locator('#head').textContent(), /routine:/, 'the run belongs to the routine\'s owner');
+  await card.locator('button[data-opt="allow_once"]').click();
+  await page.locator('.ev.turn', { hasText: 'wrote page.txt' }).waitFor();
+  await row.locator('.note', { hasText: /last: .* done/ }).waitFor();
+  await row.locator('button[data-ract="pause"]').click();
+  await row.locator('.note', { hasText: 'paused' }).waitFor();
+  assert.equal((await tool(client, 'reasonix_routine_list', {})).routines[0].enabled, false, 'paused for its creator too');
+  await shot('routine-paused');
+  await tool(client, 'reasonix_routine_delete', { routine_id: r.routine_id });
 });
 
 test('stop and resume from the page', async () => {

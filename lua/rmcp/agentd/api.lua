@@ -562,6 +562,26 @@ for name in pairs(require("rmcp.agentd.routines").methods) do
   methods[name] = function(...) return require("rmcp.agentd.routines").methods[name](...) end
 end
 
+-- observe_routines: every routine, for the dashboard (consumes nothing).
+function methods.observe_routines(d, conn, p, reply)
+  if not_observer(conn, reply) then return end
+  require("rmcp.agentd.routines").methods.routine_list(d, conn, { all = true, include_results = p.include_results == true }, reply)
+end
+
+-- What an observer may do to a routine (its owner's rights: the dashboard is the machine owner's).
+local routine_actions = { run = "routine_run", stop = "routine_stop", pause = "routine_configure", enable = "routine_configure" }
+
+-- observe_routine_act: run now, stop the current run, pause or enable a routine from the dashboard.
+function methods.observe_routine_act(d, conn, p, reply)
+  if not_observer(conn, reply) then return end
+  local method = routine_actions[p.action]
+  if not method then return reply(nil, bad("action must be run, stop, pause or enable")) end
+  local params = { routine_id = p.routine_id, all = true }
+  if p.action == "pause" or p.action == "enable" then params.enabled = p.action == "enable" end
+  log.info("conn %d (observer): routine %s on %s", conn.id, p.action, tostring(p.routine_id))
+  require("rmcp.agentd.routines").methods[method](d, conn, params, reply)
+end
+
 -- shutdown: stops the daemon (tests, ctl).
 function methods.shutdown(d, conn, _, reply)
   reply({})

@@ -24,6 +24,7 @@ local M = {}
 ---@field retention_timer userdata?    the hourly prune (retention.lua)
 ---@field health table?                the health sampler's timer and its shared /proc snapshot (health.lua)
 ---@field observers table?             observer connections and the sessions with a nudge pending (observe.lua)
+---@field routines table?              the routine scheduler's definitions, runs and timer (routines.lua)
 ---@field on_change fun(s: Session, event: string?, extra: table?) a session changed: wake watches, emit agent_event (main.lua)
 ---@field on_output fun(s: Session)    a session has new output: wake waits (main.lua)
 ---@field shutdown fun(reason: string) stops the daemon (main.lua)
@@ -36,6 +37,7 @@ function M.new(paths, lock)
     sessions = {}, conns = {}, next_conn = 0, server = nil, signals = {}, shutting_down = false,
     watch_by_session = {}, waits = {}, last_watch = {},
     upgrade = nil, idle_exit = nil, models_cache = nil, retention_timer = nil, health = nil, observers = nil,
+    routines = nil,
     on_change = nil, on_output = nil, shutdown = nil,
   }
 end

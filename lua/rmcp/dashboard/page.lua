@@ -47,14 +47,14 @@ details.orch>summary{padding:8px 12px;cursor:pointer;color:var(--dim);font-size:
 .ev pre,.live{white-space:pre-wrap;word-break:break-word;font:12px/1.5 var(--mono);margin:4px 0 0;background:#0b0f14;border:1px solid var(--line);border-radius:6px;padding:8px}
 .ev.steer .k,.ev.prompt .k{color:var(--accent)}.ev.tool .k{color:#d2a8ff}.ev.turn .k{color:var(--ok)}.ev.err .k{color:var(--bad)}
 .actions{display:flex;flex-wrap:wrap;gap:8px;align-items:center;margin:10px 0}textarea{width:100%;min-height:64px}
-.decision{border-color:var(--warn)}details.thought>summary{cursor:pointer;color:var(--dim);font-size:12px}.note{color:var(--dim);font-size:12px}.empty{color:var(--dim);padding:30px}
+.decision{border-color:var(--warn)}details.thought>summary{cursor:pointer;color:var(--dim);font-size:12px}.routine{padding:8px 12px;border-bottom:1px solid var(--line)}.routine .actions{margin-top:6px}.routine button{font-size:12px;padding:3px 8px}.note{color:var(--dim);font-size:12px}.empty{color:var(--dim);padding:30px}
 @media (max-width:760px){#app{grid-template-columns:1fr;height:auto}#fleet{max-height:40vh;border-right:0;border-bottom:1px solid var(--line)}}
 ]]
 
 local SCRIPT = [[
 const $ = (s, e = document) => e.querySelector(s);
 const esc = (s) => String(s ?? '').replace(/[&<>"']/g, (c) => ({'&':'&amp;','<':'&lt;','>':'&gt;','"':'&quot;',"'":'&#39;'}[c]));
-let fleet = null, selected = location.hash.slice(1) || null, current = null, timeline = [], offset = 0;
+let fleet = null, routines = null, selected = location.hash.slice(1) || null, current = null, timeline = [], offset = 0;
 const collapsed = new Set(); // the orchestrators a person folded, kept across redraws
 async function api(path, body) {
   const r = await fetch(path, body ? {method: 'POST', headers: {'Content-Type': 'application/json'}, body: JSON.stringify(body)} : {});
@@ -65,13 +65,36 @@ async function api(path, body) {
 }
 function badge(s) { return `<span class="badge s-${esc(s.status)}">${esc(s.status)}</span>` +
   (s.health && s.health.state !== 'running' ? `<span class="badge h-${esc(s.health.state)}">${esc(s.health.state)}</span>` : ''); }
+const when = (t) => t ? new Date(t * 1000).toLocaleString() : '—';
+function renderRoutines() {
+  if (!routines || routines.routines.length === 0) return '';
+  const rows = routines.routines.map((r) => {
+    const last = r.runs[0], at = r.current_run && r.runs.find((x) => x.run_id === r.current_run);
+    const state = at ? at.status : r.enabled ? (r.next_due ? 'next ' + when(r.next_due) : 'manual') : 'paused';
+    const b = (a, label, cls) => `<button class="${cls || ''}" data-ract="${a}" data-rid="${esc(r.routine_id)}">${label}</button>`;
+    return `<div class="routine" data-rid="${esc(r.routine_id)}"><b>${esc(r.name)}</b> <span class="note">${esc(r.schedule)} · ${esc(state)}${r.queued ? ' · ' + r.queued + ' queued' : ''}</span>` +
+      (last ? `<div class="note">last: ${last.session_id ? `<a href="#${esc(last.session_id)}">${esc(last.run_id)}</a>` : esc(last.run_id)} ${esc(last.status)}${last.permission_request ? ' — waits for an answer' : ''}</div>` : '') +
+      `<div class="actions">${b('run', 'Run now', 'primary')}${r.enabled ? b('pause', 'Pause') : b('enable', 'Enable')}${at ? b('stop', 'Stop run', 'danger') : ''}</div></div>`;
+  }).join('');
+  return `<details class="orch" data-o="__routines"${collapsed.has('__routines') ? '' : ' open'}><summary>loop agents · ${routines.routines.length} routine(s) · ${routines.active_runs} at work</summary>${rows}</details>`;
+}
+// The label of an orchestrator group: a routine's runs are named after their routine.
+function groupName(id) {
+  const m = /^routine:(.+)$/.exec(id), r = m && routines && routines.routines.find((x) => x.routine_id === m[1]);
+  return r ? `routine “${esc(r.name)}” (${esc(m[1])})` : esc(id);
+}
 function renderFleet() {
   const el = $('#fleet');
-  if (!fleet || fleet.orchestrators.length === 0) { el.innerHTML = '<p class="empty">No agents yet.</p>'; return; }
-  el.innerHTML = fleet.orchestrators.map((o) => `<details class="orch" data-o="${esc(o.id)}"${collapsed.has(o.id) ? '' : ' open'}><summary>${esc(o.id)} · ${o.sessions.length} agent(s)${o.active ? ' · ' + o.active + ' active' : ''}</summary>` +
+  if ((!fleet || fleet.orchestrators.length === 0) && !renderRoutines()) { el.innerHTML = '<p class="empty">No agents yet.</p>'; return; }
+  el.innerHTML = renderRoutines() + (fleet ? fleet.orchestrators : []).map((o) => `<details class="orch" data-o="${esc(o.id)}"${collapsed.has(o.id) ? '' : ' open'}><summary>${groupName(o.id)} · ${o.sessions.length} agent(s)${o.active ? ' · ' + o.active + ' active' : ''}</summary>` +
     o.sessions.map((s) => `<button class="agent${s.session_id === selected ? ' sel' : ''}" data-id="${esc(s.session_id)}">${badge(s)}<b>${esc(s.session_id)}</b>` +
       `<span class="t">${esc(s.current_work ? (s.current_work.title || s.current_work.content) : s.task)}</span></button>`).join('') + '</details>').join('');
   for (const b of el.querySelectorAll('.agent')) b.onclick = () => select(b.dataset.id);
+  for (const b of el.querySelectorAll('button[data-ract]')) b.onclick = async () => {
+    b.disabled = true;
+    try { await api('/api/routine_act', {routine_id: b.dataset.rid, action: b.dataset.ract}); } catch (e) { alert(b.dataset.ract + ' failed: ' + e.message); }
+    fleetSoon(true);
+  };
   for (const g of el.querySelectorAll('details.orch')) g.ontoggle = () => { if (g.open) collapsed.delete(g.dataset.o); else collapsed.add(g.dataset.o); };
 }
 function thought(t) { return t ? `<details class="thought"><summary>reasoning</summary><pre>${esc(t)}</pre></details>` : ''; }
@@ -172,7 +195,7 @@ async function loadSelected() {
 let fleetAt = 0, fleetTimer = null;
 async function loadFleet() {
   fleetAt = Date.now();
-  fleet = await api('/api/fleet');
+  [fleet, routines] = await Promise.all([api('/api/fleet'), api('/api/routines')]);
   renderFleet();
 }
 function fleetSoon(now) {

@@ -1,5 +1,5 @@
 -- The dashboard's routes: the login, the page, and a small JSON API over agentd's observer
--- methods (observe, observe_session, observe_act), plus an event stream that nudges the page when
+-- methods (observe, observe_session, observe_act, observe_routines, observe_routine_act), plus an event stream that nudges the page when
 -- a session changes. Every route but the login checks the session cookie; every one checks Host;
 -- state changes and the stream check Origin (auth.lua).
 local json = require "rmcp.lib.json"
@@ -34,7 +34,8 @@ function M.handler(app)
     async.run(function()
       local r, err = app.agentd(method, params)
       if r then return send_json(res, r) end
-      local status = (err and (err.code == -32602 or err.code == -32001 or err.code == -32004 or err.code == -32006)) and 400 or 502
+      local status = (err and (err.code == -32602 or err.code == -32001 or err.code == -32004 or err.code == -32006
+        or err.code == -32010 or err.code == -32011)) and 400 or 502
       send_json(res, { error = err and err.message or "agentd did not answer" }, status)
     end, function(e) send_json(res, { error = tostring(e) }, 500) end)
   end
@@ -78,6 +79,12 @@ function M.handler(app)
       local ok, body = pcall(json.decode, req.body or "")
       if not ok or type(body) ~= "table" then return send_json(res, { error = "the body must be a JSON object" }, 400) end
       return relay(res, "observe_act", { session_id = body.session_id, action = body.action, params = body.params })
+    end
+    if path == "/api/routines" and method == "GET" then return relay(res, "observe_routines", { include_results = true }) end
+    if path == "/api/routine_act" and method == "POST" then
+      local ok, body = pcall(json.decode, req.body or "")
+      if not ok or type(body) ~= "table" then return send_json(res, { error = "the body must be a JSON object" }, 400) end
+      return relay(res, "observe_routine_act", { routine_id = body.routine_id, action = body.action })
     end
     if path == "/api/events" and method == "GET" then
       if not auth:origin_ok(req) then return send_json(res, { error = "foreign origin" }, 403) end

@@ -160,8 +160,9 @@ function M.spawn(d, owner, project_dir, o, cwd, cb)
       return cb(nil, err)
     end
     s.contract_sent = true
-    turns.prompt(d, s, contract.first_prompt(s.task), "prompt")
+    -- the spawn record first: a timeline reads spawn, then the prompt it began with
     state.journal(d, s, { type = "spawn", owner = s.owner, cwd = s.cwd, model = s.model, effort = s.effort, tool_approval = s.tool_approval })
+    turns.prompt(d, s, contract.first_prompt(s.task), "prompt")
     state.persist(d, s)
     turns.flush_queued(d, s)
     cb(M.spawn_result(s))
