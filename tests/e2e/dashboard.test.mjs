@@ -157,7 +157,8 @@ test('started with the first server, reused by the next, gone with the fleet; AU
   const first = await fx.connect({ name: 'dash-first', env: auto('1') });
   await tool(first.client, 'reasonix_list', {});
   const h = await eventually(async () => { const x = await health(); return x.agentd && x; }, 15000, 'the dashboard answers, connected to agentd');
-  assert.match(first.stderr.join(''), /dashboard started at http:\/\/127\.0\.0\.1:\d+\//);
+  // (the server logs once its own look at /healthz sees it, which may come after ours)
+  await until(() => /dashboard started at http:\/\/127\.0\.0\.1:\d+\//.test(first.stderr.join('')), 10000, 'the first server says it started it');
   const second = await fx.connect({ name: 'dash-second', env: auto('1') });
   await tool(second.client, 'reasonix_list', {});
   await until(() => /dashboard reused at /.test(second.stderr.join('')), 15000, 'the second server reuses it');
