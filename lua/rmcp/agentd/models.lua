@@ -20,14 +20,38 @@ local function cache_key(e)
   return path .. ":" .. (st and (st.mtime.sec .. "." .. st.mtime.nsec .. ":" .. st.size) or "none")
 end
 
+-- The models an agent of a profile without configOptions lists in its session/new result (ACP's
+-- models: availableModels, currentModelId); say so when it lists none.
+local function acp_models(agent, sid, res, profile, e)
+  agent:call("session/close", { sessionId = sid })
+  local listed = type(res.models) == "table" and res.models or {}
+  local models, found = json.array(), false
+  local wanted = config.default("model", e)
+  for i, m in ipairs(listed.availableModels or {}) do
+    if i > M.max_models then break end
+    models[#models + 1] = { ref = m.modelId, name = m.name, description = m.description, supported_efforts = json.array() }
+    found = found or m.modelId == wanted
+  end
+  local result = { default = found and wanted or listed.currentModelId, agent_default = listed.currentModelId, models = models,
+                   warnings = json.array() }
+  if #models == 0 then
+    result.warnings[1] = string.format("this agent (profile %s) lists no models over ACP; it runs its own default", profile.name)
+  elseif not found then
+    result.warnings[1] = string.format("default model %s is not one of this agent's; spawns use its default %s", wanted,
+      tostring(listed.currentModelId))
+  end
+  return result
+end
+
 -- Queries a fresh agent rooted at cwd, run with environment map e; returns the models result or
 -- nil, error (coroutine).
 local function query(cwd, version, e)
   local bin, berr = config.agent_bin(e)
-  local argv = rules_spawn.agent_argv(bin, { purpose = "models", cwd = cwd })
-  if not argv then return nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, berr) end
+  local cmd, perr = rules_spawn.agent_command(bin, { purpose = "models", cwd = cwd })
+  if not cmd then return nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, perr or berr) end
+  local argv = cmd.argv
   bin = argv[1]
-  local agent, err = acp.start({ bin = bin, args = { table.unpack(argv, 2) }, cwd = cwd, env = config.agent_env(e),
+  local agent, err = acp.start({ bin = bin, args = { table.unpack(argv, 2) }, cwd = cwd, env = rules_spawn.command_env(cmd, e),
                                  max_line = config.limit("max_line") })
   if not agent then return nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, "cannot start " .. bin .. ": " .. tostring(err)) end
   local watchdog = uv.new_timer()
@@ -42,6 +66,7 @@ local function query(cwd, version, e)
   local res, nerr = agent:call("session/new", { cwd = cwd, mcpServers = json.array() })
   if nerr then return done(nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, "session/new failed: " .. nerr.message)) end
   local sid = res.sessionId
+  if cmd.profile.options ~= "config_options" then return done(acp_models(agent, sid, res, cmd.profile, e)) end
   local model_opt = rules_spawn.find_option(res.configOptions, "model")
   local refs = rules_spawn.values(model_opt)
   local current = model_opt and model_opt.currentValue

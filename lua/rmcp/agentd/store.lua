@@ -19,6 +19,7 @@ M.field_types = {
   terminal_pending = "boolean", transcript_path = "string", work_seconds = "number", damaged = "string",
   interrupted_turn = "boolean", queued_config = "object",
   routine = "object", on_behalf_of = "string", -- a routine run's: its marker, and the routine's creator
+  agent_profile = "string", agent_info = "object", -- rules/profiles.lua's name; the agent's initialize agentInfo
 }
 
 -- True when value v (as decoded) has type want (M.field_types); a number must be finite (JSON has

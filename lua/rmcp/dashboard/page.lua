@@ -104,7 +104,10 @@ function item(r) {
   switch (r.type) {
     case 'spawn': return k('spawned in ' + esc(r.cwd), 'prompt');
     case 'resume': return k('resumed', 'prompt');
-    case 'prompt': return k(r.via === 'steer' ? 'steer (accepted)' : r.via === 'recovery' ? 'background recovery' : 'prompt', r.via === 'steer' ? 'steer' : 'prompt', pre(r.text));
+    case 'prompt':
+      if (r.via === 'queued_turn') return k('queued messages start the next turn', 'prompt');
+      return k(r.via === 'steer' ? 'steer (accepted)' : r.via === 'queued' ? 'message queued for the turn\'s end' : r.via === 'recovery' ? 'background recovery' : 'prompt',
+        r.via === 'steer' || r.via === 'queued' ? 'steer' : 'prompt', pre(r.text));
     case 'tool_call': return k('tool · ' + esc(r.title || r.kind), 'tool', r.args ? pre(JSON.stringify(r.args, null, 1)) : '');
     case 'tool_call_update': return r.result ? k('tool result · ' + esc(r.status || ''), 'tool', pre(String(r.result).slice(0, 2000))) : '';
     case 'plan': return k('plan', '', '<pre>' + (r.entries || []).map((e) => esc(e.status === 'completed' ? '✓ ' : e.status === 'in_progress' ? '▶ ' : '· ') + esc(e.content)).join('\n') + '</pre>');

@@ -267,23 +267,35 @@ function M.limit(name, value)
   return value
 end
 
--- The argv that runs an agent (default {bin, "acp"}; bin may be nil when no reasonix is installed)
--- after the policies' agent_command. info: {purpose = "session"|"models", session_id?, cwd, model?,
--- orchestrator_id?}. Returns argv or nil when there is none.
+-- The command that runs an agent (default argv {bin, "acp"}; bin may be nil when no reasonix is
+-- installed) after the policies' agent_command. info: {purpose = "session"|"models", session_id?,
+-- cwd, model?, orchestrator_id?}. A policy returns an argv (a list of strings), or {argv, env? (a
+-- map of strings added to the agent's environment), profile? (rules/profiles.lua: a name or a
+-- table)}, or nil. Returns argv (or nil when there is none) and {env, profile} of the last policy
+-- that gave them.
 function M.agent_command(argv, info)
+  local extra = {}
   for p, fn in with("agent_command") do
     local r = call(p, "agent_command", fn, copy(argv), info)
     if r ~= nil then
-      local ok = type(r) == "table" and #r >= 1
-      for i = 1, ok and #r or 0 do ok = ok and type(r[i]) == "string" and r[i] ~= "" end
+      local list, env, profile = r, nil, nil
+      if type(r) == "table" and r.argv ~= nil then list, env, profile = r.argv, r.env, r.profile end
+      local ok = type(list) == "table" and #list >= 1
+      for i = 1, ok and #list or 0 do ok = ok and type(list[i]) == "string" and list[i] ~= "" end
+      if env ~= nil then
+        ok = ok and type(env) == "table"
+        for k, v in pairs(ok and env or {}) do ok = ok and type(k) == "string" and type(v) == "string" end
+      end
       if ok then
-        argv = r
+        argv = list
+        extra = { env = env, profile = copy(profile) }
       else
-        complain(p, "policy " .. p.path .. ": agent_command must return a list of strings (argv) or nil")
+        complain(p, "policy " .. p.path .. ": agent_command must return an argv (a list of strings), "
+          .. "{argv = …, env = {NAME = \"value\"}?, profile = …?} or nil")
       end
     end
   end
-  return argv
+  return argv, extra
 end
 
 -- The tools the policies add: {tool, policy} in load order.

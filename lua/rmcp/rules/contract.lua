@@ -5,15 +5,23 @@ local M = {}
 -- Marker that identifies the contract in a prompt (and in a resumed session's history).
 M.marker = "[reasonix-mcp status contract]"
 
-M.text = M.marker .. "\n" ..
-  "You are running under an orchestrator that watches your progress. Keep a current plan with the " ..
-  "todo_write tool: list the steps, mark exactly one in_progress while you work on it and completed " ..
-  "when done, and update it whenever the plan changes. Explicit instructions in the task about which " ..
-  "tools to use take precedence over this note."
+-- The contract's text for an agent whose plan tool is named tool (false: the agent's own, unnamed).
+function M.text_for(tool)
+  return M.marker .. "\n" ..
+    "You are running under an orchestrator that watches your progress. Keep a current plan with " ..
+    (tool and ("the " .. tool .. " tool") or "your todo or plan tool") .. ": list the steps, mark exactly one in_progress " ..
+    "while you work on it and completed when done, and update it whenever the plan changes. Explicit " ..
+    "instructions in the task about which tools to use take precedence over this note."
+end
 
--- Returns the first prompt of a session: the task followed by the contract.
-function M.first_prompt(task)
-  return task .. "\n\n" .. M.text
+M.text = M.text_for("todo_write")
+
+-- Returns the first prompt of a session: the task followed by the contract its agent's profile
+-- gives (rules/profiles.lua: contract = a text, or false for none; default the plan-tool wording).
+function M.first_prompt(task, profile)
+  profile = profile or require("rmcp.rules.profiles").builtin.reasonix
+  if profile.contract == false then return task end
+  return task .. "\n\n" .. (type(profile.contract) == "string" and profile.contract or M.text_for(profile.plan_tool))
 end
 
 return M

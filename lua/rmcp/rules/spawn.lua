@@ -1,6 +1,7 @@
 -- Spawn defaults and the mapping of spawn options onto the config options the agent advertises.
 local config = require "rmcp.config"
 local hooks = require "rmcp.policy.hooks"
+local profiles = require "rmcp.rules.profiles"
 
 local M = {}
 
@@ -55,11 +56,25 @@ function M.adjust(o, info)
   return hooks.spawn_defaults(o, info)
 end
 
--- The argv that runs an agent: {bin, "acp"}, or what a policy's agent_command makes of it (a wrapper,
--- another ACP agent, ssh to another host). info: purpose ("session", "models"), session_id, cwd,
--- model, orchestrator_id. nil when there is no agent binary and no policy supplied a command.
-function M.agent_argv(bin, info)
-  return hooks.agent_command(bin and { bin, "acp" } or nil, info)
+-- The command that runs an agent: {argv, env (extra variables, or nil), profile
+-- (rules/profiles.lua)} — {bin, "acp"} with the reasonix profile, or what a policy's agent_command
+-- makes of it (a wrapper, another ACP agent, ssh to another host). info: purpose ("session",
+-- "models"), session_id, cwd, model, orchestrator_id. nil (and why, when a policy's profile is
+-- wrong) when there is no agent binary and no policy supplied a command.
+function M.agent_command(bin, info)
+  local argv, extra = hooks.agent_command(bin and { bin, "acp" } or nil, info)
+  if not argv then return nil end
+  local profile, why = profiles.resolve(extra.profile)
+  if not profile then return nil, why end
+  return { argv = argv, env = extra.env, profile = profile }
+end
+
+-- The agent's environment list (config.agent_env of map e) with the command's extra variables.
+function M.command_env(cmd, e)
+  local base = {}
+  for k, v in pairs(e or require("luv").os_environ()) do base[k] = v end
+  for k, v in pairs(cmd.env or {}) do base[k] = v end
+  return config.agent_env(base)
 end
 
 -- The `doctor --json` argv that matches an agent argv ending in `acp` (through the same wrapper or
@@ -94,15 +109,19 @@ local function advertised(opt, value)
   return false
 end
 
--- Decides what to do for one spawn option given the agent's current configOptions.
+-- Decides what to do for one spawn option given the agent's current configOptions (an agent whose
+-- profile sets options as configOptions; profile maps tool_approval, default reasonix's).
 -- Returns {set = value} to call session/set_config_option, {skip = reason, warn = text?} to skip it,
 -- {keep = true} when it already holds the value, or {error = message} for an explicit value the
 -- agent does not accept.
-function M.step(key, o, config_options)
+function M.step(key, o, config_options, profile)
   local wanted = o[key]
   if wanted == nil then return { keep = true } end
   local opt = M.find_option(config_options, key)
-  if key == "tool_approval" then wanted = M.approval_map[wanted] or wanted end
+  if key == "tool_approval" then
+    local values = profiles.approval_values(profile or profiles.builtin.reasonix, wanted)
+    wanted = values[1] or wanted
+  end
   if not opt then
     return { skip = key .. ": the agent advertises no such option" }
   end
@@ -121,6 +140,72 @@ function M.step(key, o, config_options)
       key, o[key], valid, tostring(opt.currentValue))
   end
   return { skip = key .. ": default not offered", warn = warn, fallback = opt.currentValue }
+end
+
+-- Decides how the spawn options o reach an agent of the "acp" profile kind from its session/new
+-- (or resume) result res: the model through session/set_model when the agent lists models, the
+-- tool_approval through session/set_mode (the first of the profile's values the agent offers);
+-- effort and work_mode have no ACP form. Returns {calls = [{key, method, params, value}], errors,
+-- warnings, skipped, effective = {model?, mode?, tool_approval?}, answer_gates} — answer_gates: a
+-- yolo whose no-asking mode the agent lacks is kept by agentd answering its permission requests.
+function M.acp_plan(o, res, profile)
+  local out = { calls = {}, errors = {}, warnings = {}, skipped = {}, effective = {} }
+  local models = type(res) == "table" and type(res.models) == "table" and res.models or nil
+  local modes = type(res) == "table" and type(res.modes) == "table" and res.modes or nil
+  out.effective.model = models and models.currentModelId or nil
+  out.effective.mode = modes and modes.currentModeId or nil
+  if o.model then
+    local ids, found = {}, false
+    for _, m in ipairs(models and models.availableModels or {}) do
+      ids[#ids + 1] = m.modelId
+      found = found or m.modelId == o.model
+    end
+    if not models or #ids == 0 then
+      if o.explicit.model then out.warnings[#out.warnings + 1] = "model " .. o.model .. " not applied: this agent offers no model choice over ACP"
+      else out.skipped[#out.skipped + 1] = "model" end
+    elseif found then
+      if o.model ~= models.currentModelId then
+        out.calls[#out.calls + 1] = { key = "model", method = "session/set_model", params = { modelId = o.model }, value = o.model }
+      end
+    elseif o.explicit.model then
+      out.errors[#out.errors + 1] = string.format("model %q is not offered by the agent (valid: %s)", o.model, table.concat(ids, ", "))
+    else
+      out.warnings[#out.warnings + 1] = string.format("default model %s is not offered by this agent; using its default %s (models: %s)",
+        o.model, tostring(models.currentModelId), table.concat(ids, ", "))
+    end
+  end
+  if o.tool_approval then
+    local offered = {}
+    for _, m in ipairs(modes and modes.availableModes or {}) do offered[m.id] = true end
+    local wanted = profiles.approval_values(profile, o.tool_approval)
+    local pick
+    for _, v in ipairs(wanted) do
+      if offered[v] then pick = v; break end
+    end
+    if pick then
+      if pick ~= out.effective.mode then
+        out.calls[#out.calls + 1] = { key = "tool_approval", method = "session/set_mode", params = { modeId = pick }, value = pick }
+      end
+      out.effective.tool_approval = o.tool_approval
+      if o.tool_approval == "yolo" and pick ~= wanted[1] then
+        out.answer_gates = true
+        out.warnings[#out.warnings + 1] = string.format("tool_approval yolo: this agent has no %s mode here; it runs in %s and "
+          .. "agentd answers its permission requests allow_once", tostring(wanted[1]), pick)
+      end
+    elseif o.explicit.tool_approval then
+      out.warnings[#out.warnings + 1] = "tool_approval " .. o.tool_approval .. " not applied: the agent offers none of the modes "
+        .. table.concat(wanted, ", ")
+    else
+      out.skipped[#out.skipped + 1] = "tool_approval"
+    end
+  end
+  for _, key in ipairs({ "effort", "work_mode" }) do
+    if o[key] then
+      if o.explicit[key] then out.warnings[#out.warnings + 1] = key .. " " .. o[key] .. " not applied: this agent has no such option"
+      else out.skipped[#out.skipped + 1] = key end
+    end
+  end
+  return out
 end
 
 -- The order options are applied in: model first, since it changes which efforts exist.

@@ -9,6 +9,7 @@ local store = require "rmcp.agentd.store"
 local rules_poll = require "rmcp.rules.poll"
 local hooks = require "rmcp.policy.hooks"
 local state = require "rmcp.agentd.session.state"
+local profiles = require "rmcp.rules.profiles"
 
 local M = {}
 
@@ -160,7 +161,7 @@ function M.on_permission(d, s, params, reply)
   for _, o in ipairs(type(params.options) == "table" and params.options or {}) do
     if type(o) == "table" then options[#options + 1] = { optionId = o.optionId, name = o.name, kind = o.kind } end
   end
-  local is_question = tc.kind == "other" and type(tc.toolCallId) == "string" and tc.toolCallId:match("^ask%-") ~= nil
+  local is_question = profiles.is_question(state.profile(s), tc)
   local dec = {
     request_id = rt.next_request_id,
     kind = is_question and "question" or "permission",
@@ -170,6 +171,14 @@ function M.on_permission(d, s, params, reply)
     delivered = false,
   }
   local auto = hooks.permission(s, dec, tc)
+  if not auto and rt.answer_gates and not is_question and s.tool_approval == "yolo" then
+    -- yolo on an agent with no mode that never asks (rules/spawn.lua acp_plan): agentd answers
+    local allow
+    for _, o in ipairs(options) do
+      if o.kind == "allow_once" then allow = allow or o.optionId end
+    end
+    if allow then auto = { verdict = "approve", option_id = allow, reason = "tool_approval=yolo", policy = "built-in (yolo)" } end
+  end
   if auto then return auto_answer(d, s, dec, auto) end
   s.pending[#s.pending + 1] = dec
   rt.counters.decisions = rt.counters.decisions + 1

@@ -18,6 +18,8 @@ local configure = require "rmcp.agentd.session.configure"
 
 local M = {}
 
+local profile_of = state.profile
+
 -- The options an agent of s runs with, started or adopted: the line limits, and its traffic folded
 -- into s (extra: the process fields of a start).
 local function agent_opts(d, s, extra)
@@ -30,22 +32,69 @@ local function agent_opts(d, s, extra)
   return o
 end
 
+-- Sets the spawn options o on an agent of the "acp" profile kind (rules_spawn.acp_plan: set_model,
+-- set_mode) and records what holds: s's options are the agent's effective values, never the ones
+-- asked for; rt.config_options shows them in the configOptions shape. Returns true, or nil and
+-- {what, err} for an explicit value the agent refuses.
+local function apply_acp_options(s, agent, o, res, profile, skipped, warnings)
+  local rt = s.rt
+  local plan = rules_spawn.acp_plan(o, res, profile)
+  if #plan.errors > 0 then
+    return nil, { what = "spawn option refused", err = jsonrpc.error(jsonrpc.INVALID_PARAMS, table.concat(plan.errors, "; ")) }
+  end
+  for _, w in ipairs(plan.warnings) do warnings[#warnings + 1] = w end
+  for _, k in ipairs(plan.skipped) do skipped[#skipped + 1] = k end
+  local eff = plan.effective
+  for _, c in ipairs(plan.calls) do
+    local params = { sessionId = s.acp_session_id }
+    for k, v in pairs(c.params) do params[k] = v end
+    local _, cerr = agent:call(c.method, params)
+    if cerr then
+      if o.explicit[c.key] then
+        return nil, { what = "setting " .. c.key .. " failed", err = cerr }
+      end
+      warnings[#warnings + 1] = string.format("could not set %s to %s: %s", c.key, c.value, tostring(cerr.message))
+      if c.key == "tool_approval" then eff.tool_approval = nil; plan.answer_gates = nil end
+    elseif c.key == "model" then eff.model = c.value
+    else eff.mode = c.value end
+  end
+  s.model, s.tool_approval, s.effort, s.work_mode = eff.model, eff.tool_approval, nil, nil
+  rt.answer_gates = plan.answer_gates
+  local function opt(id, current, list, field)
+    local values = json.array()
+    for _, v in ipairs(list or {}) do values[#values + 1] = { value = v[field], name = v.name } end
+    return { id = id, category = id, currentValue = current, options = values }
+  end
+  local models = type(res.models) == "table" and res.models.availableModels or nil
+  local modes = type(res.modes) == "table" and res.modes.availableModes or nil
+  rt.config_options = json.array({ models and opt("model", eff.model, models, "modelId") or nil })
+  if modes then rt.config_options[#rt.config_options + 1] = opt("mode", eff.mode, modes, "id") end
+  return true
+end
+
 -- Starts the agent for s and configures it: initialize, session/new (or session/resume), the config
 -- options, and the posture probe in parallel; the agent runs with o.env (the environment of the
 -- orchestrator that asked; nil: agentd's own). Runs in a coroutine; returns true or nil, error.
 local function start_agent(d, s, o, mode)
   local rt = s.rt
   local bin, berr = config.agent_bin(o.env)
-  local argv = rules_spawn.agent_argv(bin, { purpose = "session", session_id = s.id, cwd = s.cwd,
-                                              model = o.model or s.model, orchestrator_id = s.owner })
-  if not argv then return nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, berr) end
+  local cmd, perr = rules_spawn.agent_command(bin, { purpose = "session", session_id = s.id, cwd = s.cwd,
+                                                     model = o.model or s.model, orchestrator_id = s.owner })
+  if not cmd then return nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, perr or berr) end
+  local argv, profile = cmd.argv, cmd.profile
   bin = argv[1]
-  local env = config.agent_env(o.env)
+  rt.profile, s.agent_profile = profile, profile.name
+  local env = rules_spawn.command_env(cmd, o.env)
   local probe_result, probe_waiter
-  posture.probe_cached(rules_spawn.doctor_argv(argv), s.cwd, env, function(p)
-    probe_result = p
-    if probe_waiter then probe_waiter() end
-  end)
+  if profile.posture == "doctor" then
+    posture.probe_cached(rules_spawn.doctor_argv(argv), s.cwd, env, function(p)
+      probe_result = p
+      if probe_waiter then probe_waiter() end
+    end)
+  else
+    -- the profile states the posture, or has none (its agent's own permission modes decide)
+    probe_result = type(profile.posture) == "table" and profile.posture or { sandbox = "unknown", allow_write = json.array() }
+  end
   rt.setting_up = true
   local agent, serr = acp.start(agent_opts(d, s, { bin = bin, args = { table.unpack(argv, 2) }, cwd = s.cwd, env = env }))
   if not agent then
@@ -69,12 +118,20 @@ local function start_agent(d, s, o, mode)
     return nil, jsonrpc.error(err and err.code == jsonrpc.INVALID_PARAMS and jsonrpc.INVALID_PARAMS or jsonrpc.INTERNAL_ERROR, msg)
   end
 
-  local _, ierr = agent:initialize({ name = "reasonix-mcp", version = d.version or "0" })
+  local init, ierr = agent:initialize({ name = "reasonix-mcp", version = d.version or "0" })
   if ierr then return fail("ACP initialize failed", ierr) end
+  local info = type(init) == "table" and type(init.agentInfo) == "table" and init.agentInfo or {}
+  s.agent_info = { name = type(info.name) == "string" and info.name or nil, version = type(info.version) == "string" and info.version or nil }
+  local caps = type(init) == "table" and type(init.agentCapabilities) == "table" and init.agentCapabilities or {}
   local res, rerr
   if mode == "resume" then
-    res, rerr = agent:call("session/resume", { sessionId = s.acp_session_id, cwd = s.cwd, mcpServers = json.array() })
-    if rerr then return fail("session/resume failed", rerr) end
+    -- session/resume where the agent has it, else session/load (it replays the history to us)
+    local method = "session/resume"
+    if type(caps.sessionCapabilities) == "table" and caps.sessionCapabilities.resume == nil and caps.loadSession == true then
+      method = "session/load"
+    end
+    res, rerr = agent:call(method, { sessionId = s.acp_session_id, cwd = s.cwd, mcpServers = json.array() })
+    if rerr then return fail(method .. " failed", rerr) end
   else
     res, rerr = agent:call("session/new", { cwd = s.cwd, mcpServers = json.array() })
     if rerr then return fail("session/new failed", rerr) end
@@ -83,8 +140,13 @@ local function start_agent(d, s, o, mode)
   end
   local options = type(res) == "table" and res.configOptions or {}
   local skipped, warnings = json.array(), json.array()
-  for _, key in ipairs(rules_spawn.order) do
-    local step = rules_spawn.step(key, o, options)
+  if profile.options == "acp" then
+    local ok, e = apply_acp_options(s, agent, o, res, profile, skipped, warnings)
+    if not ok then return fail(e.what, e.err) end
+    options = rt.config_options
+  end
+  for _, key in ipairs(profile.options == "config_options" and rules_spawn.order or {}) do
+    local step = rules_spawn.step(key, o, options, profile)
     if step.error then return fail("spawn option refused", jsonrpc.error(jsonrpc.INVALID_PARAMS, step.error)) end
     if step.set then
       local r, serr2 = agent:call("session/set_config_option", { sessionId = s.acp_session_id, configId = step.id, value = step.set })
@@ -105,6 +167,13 @@ local function start_agent(d, s, o, mode)
       end
     else
       s[key] = o[key]
+    end
+  end
+  if profile.options == "none" then
+    for _, key in ipairs(rules_spawn.order) do
+      if o[key] and o.explicit[key] then warnings[#warnings + 1] = key .. " not applied: this agent's profile sets no options"
+      elseif o[key] then skipped[#skipped + 1] = key end
+      s[key] = nil
     end
   end
   local model_opt = rules_spawn.find_option(options, "model")
@@ -162,7 +231,7 @@ function M.spawn(d, owner, project_dir, o, cwd, cb)
     s.contract_sent = true
     -- the spawn record first: a timeline reads spawn, then the prompt it began with
     state.journal(d, s, { type = "spawn", owner = s.owner, cwd = s.cwd, model = s.model, effort = s.effort, tool_approval = s.tool_approval })
-    turns.prompt(d, s, contract.first_prompt(s.task), "prompt")
+    turns.prompt(d, s, contract.first_prompt(s.task, profile_of(s)), "prompt")
     state.persist(d, s)
     turns.flush_queued(d, s)
     cb(M.spawn_result(s))
@@ -256,6 +325,10 @@ function M.adopt(d, s, hs)
   local agent, err = acp.adopt(agent_opts(d, s), hs.agent)
   if not agent then return nil, err end
   local rt = hs.rt
+  -- the profile is asked again of the policies (a handed-over runtime carries no functions or tables of theirs)
+  local cmd = rules_spawn.agent_command(config.agent_bin(), { purpose = "session", session_id = s.id, cwd = s.cwd,
+                                                             model = s.model, orchestrator_id = s.owner })
+  rt.profile = cmd and cmd.profile or nil
   rt.agent = agent
   s.rt = rt
   s.status, s.exit_reason, s.stop_reason, s.terminal_pending = hs.status, hs.exit_reason, hs.stop_reason, hs.terminal_pending

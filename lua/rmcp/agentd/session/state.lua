@@ -356,6 +356,13 @@ function M.turn_text(s)
   return buf_text(s.rt.turn_text)
 end
 
+-- The profile of s's agent (rules/profiles.lua): the one it was started with, else the built-in one
+-- of its recorded name, else reasonix's.
+function M.profile(s)
+  local profiles = require "rmcp.rules.profiles"
+  return (s.rt and s.rt.profile) or profiles.builtin[s.agent_profile or "reasonix"] or profiles.builtin.reasonix
+end
+
 -- The running turn's reasoning so far ("" when none).
 function M.turn_thought(s)
   return s.rt.turn_thought and buf_text(s.rt.turn_thought) or ""

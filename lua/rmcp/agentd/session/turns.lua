@@ -60,6 +60,19 @@ local function recover(d, s, n)
   state.changed(d, s, "status", { note = string.format("a background job failed: recovery turn %d of %d", n, rules_recovery.cap()) })
 end
 
+-- Starts the turn that the messages queued for s's agent (a profile that steers by queueing) make:
+-- the ended turn is journaled, not reported (no watch wakes for it: the work goes on).
+local function follow_queued(d, s)
+  local rt = s.rt
+  local text = table.concat(rt.after_turn, "\n\n")
+  rt.after_turn = nil
+  s.pending = {}
+  state.journal(d, s, { type = "turn_end", stop_reason = s.stop_reason, text = s.last_text, thought = rt.last_thought, followed = true })
+  log.info("session %s: the turn ended with queued messages; they start the next one", s.id)
+  M.prompt(d, s, text, "queued_turn")
+  state.changed(d, s, "status", { note = "queued messages started the next turn" })
+end
+
 -- Ends the current turn with stop_reason (and error text for an errored turn).
 local function end_turn(d, s, stop_reason, err_text)
   local rt = s.rt
@@ -86,6 +99,7 @@ local function end_turn(d, s, stop_reason, err_text)
   end
   local attempts = rt.recovery_attempts or 0
   if not rt.stopping and rules_recovery.wanted(text, stop_reason, attempts) then return recover(d, s, attempts + 1) end
+  if not rt.stopping and rt.after_turn and #rt.after_turn > 0 and stop_reason ~= "cancelled" then return follow_queued(d, s) end
   rt.recovery_attempts = 0
   if attempts > 0 then
     -- the turn the orchestrator gets says what was tried, and whether the cap stopped it
@@ -153,7 +167,23 @@ function M.steer(d, s, text, cb, expect, attempt)
   local rt = s.rt
   local agent = rt.agent
   attempt = attempt or 1
-  agent:request("_reasonix.io/session/steer", { sessionId = s.acp_session_id, prompt = { { type = "text", text = text } } },
+  local how = state.profile(s).steer
+  if how == "none" then
+    return cb(nil, jsonrpc.error(state.NOT_READY, string.format("this agent (profile %s) cannot take a message during "
+      .. "a turn and queues none: wait for the turn's end (reasonix_watch), then send it", state.profile(s).name)))
+  end
+  if how == "queue" then
+    if expect == "steer" then
+      return cb(nil, jsonrpc.error(state.EXPECT_NOT_MET, string.format("expect=steer: this agent (profile %s) cannot be "
+        .. "steered mid-turn; the message was not delivered (without expect it waits for the turn's end)", state.profile(s).name)))
+    end
+    -- no steering method: the message starts the next turn as soon as this one ends
+    rt.after_turn = rt.after_turn or {}
+    rt.after_turn[#rt.after_turn + 1] = text
+    state.journal(d, s, { type = "prompt", via = "queued", text = text })
+    return cb("queued")
+  end
+  agent:request(how.method, { sessionId = s.acp_session_id, prompt = { { type = "text", text = text } } },
     function(_, err)
       if not err then
         rt.counters.steers = rt.counters.steers + 1
@@ -222,7 +252,7 @@ function M.send(d, s, message, expect, cb)
   end
   local text = message
   if not s.contract_sent then
-    text = contract.first_prompt(message)
+    text = contract.first_prompt(message, state.profile(s))
     s.contract_sent = true
   end
   M.prompt(d, s, text, "prompt")
