@@ -1,5 +1,6 @@
 -- `reasonix-mcp doctor`: what a user runs first when something is off — agent binary and version, a
--- provider configured, the runtime dir safe, the daemon up, and the tail of its log.
+-- provider configured, the agent profile (the command the policies choose: it starts, initializes,
+-- and what it offers), the runtime dir safe, the daemon up, and the tail of its log.
 local uv = require "luv"
 local sys = require "rmcp.sys"
 local sock = require "rmcp.sock"
@@ -61,6 +62,44 @@ function M.host_env()
   return bin ~= nil, table.concat(lines, "\n" .. string.rep(" ", 28))
 end
 
+-- Starts the agent the policies' agent_command chooses (as agentd would for a session in the
+-- current dir) and reports its profile and what it offers: ok, detail (coroutine).
+function M.profile_check()
+  require("rmcp.policy.loader").init{ role = "agentd" }
+  local rules_spawn = require "rmcp.rules.spawn"
+  local bin = config.agent_bin()
+  local cwd = uv.cwd()
+  local cmd, perr = rules_spawn.agent_command(bin, { purpose = "session", cwd = cwd })
+  if not cmd then return false, perr or "no agent command (no reasonix binary and no policy's agent_command)" end
+  local p = cmd.profile
+  local head = string.format("profile %s: %s", p.name, table.concat(cmd.argv, " "))
+  local agent, err = require("rmcp.acp.client").start({ bin = cmd.argv[1], args = { table.unpack(cmd.argv, 2) }, cwd = cwd,
+    env = rules_spawn.command_env(cmd), max_line = config.limit("max_line") })
+  if not agent then return false, head .. "; does not start: " .. tostring(err) end
+  local timer = uv.new_timer()
+  timer:start(30000, 0, function() agent:kill() end)
+  local function done(ok, detail)
+    if not timer:is_closing() then timer:close() end
+    agent:stop()
+    return ok, head .. "\n" .. string.rep(" ", 28) .. detail
+  end
+  local init, ierr = agent:initialize({ name = "reasonix-mcp doctor", version = require("rmcp.host").version })
+  if ierr then return done(false, "initialize failed: " .. tostring(ierr.message)) end
+  local res, nerr = agent:call("session/new", { cwd = cwd, mcpServers = json.array() })
+  if nerr then return done(false, "session/new failed: " .. tostring(nerr.message)) end
+  agent:call("session/close", { sessionId = res.sessionId })
+  local info = type(init.agentInfo) == "table" and init.agentInfo or {}
+  local offers = {}
+  for _, o in ipairs(res.configOptions or {}) do offers[#offers + 1] = tostring(o.id) end
+  local models = type(res.models) == "table" and res.models.availableModels or {}
+  local modes = type(res.modes) == "table" and res.modes.availableModes or {}
+  local names = function(list, k) local t = {} for _, x in ipairs(list) do t[#t + 1] = tostring(x[k]) end return table.concat(t, ", ") end
+  local steer = type(p.steer) == "table" and ("by " .. p.steer.method) or p.steer == "queue" and "queued for the turn's end" or "none"
+  return done(true, string.format("agent %s %s; options by %s%s%s%s; steer %s", tostring(info.name or "?"), tostring(info.version or ""),
+    p.options, #offers > 0 and ("; configOptions: " .. table.concat(offers, ", ")) or "",
+    #models > 0 and ("; models: " .. names(models, "modelId")) or "", #modes > 0 and ("; modes: " .. names(modes, "id")) or "", steer))
+end
+
 -- Collects the checks: a list of {name, ok, detail} (coroutine).
 function M.checks()
   local out = {}
@@ -85,6 +124,7 @@ function M.checks()
         or "no configured provider has an API key (run `reasonix setup`, or put the key in $REASONIX_HOME/.env)") .. "; config " .. tostring(cfg))
     end
   end
+  add("agent profile", M.profile_check())
   add("host environment", M.host_env())
   local paths = config.paths()
   local ok, err = sock.secure_dir(paths.home)

@@ -4,13 +4,14 @@
 // turn, steer (queued for the turn's end, or refused with expect=steer), options applied or warned
 // (results echo the agent's effective values), models listed, a permission request answered, yolo
 // kept when the agent withholds its no-asking mode, stop (the agent ignores stdin EOF), resume with
-// its history, and kill -9 of agentd leaving nothing behind.
+// its history, kill -9 of agentd leaving nothing behind, and `doctor` checking the profile.
 // needs: python3 clients acp-agent
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, copyFileSync, readFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { useFixture, tool, callTool, until, sandboxProcesses, agentdPid, alive, REPO } from './helpers.mjs';
+import { execFileSync } from 'node:child_process';
+import { useFixture, tool, callTool, until, sandboxProcesses, agentdPid, alive, REPO, BIN } from './helpers.mjs';
 import { startAnthropicApi } from './anthropic_api.mjs';
 
 const SLOW = 'slowly streaming. '.repeat(30);
@@ -65,6 +66,10 @@ test('spawn, a streamed turn and a second one; options applied or warned, the ag
   const models = await tool(client, 'reasonix_models', {});
   assert.ok(models.models.some((m) => m.ref === 'haiku'), JSON.stringify(models));
   for (const id of [s.session_id, opus.session_id]) await tool(client, 'reasonix_stop', { session_id: id });
+  let doctor = '';
+  try { doctor = execFileSync(BIN, ['doctor'], { env: env(), cwd: fx.sb.ws, encoding: 'utf8', timeout: 60000 }); } catch (e) { doctor = e.stdout; }
+  assert.match(doctor, /\[ok {2}\] agent profile +profile claude-code: \S+claude-code-acp\n +agent @zed-industries\/claude-code-acp 0\.16\.2; options by acp; models: default, opus.*; modes: default, acceptEdits.*; steer queued for the turn's end/,
+    'doctor checks the profile: the agent starts, initializes, and what it offers');
 });
 
 test('steer: a message for a running turn waits for its end and starts the next; expect=steer is refused', async () => {

@@ -47,7 +47,7 @@ end
 -- nil, error (coroutine).
 local function query(cwd, version, e)
   local bin, berr = config.agent_bin(e)
-  local cmd, perr = rules_spawn.agent_command(bin, { purpose = "models", cwd = cwd })
+  local cmd, perr = rules_spawn.agent_command(bin, { purpose = "models", cwd = cwd, env = e })
   if not cmd then return nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, perr or berr) end
   local argv = cmd.argv
   bin = argv[1]

@@ -79,7 +79,7 @@ local function start_agent(d, s, o, mode)
   local rt = s.rt
   local bin, berr = config.agent_bin(o.env)
   local cmd, perr = rules_spawn.agent_command(bin, { purpose = "session", session_id = s.id, cwd = s.cwd,
-                                                     model = o.model or s.model, orchestrator_id = s.owner })
+                                                     model = o.model or s.model, orchestrator_id = s.owner, env = o.env })
   if not cmd then return nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, perr or berr) end
   local argv, profile = cmd.argv, cmd.profile
   bin = argv[1]
