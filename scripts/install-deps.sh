@@ -5,12 +5,13 @@
 # benchmark's reference MCP server into bench/node_modules. clang and libclang-rt-14-dev (the
 # libFuzzer runtime) build the fuzz targets of tests/fuzz; chromium is the browser the dashboard's
 # tests drive (with playwright-core from tests/e2e); tzdata is the zoneinfo daily routines are
-# scheduled in; openssh-server and -client carry the remote-agent test (its own sshd on 127.0.0.1).
+# scheduled in; openssh-server and -client carry the remote-agent test (its own sshd on 127.0.0.1);
+# git makes the worktrees of isolate=worktree.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 debs=(cmake make gcc pkg-config liblua5.4-dev lua-cjson lua-cjson-dev libuv1-dev lua-luv lua-luv-dev libhttp-parser-dev python3 valgrind procps
-  clang libclang-rt-14-dev chromium tzdata openssh-server openssh-client)
+  clang libclang-rt-14-dev chromium tzdata openssh-server openssh-client git)
 missing=()
 for p in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

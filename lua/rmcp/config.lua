@@ -9,6 +9,7 @@ M.defaults = {
   work_mode = "balanced",
   tool_approval = "yolo",
   language = "en",
+  isolate = "none", -- "worktree": each agent in a git worktree of its own (agentd/worktree.lua)
 }
 
 -- Caps and bounds (env REASONIX_MCP_<NAME> overrides the numeric ones).

@@ -2,7 +2,7 @@
 # Runs one test command after checking what it needs. A missing piece fails the test with what is
 # missing and how to install it (exit 1); only when a person asks for skips (RMCP_TEST_ALLOW_SKIP=1)
 # does it skip instead (exit 77, which ctest reports as Skipped and scripts/test.sh counts).
-# usage: needs.sh [agent] [python3] [clients] [hosts] [browser] [acp-agent] [sshd] -- COMMAND ARGS...
+# usage: needs.sh [agent] [python3] [clients] [hosts] [browser] [acp-agent] [sshd] [git] -- COMMAND ARGS...
 #   agent    the pinned real agent (REASONIX_BIN, else <repo>/.agent/…)
 #   python3  the interpreter the mock provider runs on
 #   clients  Node.js >= 20 and the MCP SDK client + Inspector CLI in tests/e2e/node_modules
@@ -48,6 +48,8 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do
     sshd)
       [ -x /usr/sbin/sshd ] && command -v ssh >/dev/null 2>&1 && command -v ssh-keygen >/dev/null 2>&1 ||
         lack "sshd, ssh and ssh-keygen (the remote-agent test runs its own sshd on 127.0.0.1)" "apt-get install openssh-server openssh-client, or scripts/install-deps.sh" ;;
+    git)
+      command -v git >/dev/null 2>&1 || lack "git (isolate=worktree runs it)" "apt-get install git, or scripts/install-deps.sh" ;;
     acp-agent)
       [ -x "$repo/tests/e2e/node_modules/.bin/claude-code-acp" ] ||
         lack "a second ACP agent (tests/e2e/node_modules/.bin/claude-code-acp)" "npm ci --prefix tests/e2e, or scripts/install-deps.sh" ;;

@@ -264,8 +264,10 @@ function methods.spawn_fleet(d, conn, p, reply)
           rules_spawn.adjust(o, { cwd = cwd, project_dir = conn.project_dir, orchestrator_id = conn.orch })
           o.env = conn.env
           assignments[#assignments + 1] = { name = a.name, label = label, o = o, cwd = cwd }
-          if not by_cwd[cwd] then by_cwd[cwd] = {}; cwds[#cwds + 1] = cwd end
-          table.insert(by_cwd[cwd], a.name or i)
+          if o.isolate ~= "worktree" then -- an isolated agent has a workspace of its own
+            if not by_cwd[cwd] then by_cwd[cwd] = {}; cwds[#cwds + 1] = cwd end
+            table.insert(by_cwd[cwd], a.name or i)
+          end
         end
       end
     end
@@ -442,7 +444,65 @@ function methods.prune(d, conn, p, reply)
   end
   rule.force = p.force == true
   local ids = retention.prune(d, conn.orch, rule, p.dry_run == true)
-  reply({ pruned = json.array(ids), dry_run = p.dry_run == true or nil, keep = rule.keep, older_than_days = rule.days })
+  local kept = json.array()
+  for _, s in pairs(d.sessions) do
+    if s.owner == conn.orch and not session.is_live(s) and retention.has_worktree(s) then kept[#kept + 1] = s.id end
+  end
+  table.sort(kept)
+  reply({ pruned = json.array(ids), dry_run = p.dry_run == true or nil, keep = rule.keep, older_than_days = rule.days,
+          kept_worktrees = #kept > 0 and kept or nil })
+end
+
+-- The worktree of caller's session p.session_id; or nil after replying with the error.
+local function worktree_of(d, conn, p, reply)
+  local s, err = ownership.lookup(d.sessions, conn.orch, p.session_id)
+  if not s then reply(nil, err); return nil end
+  if type(s.worktree) ~= "table" then
+    reply(nil, bad("session " .. s.id .. " has no worktree (spawn it with isolate=\"worktree\")"))
+    return nil
+  end
+  return s
+end
+
+-- diff: an isolated session's changes against its worktree's base (agentd/worktree.lua).
+function methods.diff(d, conn, p, reply)
+  local s = worktree_of(d, conn, p, reply)
+  if not s then return end
+  if s.worktree.state ~= "ready" then return reply(nil, bad("session " .. s.id .. "'s worktree was removed")) end
+  if p.paths ~= nil and type(p.paths) ~= "table" then return reply(nil, bad("paths must be an array of strings")) end
+  for _, x in ipairs(p.paths or {}) do
+    if type(x) ~= "string" or x == "" or x:sub(1, 1) == "-" then return reply(nil, bad("paths must be an array of strings")) end
+  end
+  async.run(function()
+    local r, err = require("rmcp.agentd.worktree").diff(d, s.worktree, { stat = p.stat ~= false, paths = p.paths,
+      max_bytes = math.tointeger(p.max_bytes) })
+    if not r then return reply(nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, err)) end
+    r.session_id = s.id
+    r.changes = require("rmcp.agentd.worktree").changes(s.worktree)
+    reply(r)
+  end, function(e) reply(nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, "diff failed: " .. tostring(e))) end)
+end
+
+-- worktree: info about, or removal of, an isolated session's worktree (never while it runs).
+function methods.worktree(d, conn, p, reply)
+  local s = worktree_of(d, conn, p, reply)
+  if not s then return end
+  local wt = s.worktree
+  local wtm = require "rmcp.agentd.worktree"
+  if p.action == "info" then
+    return reply({ session_id = s.id, path = wt.path, branch = wt.branch, base = wt.base, repo = wt.repo, state = wt.state,
+                   changes = wtm.changes(wt) })
+  end
+  if p.action ~= "remove" then return reply(nil, bad("action must be info or remove")) end
+  if session.is_live(s) then return reply(nil, bad("session " .. s.id .. " is " .. s.status .. ": stop it first (reasonix_stop)")) end
+  if wt.state ~= "ready" then return reply({ session_id = s.id, removed = json.null, note = "already removed" }) end
+  async.run(function()
+    local r, err = wtm.remove(wt, p.delete_branch == true)
+    if not r then return reply(nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, err)) end
+    session.persist(d, s)
+    r.session_id = s.id
+    reply(r)
+  end, function(e) reply(nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, "worktree remove failed: " .. tostring(e))) end)
 end
 
 -- respond_permission: answers a pending permission request or question.

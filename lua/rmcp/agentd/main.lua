@@ -155,6 +155,9 @@ function M.main(_)
   require("rmcp.policy.loader").init{ role = "agentd" }
   restore(d)
   if handed then handover.adopt_all(d, handed) end
+  require("rmcp.lib.async").run(function()
+    require("rmcp.agentd.worktree").recover(d, function(s) session.persist(d, s) end)
+  end, function(e) log.error("worktree recovery failed: %s", tostring(e)) end)
   retention.start(d)
   health.start(d)
   routines.start(d)

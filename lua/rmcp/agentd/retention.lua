@@ -5,6 +5,8 @@
 -- result no watch or poll collected yet, is never pruned unless the caller forces it. Pruning
 -- removes the session's record, its journal (the transcript) and its place in memory. Runs at
 -- daemon start, then hourly; `ctl prune` (the prune method) runs it for one orchestrator on demand.
+-- A session whose git worktree (isolate=worktree) still exists is never pruned: its work may be
+-- unmerged; prune names those (kept_worktrees) so the orchestrator removes them when it is done.
 local uv = require "luv"
 local log = require "rmcp.lib.log"
 local config = require "rmcp.config"
@@ -21,10 +23,15 @@ function M.rule()
   return { days = config.limit("retain_days"), keep = math.floor(config.limit("retain_max")), force = false }
 end
 
+-- True when s still has its worktree (agentd/worktree.lua).
+function M.has_worktree(s)
+  return type(s.worktree) == "table" and s.worktree.state == "ready"
+end
+
 -- True when s may be pruned at all: finished, its result collected and its file readable (or
 -- force: an unreadable one waits for a person to look).
 local function prunable(s, force)
-  if session.is_live(s) then return false end
+  if session.is_live(s) or M.has_worktree(s) then return false end
   return force or not (s.terminal_pending or s.unreadable)
 end
 

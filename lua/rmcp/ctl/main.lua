@@ -24,6 +24,9 @@ usage: reasonix-mcp ctl [--orchestrator ID] [--json] COMMAND ...
   stop ID                          cancel + close + kill (the session stays, resumable)
   resume ID                        revive a stopped or orphaned session
   transcript ID                    tool calls, files touched, last text
+  diff ID [--patch] [PATH...]      an isolate=worktree agent's changes against its base
+  worktree ID info|remove [--delete-branch]
+                                   its worktree; remove keeps a branch with commits
   log [-n LINES]                   tail of agentd.log
   routine COMMAND ...              routines: list, create, run, stop, respond… (ctl routine help)
   shutdown                         stop agentd and its agents
@@ -93,6 +96,10 @@ local function print_result(sid, r)
     for _, o in ipairs(pr.options or {}) do print(string.format("    %s  %s", tostring(o.optionId), tostring(o.name))) end
   end
   if r.error_text then print("  error: " .. r.error_text) end
+  if r.changes then
+    local c = r.changes
+    print(string.format("  changes: %d file(s) +%d -%d, %d commit(s), %d untracked", c.files, c.insertions, c.deletions, c.commits, c.untracked))
+  end
   local msg = r.message or r.text
   if msg and msg ~= "" then print("  " .. msg:gsub("\n", "\n  ")) end
 end
@@ -133,6 +140,9 @@ function M.run(argv)
   elseif cmd == "send" then params = { session_id = id, message = words[2], expect = flags.expect }
   elseif cmd == "respond" then method, params = "respond_permission", { session_id = id, option_id = words[2] }
   elseif cmd == "stop" or cmd == "resume" or cmd == "transcript" then params = { session_id = id }
+  elseif cmd == "diff" then
+    params = { session_id = id, stat = flags.patch ~= true, paths = #words > 1 and { table.unpack(words, 2) } or nil }
+  elseif cmd == "worktree" then params = { session_id = id, action = words[2], delete_branch = flags["delete-branch"] == true }
   elseif cmd ~= "shutdown" then
     io.stderr:write("ctl: unknown command '", cmd, "'\n", M.usage)
     return 2
@@ -144,6 +154,10 @@ function M.run(argv)
   if cmd == "list" then print_list(r)
   elseif cmd == "prune" then print_prune(r)
   elseif cmd == "poll" then print_result(id, r)
+  elseif cmd == "diff" then
+    print(string.format("%s on %s (from %s)", id, tostring(r.branch), tostring(r.base):sub(1, 12)))
+    for _, c in ipairs(r.commits or {}) do print("  commit " .. c.sha:sub(1, 12) .. " " .. c.subject) end
+    io.stdout:write(r.stat or r.diff or "", r.truncated and "\n(cut: --json for the flags, or fewer paths)\n" or "")
   elseif cmd == "watch" then
     if r.superseded then print("superseded by a newer watch") end
     if r.timed_out then print("timed out") end

@@ -19,7 +19,7 @@ M.caps = { max_events = true, max_events_cap = true, max_delta_text = true, max_
 
 -- The spawn options spawn_defaults may set, with their types.
 M.spawn_fields = { model = "string", effort = "string", work_mode = "string", tool_approval = "string",
-                   keep_alive = "boolean", idle_timeout = "number" }
+                   keep_alive = "boolean", idle_timeout = "number", isolate = "string" }
 
 -- Sorted names of a set, for messages.
 local function names_of(set)

@@ -46,6 +46,11 @@ function M.row(s, opts)
     r.queued_config = s.queued_config -- configured, not yet on the agent (its next turn or resume)
     r.agent_pid = s.rt and s.rt.agent and s.rt.agent:pid() or nil
     if s.plan and #s.plan > 0 then r.plan = s.plan end
+    if type(s.worktree) == "table" and s.worktree.state == "ready" then
+      r.worktree = { path = s.worktree.path, branch = s.worktree.branch, base = s.worktree.base }
+      r.changes = s.changes
+    end
+    r.agent = s.agent_profile ~= nil and s.agent_profile ~= "reasonix" and s.agent_profile or nil
     if M.active[s.status] and s.rt and opts.current_work then r.current_work = opts.current_work(s) end
   end
   return r

@@ -91,6 +91,7 @@ local function lean_fields(r, snap)
   if snap.error_changed then r.error_text = snap.error_text end
   r.background_recovery = snap.background_recovery
   r.health = snap.health -- blocked or stalled (agentd/health.lua)
+  r.changes = snap.changes -- isolate=worktree: what it changed against its base
   return r
 end
 

@@ -37,6 +37,7 @@ function M.options(p, is_resume, e)
     if not advertised then return nil, "tool_approval must be ask, auto or yolo" end
   end
   if p.work_mode and not M.work_modes[p.work_mode] then return nil, "work_mode must be economy, balanced or delivery" end
+  if p.isolate ~= nil and p.isolate ~= "none" and p.isolate ~= "worktree" then return nil, "isolate must be none or worktree" end
   if p.effort and not M.efforts[p.effort] then return nil, "effort must be one of auto, disabled, low, medium, high, xhigh, max" end
   local o = { explicit = {} }
   for _, k in ipairs({ "model", "effort", "work_mode", "tool_approval" }) do
@@ -44,6 +45,7 @@ function M.options(p, is_resume, e)
     o[k] = p[k] or (not is_resume and config.default(k, e)) or nil
   end
   o.task, o.cwd = p.task, p.cwd
+  if not is_resume then o.isolate = p.isolate or config.default("isolate", e) end
   o.keep_alive = p.keep_alive == true
   o.idle_timeout = p.idle_timeout
   o.explicit.keep_alive, o.explicit.idle_timeout = p.keep_alive ~= nil, p.idle_timeout ~= nil

@@ -22,7 +22,7 @@ function M.decision_repeated(s)
 end
 
 -- Builds the compact result from a drained snapshot: status, stop reason, one capped message,
--- the decision, plan, current work, error text and transcript path.
+-- the decision, plan, current work, error text, transcript path and (isolated agents) changes.
 function M.compact(snap)
   local r = {
     status = snap.status,
@@ -32,6 +32,7 @@ function M.compact(snap)
     error_text = snap.error_text,
     background_recovery = snap.background_recovery, -- {attempts, gave_up?}: recovery turns before this result
     health = snap.health, -- blocked or stalled (agentd/health.lua)
+    changes = snap.changes, -- isolate=worktree: files, insertions, deletions, commits, untracked vs its base
   }
   if snap.status ~= "running" and snap.status ~= "starting" then r.stop_reason = snap.stop_reason end
   if snap.status == "exited" or snap.status == "orphaned" then r.exit_reason = snap.exit_reason end

@@ -14,6 +14,7 @@ local contract = require "rmcp.rules.contract"
 local state = require "rmcp.agentd.session.state"
 local events = require "rmcp.agentd.session.events"
 local turns = require "rmcp.agentd.session.turns"
+local worktree = require "rmcp.agentd.worktree"
 local configure = require "rmcp.agentd.session.configure"
 
 local M = {}
@@ -199,6 +200,7 @@ function M.spawn_result(s)
     tool_approval = s.tool_approval, work_mode = s.work_mode, keep_alive = s.keep_alive == true,
     idle_timeout = s.idle_timeout, posture = s.posture, skipped_options = s.skipped_options,
     warnings = s.warnings, transcript_path = s.transcript_path, agent_config = state.effective_config(s),
+    worktree = s.worktree and { path = s.worktree.path, branch = s.worktree.branch, base = s.worktree.base } or nil,
   }
 end
 
@@ -217,8 +219,21 @@ function M.spawn(d, owner, project_dir, o, cwd, cb)
     return cb(nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, "spawn failed: " .. serr))
   end
   async.run(function()
+    local wt_warnings
+    if o.isolate == "worktree" then
+      local agent_cwd, werr = worktree.create(d, s, cwd, function() return state.save_first(d, s) end)
+      if not agent_cwd then
+        state.discard(d, s)
+        log.warn("session %s: spawn refused: %s", s.id, werr.message)
+        return cb(nil, werr)
+      end
+      s.cwd, wt_warnings = agent_cwd, werr
+      state.save_first(d, s)
+    end
     local ok, err = start_agent(d, s, o, "new")
+    for _, w in ipairs(ok and wt_warnings or {}) do s.warnings[#s.warnings + 1] = w end
     if not ok then
+      if s.worktree and not s.rt.stopping then worktree.discard(s.worktree) end
       if s.rt.stopping then
         s.status, s.exit_reason = "exited", s.rt.stopping
         state.persist(d, s)

@@ -415,7 +415,7 @@ function M.drain(d, s, with_events)
     plan = s.plan, plan_changed = rt.plan_rev ~= rt.plan_seen, current_work = M.current_work(s),
     permission_request = first and M.decision_view(first) or nil,
     full_text = not rt.released and buf_text(rt.full_text) or nil,
-    full_thought = buf_text(rt.full_thought), transcript_path = s.transcript_path,
+    full_thought = buf_text(rt.full_thought), transcript_path = s.transcript_path, changes = s.changes,
     text_cut = rt.text.cut, thought_cut = rt.thought.cut, full_text_cut = rt.full_text.cut, full_thought_cut = rt.full_thought.cut,
     counters = rt.counters, config = M.effective_config(s),
     last_turn_text = (s.status == "idle" or s.status == "exited" or s.status == "orphaned") and s.last_text or nil,

@@ -90,6 +90,7 @@ local function end_turn(d, s, stop_reason, err_text)
   s.turns_total = (s.turns_total or 0) + 1
   s.last_text = text:sub(-20000)
   s.stop_reason = stop_reason
+  if s.worktree then s.changes = require("rmcp.agentd.worktree").changes(s.worktree) end
   if err_text then state.set_error(s, err_text) end
   s.pending = {}
   s.terminal_pending = true

@@ -11,7 +11,7 @@ local M = {}
 M.modules = {
   "spawn", "spawn_fleet", "resume", "resume_fleet", "configure", "models", "send", "broadcast", "poll", "transcript",
   "watch", "wait", "list",
-  "respond_permission", "stop", "restart_agentd", "restart_mcp_server", "dashboard",
+  "respond_permission", "stop", "diff", "worktree", "restart_agentd", "restart_mcp_server", "dashboard",
   "routine_create", "routine_templates", "routine_from_template", "routine_list", "routine_configure", "routine_run",
   "routine_stop", "routine_delete",
 }

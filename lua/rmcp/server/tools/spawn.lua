@@ -6,6 +6,8 @@ properties.task = { type = "string", minLength = 1 }
 properties.cwd = { type = "string" }
 properties.keep_alive = common.keep_alive
 properties.idle_timeout = common.idle_timeout()
+properties.isolate = { type = "string", enum = { "none", "worktree" }, default = require("rmcp.config").default("isolate"),
+                       description = "worktree: own git worktree + branch; see reasonix_diff." }
 
 return {
   name = "reasonix_spawn",

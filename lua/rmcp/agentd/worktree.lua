@@ -1,0 +1,212 @@
+-- A git worktree per agent (spawn option isolate = "worktree"): the daemon makes a worktree of the
+-- repository that holds the spawn's cwd, on a new branch named after the session, under a managed
+-- directory outside the user's tree, and the agent runs there at the same relative path. What the
+-- agent changed is read back against the commit it started from (the changes summary, the diff),
+-- and the worktree goes only when asked, its branch kept when it has commits. Git is called as a
+-- process (Debian's git). The session record carries the worktree; one saved as "creating" is a
+-- half-made worktree of a daemon that died, removed at the next start.
+local uv = require "luv"
+local log = require "rmcp.lib.log"
+local json = require "rmcp.lib.json"
+local jsonrpc = require "rmcp.lib.jsonrpc"
+local command = require "rmcp.lib.command"
+local config = require "rmcp.config"
+local store = require "rmcp.agentd.store"
+
+local M = {}
+
+M.ISOLATE_FAILED = -32020
+
+-- The branch prefix (REASONIX_MCP_WORKTREE_BRANCH_PREFIX, default "reasonix/").
+function M.branch_prefix()
+  return config.env("REASONIX_MCP_WORKTREE_BRANCH_PREFIX") or "reasonix/"
+end
+
+-- The managed directory worktrees go under (REASONIX_MCP_WORKTREE_DIR, default
+-- $REASONIX_MCP_HOME/worktrees).
+function M.root()
+  return config.env("REASONIX_MCP_WORKTREE_DIR") or (config.home() .. "/worktrees")
+end
+
+-- Runs git with args in dir (coroutine); returns stdout without its last newline, or nil and the
+-- reason (git's own words).
+local function git(dir, args, timeout_ms)
+  local argv = { "-C", dir }
+  for _, a in ipairs(args) do argv[#argv + 1] = a end
+  local r, err = command.run("git", argv, { timeout_ms = timeout_ms or 30000 })
+  if not r then return nil, "cannot run git: " .. tostring(err) end
+  if r.timed_out then return nil, "git " .. args[1] .. " timed out" end
+  if r.code ~= 0 then
+    local why = (r.stderr or ""):gsub("%s+$", "")
+    return nil, why ~= "" and why or ("git " .. args[1] .. " exited " .. tostring(r.code))
+  end
+  return (r.stdout:gsub("\n$", ""))
+end
+M.git = git
+
+-- A refusal of the isolate option, as the spawn's error.
+local function refuse(fmt, ...)
+  return nil, jsonrpc.error(M.ISOLATE_FAILED, "isolate=worktree: " .. string.format(fmt, ...))
+end
+
+-- Makes the worktree for session s whose spawn cwd is cwd (realpath, confined already); saves the
+-- intent first (s.worktree.state = "creating"), then "ready". Returns the agent's cwd inside it and
+-- warnings, or nil and an error (nothing left behind). Coroutine.
+function M.create(d, s, cwd, save)
+  local top, terr = git(cwd, { "rev-parse", "--show-toplevel" })
+  if not top then return refuse("%s is not inside a git repository (%s)", cwd, terr) end
+  top = uv.fs_realpath(top) or top
+  local rel = cwd == top and "" or cwd:sub(#top + 2)
+  local base = git(top, { "rev-parse", "--verify", "--quiet", "HEAD^{commit}" })
+  if not base then return refuse("the repository %s has no commit yet to start from", top) end
+  local warnings = json.array()
+  local head = git(top, { "symbolic-ref", "--quiet", "--short", "HEAD" })
+  if not head then
+    warnings[#warnings + 1] = string.format("HEAD of %s is detached: the worktree starts at its commit %s", top, base:sub(1, 12))
+  end
+  local dirty = git(top, { "status", "--porcelain", "--untracked-files=no" }) or ""
+  if dirty ~= "" then
+    local n = select(2, dirty:gsub("\n", "")) + 1
+    warnings[#warnings + 1] = string.format("%d uncommitted change(s) in %s stay there: the worktree starts at HEAD %s",
+      n, top, base:sub(1, 12))
+  end
+  local branch = M.branch_prefix() .. s.id
+  if git(top, { "show-ref", "--verify", "--quiet", "refs/heads/" .. branch }) then
+    return refuse("branch %s already exists in %s; it is never reused", branch, top)
+  end
+  local dir = string.format("%s/%s/%s", M.root(), require("rmcp.server.orchestrator").fnv1a64(top):sub(1, 12), s.id)
+  require("rmcp.sock").secure_dir(M.root())
+  uv.fs_mkdir(dir:match("^(.*)/[^/]+$"), tonumber("700", 8))
+  s.worktree = { state = "creating", path = dir, branch = branch, base = base, repo = top, rel = rel, head = head }
+  local saved, serr = save()
+  if not saved then s.worktree = nil; return refuse("cannot save the session first: %s", tostring(serr)) end
+  local _, aerr = git(top, { "worktree", "add", "--quiet", "-b", branch, dir, base }, 120000)
+  if aerr then
+    M.discard(s.worktree)
+    s.worktree = nil
+    return refuse("git worktree add failed: %s", aerr)
+  end
+  if config.env("REASONIX_MCP_FAULT") == "worktree_mid_create" then
+    log.warn("REASONIX_MCP_FAULT=worktree_mid_create: agentd kills itself")
+    uv.kill(uv.os_getpid(), "sigkill")
+  end
+  local agent_cwd = rel == "" and dir or (dir .. "/" .. rel)
+  if not uv.fs_stat(agent_cwd) then
+    -- cwd is not in the commit (an untracked or ignored directory): made empty, and said so
+    os.execute("mkdir -p '" .. agent_cwd:gsub("'", "'\\''") .. "'")
+    warnings[#warnings + 1] = string.format("%s is not in commit %s: made empty in the worktree", rel, base:sub(1, 12))
+  end
+  s.worktree.state = "ready"
+  log.info("session %s: worktree %s on branch %s from %s", s.id, dir, branch, base:sub(1, 12))
+  return agent_cwd, warnings
+end
+
+-- Removes a worktree (however far it got) and its branch when that has no commit of its own; used
+-- for a failed or interrupted creation. Coroutine.
+function M.discard(wt)
+  git(wt.repo, { "worktree", "remove", "--force", "--force", wt.path })
+  os.execute("rm -rf '" .. wt.path:gsub("'", "'\\''") .. "'")
+  git(wt.repo, { "worktree", "prune" })
+  local tip = git(wt.repo, { "rev-parse", "--verify", "--quiet", "refs/heads/" .. wt.branch })
+  if tip and tip == wt.base then git(wt.repo, { "branch", "-D", wt.branch }) end
+end
+
+-- The changes summary of worktree wt: {files, insertions, deletions, commits, untracked}, nil when
+-- it changed nothing. Blocking (a turn's end wants it in the result it reports): git diff --shortstat
+-- against the base, commits since it, untracked files; bounded by timeout(1).
+function M.changes(wt)
+  if type(wt) ~= "table" or wt.state ~= "ready" then return nil end
+  local q = function(x) return "'" .. tostring(x):gsub("'", "'\\''") .. "'" end
+  local f = io.popen(string.format("cd %s 2>/dev/null && timeout 5 git diff --shortstat %s 2>/dev/null; echo '|'; "
+    .. "timeout 5 git rev-list --count %s..HEAD 2>/dev/null; echo '|'; timeout 5 git ls-files --others --exclude-standard 2>/dev/null | wc -l",
+    q(wt.path), q(wt.base), q(wt.base)))
+  if not f then return nil end
+  local text = f:read("a") or ""
+  f:close()
+  local stat, commits, untracked = text:match("^(.-)|%s*(%d*)%s*|%s*(%d+)")
+  local c = {
+    files = tonumber((stat or ""):match("(%d+) files? changed") or "0"),
+    insertions = tonumber((stat or ""):match("(%d+) insertion") or "0"),
+    deletions = tonumber((stat or ""):match("(%d+) deletion") or "0"),
+    commits = tonumber(commits or "") or 0,
+    untracked = tonumber(untracked or "") or 0,
+  }
+  if c.files == 0 and c.commits == 0 and c.untracked == 0 then return nil end
+  return c
+end
+
+-- The diff of worktree wt against its base, untracked files included (staged in a private index, so
+-- the agent's own index is untouched): {stat | diff, truncated, commits[], base, branch, path}.
+-- o: stat (default true), paths (limit to these), max_bytes. Coroutine.
+function M.diff(d, wt, o)
+  local index = string.format("%s/tmp-index-%d-%s", d.paths.home, uv.os_getpid(), store.random_hex(4))
+  local env = {}
+  for k, v in pairs(uv.os_environ()) do env[#env + 1] = k .. "=" .. v end
+  env[#env + 1] = "GIT_INDEX_FILE=" .. index
+  local function g(args)
+    local argv = { "-C", wt.path }
+    for _, a in ipairs(args) do argv[#argv + 1] = a end
+    return command.run("git", argv, { env = env, timeout_ms = 60000 })
+  end
+  local paths = { "--" }
+  for _, p in ipairs(o.paths or {}) do paths[#paths + 1] = p end
+  local steps = { { "read-tree", "HEAD" }, { "add", "-A", table.unpack(paths) } }
+  for _, a in ipairs(steps) do
+    local r = g(a)
+    if not r or r.code ~= 0 then os.remove(index); return nil, "git " .. a[1] .. " failed: " .. tostring(r and r.stderr) end
+  end
+  local args = { "diff", "--cached", "--no-color", o.stat == false and "--patch" or "--stat", wt.base, table.unpack(paths) }
+  local r = g(args)
+  os.remove(index)
+  if not r or r.code ~= 0 then return nil, "git diff failed: " .. tostring(r and r.stderr) end
+  local max = o.max_bytes or 40000
+  local text = r.stdout
+  local out = { base = wt.base, branch = wt.branch, worktree = wt.path, truncated = #text > max or nil }
+  if #text > max then text = text:sub(1, max) end
+  if o.stat == false then out.diff = text else out.stat = text end
+  local log_r = command.run("git", { "-C", wt.path, "log", "--format=%H %s", wt.base .. "..HEAD" }, { timeout_ms = 30000 })
+  out.commits = json.array()
+  for line in ((log_r and log_r.stdout) or ""):gmatch("[^\n]+") do
+    local sha, subject = line:match("^(%x+) (.*)$")
+    if sha then out.commits[#out.commits + 1] = { sha = sha, subject = subject } end
+  end
+  return out
+end
+
+-- Removes worktree wt of a session that is not live; its branch is kept when it has commits unless
+-- delete_branch. Returns {removed, branch, branch_kept, commits, merge?, patch?}. Coroutine.
+function M.remove(wt, delete_branch)
+  local count = tonumber(git(wt.repo, { "rev-list", "--count", wt.base .. ".." .. wt.branch }) or "0") or 0
+  local _, rerr = git(wt.repo, { "worktree", "remove", "--force", wt.path })
+  if rerr and uv.fs_stat(wt.path) then return nil, "git worktree remove failed: " .. rerr end
+  git(wt.repo, { "worktree", "prune" })
+  local kept = count > 0 and not delete_branch
+  if not kept then git(wt.repo, { "branch", "-D", wt.branch }) end
+  wt.state = "removed"
+  local out = { removed = wt.path, branch = wt.branch, branch_kept = kept, commits = count }
+  if kept then
+    out.merge = string.format("git -C %s merge %s", wt.repo, wt.branch)
+    out.patch = string.format("git -C %s diff %s %s", wt.repo, wt.base, wt.branch)
+  end
+  return out
+end
+
+-- Removes the half-made worktrees of sessions a dead daemon left "creating" (at start): the
+-- sessions are marked exited before the first git call (so no caller sees them as resumable), then
+-- each worktree, its lock and its branch go. Coroutine.
+function M.recover(d, persist)
+  local half = {}
+  for _, s in pairs(d.sessions) do
+    if type(s.worktree) == "table" and s.worktree.state == "creating" then
+      log.warn("session %s: its worktree %s was being made when agentd stopped; removing it", s.id, tostring(s.worktree.path))
+      half[#half + 1] = { s = s, wt = s.worktree }
+      s.worktree.state = "removed"
+      s.status, s.exit_reason = "exited", "worktree_interrupted"
+      s.error_text = "agentd stopped while making this session's worktree; it was removed (spawn again)"
+      persist(s)
+    end
+  end
+  for _, h in ipairs(half) do M.discard(h.wt) end
+end
+
+return M

@@ -1,0 +1,138 @@
+-- isolate=worktree without an agent: a worktree made on a new branch at the same relative path, the
+-- changes summary and the diff against its base (untracked files in, the agent's index untouched),
+-- removal keeping a branch with commits; and each refusal or stated choice — not a repository, no
+-- commit yet, a branch that exists, a detached HEAD, uncommitted changes, a cwd not in the commit —
+-- with nothing half-made left behind, also after a daemon died while making one.
+-- needs: git
+local uv = require "luv"
+local worktree = require "rmcp.agentd.worktree"
+
+-- Runs a shell command (the test's own setup), failing the case when it fails.
+local function sh(t, cmd)
+  local ok = os.execute("(" .. cmd .. ") >/dev/null 2>&1")
+  t.ok(ok, "ran: " .. cmd)
+end
+
+-- A repository with one commit (a.txt, sub/b.txt) in a fresh dir; returns its path and the daemon
+-- table (paths.home) and env the worktrees go under.
+local function repo(t)
+  local root = t.tmpdir("rmcp-wt")
+  local r = root .. "/repo"
+  sh(t, string.format("mkdir -p %s/sub && cd %s && git init -q -b main && printf 'A\\n' > a.txt && printf 'B\\n' > sub/b.txt && "
+    .. "git add -A && git -c user.email=t@e -c user.name=t commit -qm base", r, r))
+  local home = root .. "/home"
+  uv.fs_mkdir(home, tonumber("700", 8))
+  return r, { paths = { home = home } }, root
+end
+
+-- Runs fn with the worktrees under root/wt and this run's branch prefix.
+local function with_root(t, root, fn)
+  require("testing").with_env({ REASONIX_MCP_WORKTREE_DIR = root .. "/wt", REASONIX_MCP_WORKTREE_BRANCH_PREFIX = "rx-test/" }, fn)
+end
+
+-- Output of a shell command.
+local function out(cmd)
+  local f = io.popen(cmd .. " 2>/dev/null")
+  local text = f:read("a")
+  f:close()
+  return text
+end
+
+test("a worktree on a new branch at the same relative path; changes and the diff against its base; removal", function(t)
+  local r, d, root = repo(t)
+  with_root(t, root, function()
+    local saves = 0
+    local s = { id = "rx-one" }
+    local cwd, warnings = worktree.create(d, s, uv.fs_realpath(r .. "/sub"), function() saves = saves + 1; return true end)
+    t.ok(cwd, tostring(warnings and warnings.message))
+    t.eq(saves, 1, "the intent is saved before git runs")
+    t.eq(s.worktree.state, "ready")
+    t.eq(s.worktree.branch, "rx-test/rx-one")
+    t.eq(cwd, s.worktree.path .. "/sub", "the same relative path")
+    t.eq(#warnings, 0)
+    t.ok(s.worktree.path:find(root .. "/wt/", 1, true) == 1, "under the managed dir")
+    t.eq(worktree.changes(s.worktree), nil, "nothing changed yet")
+    sh(t, string.format("cd %s && printf 'changed\\n' > b.txt && printf 'new\\n' > new.txt", cwd))
+    local c = worktree.changes(s.worktree)
+    t.eq(c.files, 1)
+    t.eq(c.insertions, 1)
+    t.eq(c.deletions, 1)
+    t.eq(c.untracked, 1)
+    t.eq(c.commits, 0)
+    local stat = assert(worktree.diff(d, s.worktree, {}))
+    t.match(stat.stat, "sub/b.txt")
+    t.match(stat.stat, "sub/new.txt", "untracked files are in the diff")
+    t.eq(out("cd " .. cwd .. " && git status --porcelain"), " M sub/b.txt\n?? sub/new.txt\n", "the agent's own index is untouched")
+    local patch = assert(worktree.diff(d, s.worktree, { stat = false, paths = { "sub/new.txt" } }))
+    t.match(patch.diff, "%+new")
+    t.ok(not patch.diff:find("changed", 1, true), "paths filter the diff")
+    local small = assert(worktree.diff(d, s.worktree, { stat = false, max_bytes = 50 }))
+    t.eq(#small.diff, 50)
+    t.eq(small.truncated, true)
+    t.eq(out("cat " .. r .. "/sub/b.txt"), "B\n", "the main tree is untouched")
+    sh(t, string.format("cd %s && git add -A && git -c user.email=t@e -c user.name=t commit -qm work", cwd))
+    t.eq(worktree.changes(s.worktree).commits, 1)
+    local gone = assert(worktree.remove(s.worktree, false))
+    t.eq(gone.branch_kept, true, "a branch with commits stays")
+    t.match(gone.merge, "git %-C .* merge rx%-test/rx%-one")
+    t.eq(uv.fs_stat(s.worktree.path), nil)
+    t.match(out("git -C " .. r .. " branch --list 'rx-test/*'"), "rx%-test/rx%-one")
+    -- one without commits: its branch goes with it
+    local s2 = { id = "rx-two" }
+    assert(worktree.create(d, s2, uv.fs_realpath(r), function() return true end))
+    t.eq(assert(worktree.remove(s2.worktree, false)).branch_kept, false)
+    t.eq(out("git -C " .. r .. " branch --list 'rx-test/rx-two'"), "")
+  end)
+end)
+
+test("refusals and stated choices: not a repository, no commit, an existing branch, detached HEAD, dirty tree", function(t)
+  local r, d, root = repo(t)
+  with_root(t, root, function()
+    local plain = root .. "/plain"
+    uv.fs_mkdir(plain, tonumber("755", 8))
+    local none, err = worktree.create(d, { id = "rx-a" }, plain, function() return true end)
+    t.eq(none, nil)
+    t.match(err.message, "is not inside a git repository")
+    sh(t, "mkdir -p " .. root .. "/empty && git -C " .. root .. "/empty init -q")
+    none, err = worktree.create(d, { id = "rx-b" }, root .. "/empty", function() return true end)
+    t.match(err.message, "has no commit yet")
+    sh(t, "git -C " .. r .. " branch rx-test/rx-c")
+    local s = { id = "rx-c" }
+    none, err = worktree.create(d, s, uv.fs_realpath(r), function() return true end)
+    t.match(err.message, "branch rx%-test/rx%-c already exists")
+    t.eq(s.worktree, nil, "nothing recorded")
+    sh(t, "cd " .. r .. " && printf 'dirty\\n' >> a.txt && mkdir -p untracked/dir")
+    local dirty = { id = "rx-d" }
+    local cwd, warnings = worktree.create(d, dirty, uv.fs_realpath(r .. "/untracked/dir"), function() return true end)
+    t.ok(cwd, "made")
+    t.match(table.concat(warnings, "\n"), "1 uncommitted change%(s%) in .* stay there")
+    t.match(table.concat(warnings, "\n"), "untracked/dir is not in commit .*: made empty")
+    t.ok(uv.fs_stat(cwd), "the cwd exists in the worktree")
+    sh(t, "git -C " .. r .. " checkout -q --detach")
+    local detached = { id = "rx-e" }
+    cwd, warnings = worktree.create(d, detached, uv.fs_realpath(r), function() return true end)
+    t.ok(cwd)
+    t.match(table.concat(warnings, "\n"), "HEAD of .* is detached: the worktree starts at its commit")
+    for _, x in ipairs({ dirty, detached }) do assert(worktree.remove(x.worktree, false)) end
+  end)
+end)
+
+test("a worktree a dead daemon left half-made is removed at the next start, lock and branch included", function(t)
+  local r, d, root = repo(t)
+  with_root(t, root, function()
+    local s = { id = "rx-crash", status = "starting" }
+    assert(worktree.create(d, s, uv.fs_realpath(r), function() return true end))
+    s.worktree.state = "creating" -- as saved before git ran, when the daemon died
+    sh(t, "printf 'initializing\\n' > " .. r .. "/.git/worktrees/rx-crash/locked")
+    local persisted
+    worktree.recover({ sessions = { [s.id] = s } }, function(x) persisted = x end)
+    t.eq(persisted, s)
+    t.eq(s.status, "exited")
+    t.eq(s.exit_reason, "worktree_interrupted")
+    t.eq(uv.fs_stat(s.worktree.path), nil)
+    t.eq(out("git -C " .. r .. " worktree list --porcelain"):match("worktree (%S+)"), uv.fs_realpath(r))
+    t.eq(select(2, out("git -C " .. r .. " worktree list"):gsub("\n", "")), 1, "only the main tree")
+    t.eq(out("git -C " .. r .. " branch --list 'rx-test/*'"), "", "its branch is gone")
+    t.eq(uv.fs_stat(r .. "/.git/worktrees/rx-crash"), nil, "no lock left")
+  end)
+end)
