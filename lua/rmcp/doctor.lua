@@ -4,7 +4,7 @@
 local uv = require "luv"
 local sys = require "rmcp.sys"
 local sock = require "rmcp.sock"
-local proc = require "rmcp.proc"
+local command = require "rmcp.lib.command"
 local json = require "rmcp.lib.json"
 local log = require "rmcp.lib.log"
 local async = require "rmcp.lib.async"
@@ -14,23 +14,12 @@ local envfile = require "rmcp.envfile"
 
 local M = {}
 
--- Runs file with args and waits (coroutine); returns stdout text, exit code.
+-- Runs file with args and waits (coroutine); returns stdout text, exit code (nil, why when it did
+-- not start).
 local function run(file, args)
-  return async.await(function(resume)
-    local out = {}
-    local timer = uv.new_timer()
-    local p, err = proc.spawn({
-      file = file, args = args, stdin = "null", stdout = "pipe", stderr = "null", stdout_mode = "raw",
-      env = config.agent_env(),
-      on_stdout = function(chunk) out[#out + 1] = chunk end,
-      on_exit = function(code)
-        if not timer:is_closing() then timer:close() end
-        resume(table.concat(out), code)
-      end,
-    })
-    if not p then timer:close(); return resume(nil, err) end
-    timer:start(10000, 0, function() timer:close(); p:kill("KILL") end)
-  end)
+  local r, err = command.run(file, args, { env = config.agent_env() })
+  if not r then return nil, err end
+  return r.stdout, r.code
 end
 
 -- The variables Codex passes to an MCP server it starts; any other needs `--env NAME=value` when
