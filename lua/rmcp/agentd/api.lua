@@ -490,8 +490,10 @@ function methods.worktree(d, conn, p, reply)
   local wt = s.worktree
   local wtm = require "rmcp.agentd.worktree"
   if p.action == "info" then
-    return reply({ session_id = s.id, path = wt.path, branch = wt.branch, base = wt.base, repo = wt.repo, state = wt.state,
-                   changes = wtm.changes(wt) })
+    return async.run(function()
+      reply({ session_id = s.id, path = wt.path, branch = wt.branch, base = wt.base, repo = wt.repo, state = wt.state,
+              changes = wtm.changes(wt) })
+    end, function(e) reply(nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, "worktree info failed: " .. tostring(e))) end)
   end
   if p.action ~= "remove" then return reply(nil, bad("action must be info or remove")) end
   if session.is_live(s) then return reply(nil, bad("session " .. s.id .. " is " .. s.status .. ": stop it first (reasonix_stop)")) end

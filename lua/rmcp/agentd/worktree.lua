@@ -112,18 +112,15 @@ function M.discard(wt)
 end
 
 -- The changes summary of worktree wt: {files, insertions, deletions, commits, untracked}, nil when
--- it changed nothing. Blocking (a turn's end wants it in the result it reports): git diff --shortstat
--- against the base, commits since it, untracked files; bounded by timeout(1).
+-- it changed nothing (or is gone): git diff --shortstat against the base, the commits since it,
+-- the untracked files. Coroutine.
 function M.changes(wt)
   if type(wt) ~= "table" or wt.state ~= "ready" then return nil end
-  local q = function(x) return "'" .. tostring(x):gsub("'", "'\\''") .. "'" end
-  local f = io.popen(string.format("cd %s 2>/dev/null && timeout 5 git diff --shortstat %s 2>/dev/null; echo '|'; "
-    .. "timeout 5 git rev-list --count %s..HEAD 2>/dev/null; echo '|'; timeout 5 git ls-files --others --exclude-standard 2>/dev/null | wc -l",
-    q(wt.path), q(wt.base), q(wt.base)))
-  if not f then return nil end
-  local text = f:read("a") or ""
-  f:close()
-  local stat, commits, untracked = text:match("^(.-)|%s*(%d*)%s*|%s*(%d+)")
+  local script = 'cd "$1" && git diff --shortstat "$2"; echo "|"; git rev-list --count "$2"..HEAD; echo "|"; '
+    .. 'git ls-files --others --exclude-standard | wc -l'
+  local r = command.run("sh", { "-c", script, "changes", wt.path, wt.base }, { timeout_ms = 10000 })
+  if not r or r.code ~= 0 then return nil end
+  local stat, commits, untracked = r.stdout:match("^(.-)|%s*(%d*)%s*|%s*(%d+)")
   local c = {
     files = tonumber((stat or ""):match("(%d+) files? changed") or "0"),
     insertions = tonumber((stat or ""):match("(%d+) insertion") or "0"),

@@ -2,6 +2,7 @@
 -- whatever the agent is doing (forced steer), the end of a turn, the idle cleanup that may follow it,
 -- and stopping the agent.
 local uv = require "luv"
+local async = require "rmcp.lib.async"
 local jsonrpc = require "rmcp.lib.jsonrpc"
 local log = require "rmcp.lib.log"
 local store = require "rmcp.agentd.store"
@@ -73,6 +74,22 @@ local function follow_queued(d, s)
   state.changed(d, s, "status", { note = "queued messages started the next turn" })
 end
 
+-- Reports the end of s's turn: the event, idle, the waiting watch's reply first, then the
+-- journal, the save and the idle cleanup.
+local function report_end(d, s, stop_reason, err_text)
+  local rt = s.rt
+  s.terminal_pending = true -- (only now: a watch must not take the turn's end before it is reported)
+  push_event(s, { type = "turn_end", stop_reason = stop_reason, error_text = err_text })
+  rt.wait_dirty = true
+  s.status = "idle"
+  state.changed(d, s, "turn_end", { stop_reason = stop_reason, error_text = err_text })
+  state.journal(d, s, { type = "turn_end", stop_reason = stop_reason, text = s.last_text, thought = rt.last_thought,
+                        error_text = err_text })
+  state.persist(d, s)
+  rt.idle_since = uv.now()
+  schedule_cleanup(d, s)
+end
+
 -- Ends the current turn with stop_reason (and error text for an errored turn).
 local function end_turn(d, s, stop_reason, err_text)
   local rt = s.rt
@@ -90,10 +107,8 @@ local function end_turn(d, s, stop_reason, err_text)
   s.turns_total = (s.turns_total or 0) + 1
   s.last_text = text:sub(-20000)
   s.stop_reason = stop_reason
-  if s.worktree then s.changes = require("rmcp.agentd.worktree").changes(s.worktree) end
   if err_text then state.set_error(s, err_text) end
   s.pending = {}
-  s.terminal_pending = true
   if rt.turn_started_at then
     s.work_seconds = (s.work_seconds or 0) + (store.now() - rt.turn_started_at)
     rt.turn_started_at = nil
@@ -106,16 +121,24 @@ local function end_turn(d, s, stop_reason, err_text)
     -- the turn the orchestrator gets says what was tried, and whether the cap stopped it
     rt.recovery_report = { attempts = attempts, gave_up = text:find(rules_recovery.marker, 1, true) ~= nil or nil }
   end
-  push_event(s, { type = "turn_end", stop_reason = stop_reason, error_text = err_text })
-  rt.wait_dirty = true
-  s.status = "idle"
-  -- the watch waiting for this turn gets its reply first; the journal and the save follow
-  state.changed(d, s, "turn_end", { stop_reason = stop_reason, error_text = err_text })
-  state.journal(d, s, { type = "turn_end", stop_reason = stop_reason, text = s.last_text, thought = rt.last_thought,
-                        error_text = err_text })
-  state.persist(d, s)
-  rt.idle_since = uv.now()
-  schedule_cleanup(d, s)
+  if type(s.worktree) == "table" and s.worktree.state == "ready" then
+    -- what an isolated agent changed rides this result: git is asked before the end is reported;
+    -- a message sent meanwhile waits (send queues it while finishing) and starts the next turn
+    local agent = rt.agent
+    rt.finishing = true
+    return async.run(function()
+      s.changes = require("rmcp.agentd.worktree").changes(s.worktree)
+      rt.finishing = nil
+      if rt.agent ~= agent or not state.is_live(s) then return end -- stopped or gone meanwhile
+      report_end(d, s, stop_reason, err_text)
+      M.flush_queued(d, s)
+    end, function(e)
+      rt.finishing = nil
+      log.error("session %s: reading its worktree's changes failed: %s", s.id, tostring(e))
+      report_end(d, s, stop_reason, err_text)
+    end)
+  end
+  report_end(d, s, stop_reason, err_text)
 end
 
 -- Sends text as a new session/prompt (the caller checked no prompt is active).
@@ -235,12 +258,15 @@ function M.send(d, s, message, expect, cb)
     rt.wait_dirty = true
     cb({ session_id = s.id, delivered = delivered, status = s.status })
   end
-  if s.status == "starting" or not rt.agent then
+  if s.status == "starting" or not rt.agent or rt.finishing then
     if expect == "new_turn" and s.status == "starting" and not rt.resuming then
       return cb(nil, jsonrpc.error(state.EXPECT_NOT_MET, "expect=new_turn: the first turn is starting; the message would be steered into it"))
     end
+    if expect == "steer" and rt.finishing then
+      return cb(nil, jsonrpc.error(state.EXPECT_NOT_MET, "expect=steer: the turn has ended; the message was not delivered"))
+    end
     rt.queued[#rt.queued + 1] = message
-    return done(rt.resuming and "new_turn" or "steer")
+    return done((rt.resuming or rt.finishing) and "new_turn" or "steer")
   end
   if rt.prompt_active then
     if expect == "new_turn" then
