@@ -2,7 +2,7 @@
 // claude-code-acp, from npm) against a scripted Anthropic API on 127.0.0.1, chosen by the policy
 // examples/claude_code_acp.lua. The same checks as for reasonix: spawn and a streamed turn, a second
 // turn, steer (queued for the turn's end, or refused with expect=steer), options applied or warned
-// (results echo the agent's effective values), models listed, a permission request answered, yolo
+// (results echo the agent's effective values; strict refuses), its TodoWrite as the plan, models listed, a permission request answered, yolo
 // kept when the agent withholds its no-asking mode, stop (the agent ignores stdin EOF), resume with
 // its history, kill -9 of agentd leaving nothing behind, and `doctor` checking the profile.
 // needs: python3 clients acp-agent
@@ -26,6 +26,9 @@ before(async () => {
     writeRule,
     { afterTool: 'Write', text: 'wrote it' },
     { contains: 'RECALL', text: 'recalled' },
+    { contains: 'PLAN-IT', tool: 'TodoWrite', input: { todos: [{ content: 'read the code', status: 'completed', activeForm: 'Reading the code' },
+      { content: 'write the fix', status: 'in_progress', activeForm: 'Writing the fix' }] } },
+    { afterTool: 'TodoWrite', text: 'planned' },
   ]);
 });
 after(() => api.stop());
@@ -61,11 +64,17 @@ test('spawn, a streamed turn and a second one; options applied or warned, the ag
   assert.equal(opus.effort, undefined, 'not applied, not echoed');
   assert.ok(opus.warnings.includes('effort high not applied: this agent has no such option'), JSON.stringify(opus.warnings));
   assert.equal(opus.agent_config.mode, 'acceptEdits');
+  const strict = await callTool(client, 'reasonix_spawn', { task: 'HELLO-ONE strict', effort: 'high', strict: true });
+  assert.match(strict.result.content[0].text, /effort high not applied: this agent has no such option/, 'strict: refused, not warned');
   const bad = await callTool(client, 'reasonix_spawn', { task: 'x', model: 'gpt-9' });
   assert.match(bad.result.content[0].text, /model "gpt-9" is not offered by the agent \(valid: default, opus/);
   const models = await tool(client, 'reasonix_models', {});
   assert.ok(models.models.some((m) => m.ref === 'haiku'), JSON.stringify(models));
-  for (const id of [s.session_id, opus.session_id]) await tool(client, 'reasonix_stop', { session_id: id });
+  const planned = await tool(client, 'reasonix_spawn', { task: 'PLAN-IT and go' });
+  const wp = await tool(client, 'reasonix_watch', { session_ids: [planned.session_id] });
+  assert.deepEqual(wp.results[planned.session_id].plan?.map((e) => [e.content, e.status]),
+    [['read the code', 'completed'], ['write the fix', 'in_progress']], 'its TodoWrite is the plan the orchestrator sees');
+  for (const id of [s.session_id, opus.session_id, planned.session_id]) await tool(client, 'reasonix_stop', { session_id: id });
   let doctor = '';
   try { doctor = execFileSync(BIN, ['doctor'], { env: env(), cwd: fx.sb.ws, encoding: 'utf8', timeout: 60000 }); } catch (e) { doctor = e.stdout; }
   assert.match(doctor, /\[ok {2}\] agent profile +profile claude-code: \S+claude-code-acp\n +agent @zed-industries\/claude-code-acp 0\.16\.2; options by acp; models: default, opus.*; modes: default, acceptEdits.*; steer queued for the turn's end/,

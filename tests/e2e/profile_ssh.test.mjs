@@ -1,8 +1,8 @@
 // Agents on another host over ssh, through the policy examples/ssh_remote.lua: an sshd the test
 // starts on 127.0.0.1 (Debian's openssh-server, a private host key, client key and config) runs
 // the real agent on the "remote" side. The same checks as locally: spawn and a turn, the sandbox
-// posture probed over ssh, steer, stop (ssh and the remote agent gone), resume, models, and kill -9
-// of agentd leaving nothing on either side.
+// posture probed over ssh, steer, stop (ssh and the remote agent gone), resume, models, kill -9 of
+// agentd leaving nothing on either side, and a remote agent that ignores EOF ended all the same.
 // needs: agent python3 clients sshd
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -10,7 +10,7 @@ import { mkdirSync, copyFileSync, writeFileSync, existsSync } from 'node:fs';
 import { spawn, execFileSync } from 'node:child_process';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { useFixture, tool, until, sandboxProcesses, agentdPid, alive, agentBin, REPO, RUN_ID, withTimeout } from './helpers.mjs';
+import { useFixture, tool, until, sandboxProcesses, agentdPid, alive, agentBin, REPO, RUN_ID, BIN, withTimeout } from './helpers.mjs';
 
 const scenario = {
   rules: [
@@ -53,7 +53,7 @@ const env = () => fx.env({
 });
 // ssh clients agentd runs, and the agents sshd runs for them (in the sandbox's workspace).
 const sshClients = () => sandboxProcesses(fx.sb).filter((p) => /^ssh /.test(p.cmd));
-const remoteAgents = () => sandboxProcesses(fx.sb).filter((p) => / acp$/.test(p.cmd) && !/^ssh /.test(p.cmd));
+const remoteAgents = () => sandboxProcesses(fx.sb).filter((p) => p.cmd.startsWith(agentBin() + ' acp'));
 let client;
 
 test('spawn over ssh: a turn, the posture probed on the remote side, a steer', async () => {
@@ -92,4 +92,19 @@ test('stop ends ssh and the remote agent; resume goes on; kill -9 of agentd leav
   const t1 = Date.now();
   await until(() => !alive(pid) && sshClients().length === 0 && remoteAgents().length === 0, 15000, 'nothing left on either side');
   console.log(`# kill -9 agentd mid-turn -> ssh and the remote agent gone in ${Date.now() - t1} ms`);
+});
+
+test('a remote agent that ignores EOF still ends with its ssh session (the remote guard kills its group)', async () => {
+  const fake = join(fx.sb.root, 'eof-deaf-agent');
+  writeFileSync(fake, `#!/bin/sh\nFAKE_ACP_IGNORE_EOF=1 exec '${BIN}' script '${join(REPO, 'tests', 'fake_agent', 'fake_acp.lua')}' "$@"\n`, { mode: 0o755 });
+  const deaf = await fx.connect({ name: 'ssh-deaf', env: { ...env(), REASONIX_REMOTE_BIN: fake } });
+  const s = await tool(deaf.client, 'reasonix_spawn', { task: 'hello from a deaf agent' });
+  await tool(deaf.client, 'reasonix_watch', { session_ids: [s.session_id] });
+  const fakes = () => sandboxProcesses(fx.sb).filter((p) => /fake_acp\.lua/.test(p.cmd));
+  assert.equal(fakes().length, 1, 'the remote agent runs');
+  const t0 = Date.now();
+  await tool(deaf.client, 'reasonix_stop', { session_id: s.session_id });
+  await until(() => fakes().length === 0 && sshClients().length === 0, 15000, 'the EOF-deaf remote agent gone').catch((e) => { console.log('LEFT ' + JSON.stringify(sandboxProcesses(fx.sb))); throw e; });
+  console.log(`# stop -> an EOF-deaf remote agent gone in ${Date.now() - t0} ms`);
+  await deaf.close();
 });

@@ -17,7 +17,8 @@
 --   slow-start  waits FAKE_ACP_DELAY_MS (default 2000) before answering initialize, then as normal
 --   permission  raises session/request_permission (allow_once/reject_once) and reports the outcome
 -- Other knobs: FAKE_ACP_CHUNK_MS (pause between chunks of a normal turn, default 0, so a test can
--- steer or cancel mid-turn), FAKE_ACP_CHUNK (chars per chunk, default 16).
+-- steer or cancel mid-turn), FAKE_ACP_CHUNK (chars per chunk, default 16), FAKE_ACP_IGNORE_EOF=1
+-- (stays alive after stdin closes, as some agents do: only a signal ends it).
 -- A steer shows up in the turn's text as "[steer] <text>". resume/load accept any `fake-…` id (no
 -- history is kept, so a restarted fake can "resume"). On stdin EOF running turns end `cancelled`
 -- (hang's too) and it exits 0; if the client stops reading, it exits without SIGPIPE.
@@ -522,6 +523,11 @@ end
 
 local buf = ""
 stdin:read_start(function(err, data)
+  if (err or not data) and os.getenv("FAKE_ACP_IGNORE_EOF") == "1" then
+    stdin:read_stop()
+    uv.new_timer():start(3600000, 3600000, function() end) -- alive until a signal
+    return
+  end
   if err or not data then return shutdown() end
   buf = buf .. data
   local start = 1

@@ -38,6 +38,7 @@ function M.options(p, is_resume, e)
   end
   if p.work_mode and not M.work_modes[p.work_mode] then return nil, "work_mode must be economy, balanced or delivery" end
   if p.isolate ~= nil and p.isolate ~= "none" and p.isolate ~= "worktree" then return nil, "isolate must be none or worktree" end
+  if p.strict ~= nil and type(p.strict) ~= "boolean" then return nil, "strict must be a boolean" end
   if p.effort and not M.efforts[p.effort] then return nil, "effort must be one of auto, disabled, low, medium, high, xhigh, max" end
   local o = { explicit = {} }
   for _, k in ipairs({ "model", "effort", "work_mode", "tool_approval" }) do
@@ -46,6 +47,7 @@ function M.options(p, is_resume, e)
   end
   o.task, o.cwd = p.task, p.cwd
   if not is_resume then o.isolate = p.isolate or config.default("isolate", e) end
+  o.strict = p.strict == true -- an explicit option the agent cannot take fails the spawn instead of warning
   o.keep_alive = p.keep_alive == true
   o.idle_timeout = p.idle_timeout
   o.explicit.keep_alive, o.explicit.idle_timeout = p.keep_alive ~= nil, p.idle_timeout ~= nil
@@ -152,6 +154,8 @@ end
 -- yolo whose no-asking mode the agent lacks is kept by agentd answering its permission requests.
 function M.acp_plan(o, res, profile)
   local out = { calls = {}, errors = {}, warnings = {}, skipped = {}, effective = {} }
+  -- an explicit option not applied: a warning, or with strict an error
+  local function unapplied(text) local list = o.strict and out.errors or out.warnings; list[#list + 1] = text end
   local models = type(res) == "table" and type(res.models) == "table" and res.models or nil
   local modes = type(res) == "table" and type(res.modes) == "table" and res.modes or nil
   out.effective.model = models and models.currentModelId or nil
@@ -163,7 +167,7 @@ function M.acp_plan(o, res, profile)
       found = found or m.modelId == o.model
     end
     if not models or #ids == 0 then
-      if o.explicit.model then out.warnings[#out.warnings + 1] = "model " .. o.model .. " not applied: this agent offers no model choice over ACP"
+      if o.explicit.model then unapplied("model " .. o.model .. " not applied: this agent offers no model choice over ACP")
       else out.skipped[#out.skipped + 1] = "model" end
     elseif found then
       if o.model ~= models.currentModelId then
@@ -195,15 +199,14 @@ function M.acp_plan(o, res, profile)
           .. "agentd answers its permission requests allow_once", tostring(wanted[1]), pick)
       end
     elseif o.explicit.tool_approval then
-      out.warnings[#out.warnings + 1] = "tool_approval " .. o.tool_approval .. " not applied: the agent offers none of the modes "
-        .. table.concat(wanted, ", ")
+      unapplied("tool_approval " .. o.tool_approval .. " not applied: the agent offers none of the modes " .. table.concat(wanted, ", "))
     else
       out.skipped[#out.skipped + 1] = "tool_approval"
     end
   end
   for _, key in ipairs({ "effort", "work_mode" }) do
     if o[key] then
-      if o.explicit[key] then out.warnings[#out.warnings + 1] = key .. " " .. o[key] .. " not applied: this agent has no such option"
+      if o.explicit[key] then unapplied(key .. " " .. o[key] .. " not applied: this agent has no such option")
       else out.skipped[#out.skipped + 1] = key end
     end
   end

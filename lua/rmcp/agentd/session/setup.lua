@@ -160,6 +160,9 @@ local function start_agent(d, s, o, mode)
         s[key] = o[key]
       end
     elseif step.skip then
+      if o.strict and o.explicit[key] then
+        return fail("spawn option refused", jsonrpc.error(jsonrpc.INVALID_PARAMS, key .. " " .. tostring(o[key]) .. " not applied: " .. step.skip .. " (strict)"))
+      end
       if step.warn then
         warnings[#warnings + 1] = step.warn
         s[key] = key == "model" and step.fallback or nil
@@ -172,7 +175,9 @@ local function start_agent(d, s, o, mode)
   end
   if profile.options == "none" then
     for _, key in ipairs(rules_spawn.order) do
-      if o[key] and o.explicit[key] then warnings[#warnings + 1] = key .. " not applied: this agent's profile sets no options"
+      if o[key] and o.explicit[key] and o.strict then
+        return fail("spawn option refused", jsonrpc.error(jsonrpc.INVALID_PARAMS, key .. " not applied: this agent's profile sets no options (strict)"))
+      elseif o[key] and o.explicit[key] then warnings[#warnings + 1] = key .. " not applied: this agent's profile sets no options"
       elseif o[key] then skipped[#skipped + 1] = key end
       s[key] = nil
     end

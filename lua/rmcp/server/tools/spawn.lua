@@ -8,6 +8,7 @@ properties.keep_alive = common.keep_alive
 properties.idle_timeout = common.idle_timeout()
 properties.isolate = { type = "string", enum = { "none", "worktree" }, default = require("rmcp.config").default("isolate"),
                        description = "worktree: own git worktree + branch; see reasonix_diff." }
+properties.strict = { type = "boolean", default = false, description = "Explicit options the agent lacks fail the spawn." }
 
 return {
   name = "reasonix_spawn",
