@@ -2,9 +2,10 @@
 // claude-code-acp, from npm) against a scripted Anthropic API on 127.0.0.1, chosen by the policy
 // examples/claude_code_acp.lua. The same checks as for reasonix: spawn and a streamed turn, a second
 // turn, steer (queued for the turn's end, or refused with expect=steer), options applied or warned
-// (results echo the agent's effective values; strict refuses), its TodoWrite as the plan, models listed, a permission request answered, yolo
-// kept when the agent withholds its no-asking mode, stop (the agent ignores stdin EOF), resume with
-// its history, kill -9 of agentd leaving nothing behind, and `doctor` checking the profile.
+// (results echo the agent's effective values; strict refuses), its TodoWrite as the plan, models
+// listed, a permission request answered, yolo kept when the agent withholds its no-asking mode, stop
+// (the agent ignores stdin EOF), resume with its history, kill -9 of agentd leaving nothing behind,
+// and `doctor` checking the profile.
 // needs: python3 clients acp-agent
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
