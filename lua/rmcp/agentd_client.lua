@@ -166,7 +166,10 @@ function Client:try_connect()
   if not ch then return nil, cerr end
   peer = jsonrpc.new({
     name = "agentd-client",
-    send = function(line) if not ch:is_closed() then ch:write(line) end end,
+    -- a write refused at once (EPIPE: agentd is already gone) is noted for Client:send
+    send = function(line)
+      if ch:is_closed() or not ch:write(line) then self.write_refused = true end
+    end,
     on_notification = function(method, params)
       if self.opts.on_notification then self.opts.on_notification(method, params) end
     end,
@@ -212,6 +215,7 @@ function Client:send(h)
   h.peer = peer
   self.inflight[h.id] = h
   peer.next_id = h.id - 1
+  self.write_refused = nil
   peer:request(h.method, h.params, function(result, err)
     if self.inflight[h.id] ~= h then return end
     self.inflight[h.id] = nil
@@ -223,6 +227,16 @@ function Client:send(h)
     end
     h.cb(result, err)
   end, h.raw)
+  if self.write_refused and self.inflight[h.id] == h and not h.resent then
+    -- the socket refused the request outright (agentd died and we had not read its EOF yet): agentd
+    -- never saw it, so any method, retry-safe or not, goes once more on a new connection
+    self.write_refused = nil
+    self.inflight[h.id] = nil
+    h.resent = true
+    log.info("agentd was gone when %s was written; sending it on a new connection", h.method)
+    self:lost(peer, "the connection refused a write")
+    return self:dispatch(h)
+  end
 end
 
 -- Sends h now when connected, else queues it behind a connect.

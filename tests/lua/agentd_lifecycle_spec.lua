@@ -132,6 +132,29 @@ test("after agentd is killed and restarted, list shows every session and resume 
   t.eq(tr.last_text:sub(1, 9), "recalled:")
 end)
 
+test("a request written after agentd died, before its EOF was read, goes on a new connection (any method)", function(t)
+  local ctx = support.setup(t)
+  local c = ctx.client()
+  ctx.call(c, "list", {})
+  local daemon = c.info.agentd_pid
+  uv.kill(daemon, "sigkill")
+  -- wait without running the loop, so the client has not read the EOF: until every thread of agentd
+  -- is gone (its descriptors close with the last one, not with the main thread)
+  local function threads()
+    local dir = uv.fs_scandir("/proc/" .. daemon .. "/task")
+    local n = 0
+    while dir and uv.fs_scandir_next(dir) do n = n + 1 end
+    return n
+  end
+  local deadline = uv.hrtime() + 2e9
+  while (support.alive(daemon) or threads() > 1) and uv.hrtime() < deadline do uv.sleep(5) end
+  t.ok(not support.alive(daemon) and threads() <= 1, "agentd gone, every thread")
+  -- spawn is not retry-safe (a lost answer may mean it ran), but this one never left the process
+  local r = ctx.call(c, "spawn", { task = "HELLO after the restart" })
+  t.match(r.session_id, "%S", "spawned on a fresh daemon")
+  t.ne(c.info.agentd_pid, daemon)
+end)
+
 test("six agents at once", function(t)
   local ctx = support.setup(t, { scenario = { rules = {
     { last_role = "user", user_contains = "AGENT", text = "done: ", echo = "last_user", chunk = 8, delay = 0.02 },
