@@ -124,15 +124,16 @@ test('tool argument errors are isError results that name the field', async () =>
   assertClean(srv);
 });
 
-test('tools/list: every tool of the spec with schemas, defaults and enums', async () => {
-  const srv = rawServer(sb);
+test('tools/list: every tool of the spec with schemas, defaults and enums (all tool sets listed)', async () => {
+  const srv = rawServer(sb, { env: serverEnv(sb, { REASONIX_MCP_TOOLSETS: 'all' }) });
   await srv.initialize();
   const { result } = await srv.request('tools/list');
   const names = result.tools.map((t) => t.name);
   assert.deepEqual(names, ['reasonix_spawn', 'reasonix_spawn_fleet', 'reasonix_resume', 'reasonix_resume_fleet', 'reasonix_configure',
     'reasonix_models', 'reasonix_send', 'reasonix_broadcast', 'reasonix_poll',
     'reasonix_transcript', 'reasonix_watch', 'reasonix_wait', 'reasonix_list', 'reasonix_respond_permission',
-    'reasonix_stop', 'reasonix_diff', 'reasonix_worktree', 'reasonix_restart_agentd', 'reasonix_restart_mcp_server', 'reasonix_dashboard',
+    'reasonix_stop', 'reasonix_diff', 'reasonix_worktree', 'reasonix_restart_agentd', 'reasonix_restart_mcp_server',
+    'reasonix_toolsets', 'reasonix_dashboard',
     'reasonix_routine_create', 'reasonix_routine_templates', 'reasonix_routine_from_template', 'reasonix_routine_list',
     'reasonix_routine_configure', 'reasonix_routine_run', 'reasonix_routine_stop', 'reasonix_routine_delete']);
   for (const t of result.tools) {
@@ -165,8 +166,34 @@ test('tools/list: every tool of the spec with schemas, defaults and enums', asyn
   assert.equal(by.reasonix_stop.annotations.destructiveHint ?? true, true);
   assert.equal(by.reasonix_spawn.annotations.destructiveHint, false);
   assert.equal(by.reasonix_stop.annotations.readOnlyHint ?? false, false);
-  // 28 tools in 15 KB (the 8 routine tools ~4.3 KB, diff and worktree ~1 KB): every byte is in each host's context
-  assert.ok(JSON.stringify(result.tools).length <= 15360, `tools/list is ${JSON.stringify(result.tools).length} bytes; the budget is 15 KB`);
+  await srv.close();
+  assertClean(srv);
+});
+
+test('tools/list by default: the loop in 8 KB; reasonix_toolsets lists more and tells the host', async () => {
+  const srv = rawServer(sb);
+  await srv.initialize();
+  const { result } = await srv.request('tools/list');
+  assert.deepEqual(result.tools.map((t) => t.name), ['reasonix_spawn', 'reasonix_resume', 'reasonix_models', 'reasonix_send',
+    'reasonix_poll', 'reasonix_transcript', 'reasonix_watch', 'reasonix_wait', 'reasonix_list', 'reasonix_respond_permission',
+    'reasonix_stop', 'reasonix_restart_agentd', 'reasonix_restart_mcp_server', 'reasonix_toolsets']);
+  // every byte listed is in each host's model context on every request
+  const size = JSON.stringify(result.tools).length;
+  assert.ok(size <= 8192, `tools/list is ${size} bytes; the budget is 8 KB`);
+  const changed = srv.next((m) => m.method === 'notifications/tools/list_changed');
+  const r = await srv.request('tools/call', { name: 'reasonix_toolsets', arguments: { enable: ['fleet'] } });
+  assert.equal(r.result.isError, undefined);
+  const fleet = r.result.structuredContent.toolsets.find((t) => t.name === 'fleet');
+  assert.equal(fleet.listed, true);
+  assert.ok(fleet.tools.includes('reasonix_broadcast'));
+  await changed;
+  const after = (await srv.request('tools/list')).result.tools.map((t) => t.name);
+  assert.ok(after.includes('reasonix_broadcast') && after.includes('reasonix_spawn_fleet'));
+  assert.ok(!after.includes('reasonix_routine_create'));
+  // a tool of a set not listed still answers its name (its arguments are checked, not "Unknown tool")
+  const routine = await srv.request('tools/call', { name: 'reasonix_routine_run', arguments: {} });
+  assert.equal(routine.result.isError, true);
+  assert.match(routine.result.content[0].text, /missing required argument routine_id/);
   await srv.close();
   assertClean(srv);
 });
@@ -188,7 +215,7 @@ test('runs with only HOME, PATH, USER, SHELL and TERM, via the bare launcher com
   const init = await srv.initialize({ clientInfo: { name: 'minimal-env', version: '1' } });
   assert.equal(init.result.protocolVersion, '2025-11-25');
   const list = await srv.request('tools/list');
-  assert.equal(list.result.tools.length, 28);
+  assert.equal(list.result.tools.length, 14);
   await srv.close();
   assertClean(srv);
 });

@@ -87,7 +87,7 @@ test("tools/list is encoded once per version and shows only non-default annotati
   local a = c.request("tools/list")
   local b = c.request("tools/list")
   t.eq(a.line:gsub('"id":%d+', ""), b.line:gsub('"id":%d+', ""), "the same bytes both times")
-  t.ok(#a.line < 15500, "about 15 KB: " .. #a.line)
+  t.ok(#a.line <= 8192, "the default listing fits 8 KB: " .. #a.line)
   local by = {}
   for _, tool in ipairs(a.result.tools) do by[tool.name] = tool end
   t.eq(by.reasonix_poll.annotations, { readOnlyHint = true, openWorldHint = false })
@@ -98,6 +98,71 @@ test("tools/list is encoded once per version and shows only non-default annotati
   local tools = old.request("tools/list").result.tools
   t.eq(tools[1].title, nil, "no title field before 2025-06-18")
   t.eq(tools[1].annotations.title, tools[1].title ~= nil and tools[1].title or "Spawn agent", "title in annotations then")
+end)
+
+test("tool sets: core listed by default, more by REASONIX_MCP_TOOLSETS or reasonix_toolsets; every tool answers by name", function(t)
+  local names = function(r)
+    local out = {}
+    for _, tool in ipairs(r.result.tools) do out[tool.name] = true end
+    return out
+  end
+  local c = server(t, function(method) if method == "routine_list" then return json.raw('{"routines":[]}') end end)
+  c.init("2025-11-25")
+  local listed = names(c.request("tools/list"))
+  t.ok(listed.reasonix_spawn and listed.reasonix_watch and listed.reasonix_toolsets, "the loop and the set tool")
+  t.eq(listed.reasonix_routine_create, nil, "routines not listed")
+  t.eq(listed.reasonix_broadcast, nil, "fleet not listed")
+  t.eq(listed.reasonix_diff, nil, "worktree not listed")
+  -- an unlisted tool still answers its name (a host that cached a longer list keeps working)
+  local r = c.request("tools/call", { name = "reasonix_routine_list", arguments = {} })
+  t.eq(r.result.structuredContent, { routines = {} })
+
+  local before = #c.out
+  r = c.request("tools/call", { name = "reasonix_toolsets", arguments = { enable = { "routines" } } })
+  t.eq(r.result.isError, nil)
+  local sets = {}
+  for _, set in ipairs(r.result.structuredContent.toolsets) do sets[set.name] = set end
+  t.eq(sets.routines.listed, true)
+  t.eq(sets.fleet.listed, false)
+  t.eq(sets.core.listed, true)
+  t.ok(#sets.routines.tools == 8, "the routine tools named")
+  t.eq(r.result.structuredContent.list_changed, true)
+  local notified = 0
+  for i = before + 1, #c.out do
+    if c.out[i].method == "notifications/tools/list_changed" then notified = notified + 1 end
+  end
+  t.eq(notified, 1, "the host is told the list changed")
+  listed = names(c.request("tools/list"))
+  t.ok(listed.reasonix_routine_create and listed.reasonix_routine_delete, "routines listed now")
+  t.eq(listed.reasonix_broadcast, nil)
+
+  -- enabling what is listed changes nothing and tells nobody
+  before = #c.out
+  r = c.request("tools/call", { name = "reasonix_toolsets", arguments = { enable = { "routines" }, disable = { "core" } } })
+  t.eq(r.result.structuredContent.list_changed, false)
+  for i = before + 1, #c.out do t.ne(c.out[i].method, "notifications/tools/list_changed") end
+  t.ok(names(c.request("tools/list")).reasonix_spawn, "core is always listed")
+  r = c.request("tools/call", { name = "reasonix_toolsets", arguments = { disable = { "all" } } })
+  listed = names(c.request("tools/list"))
+  t.eq(listed.reasonix_routine_create, nil, "disabled again")
+  t.ok(listed.reasonix_spawn)
+  r = c.request("tools/call", { name = "reasonix_toolsets", arguments = { enable = { "everything" } } })
+  t.eq(r.result.isError, true)
+  t.match(r.result.content[1].text, "must be one of")
+
+  with_env({ REASONIX_MCP_TOOLSETS = "all" }, function()
+    local all = server(t, function() end)
+    all.init("2025-11-25")
+    local n = #all.request("tools/list").result.tools
+    t.eq(n, #require("rmcp.server.tools").modules, "all: every tool")
+  end)
+  with_env({ REASONIX_MCP_TOOLSETS = "fleet, Worktree,nonsense" }, function()
+    local some = server(t, function() end)
+    some.init("2025-11-25")
+    local got = names(some.request("tools/list"))
+    t.ok(got.reasonix_broadcast and got.reasonix_diff and got.reasonix_spawn, "fleet, worktree and core")
+    t.eq(got.reasonix_routine_run, nil)
+  end)
 end)
 
 test("tool arguments are checked against the schema before agentd hears of them", function(t)

@@ -6,6 +6,7 @@ local jsonrpc = require "rmcp.lib.jsonrpc"
 local log = require "rmcp.lib.log"
 local schema = require "rmcp.server.schema"
 local tools = require "rmcp.server.tools"
+local toolsets = require "rmcp.rules.toolsets"
 local relay = require "rmcp.server.relay"
 local elicitation = require "rmcp.server.elicitation"
 local orchestrator = require "rmcp.server.orchestrator"
@@ -31,7 +32,8 @@ Reasonix agents run in a background daemon; you orchestrate them.
 2. Keep reasonix_watch(session_ids) in flight: it blocks until an agent finishes, needs a decision or dies, and returns compact results; no polling loop is needed.
 3. For each result: a permission_request or question -> reasonix_respond_permission(session_id, option_id); a finished session -> drop it from the list (reasonix_poll / reasonix_transcript for details); then watch the rest again.
 4. reasonix_send(session_id, message) steers a running agent or starts its next turn; reasonix_stop ends one (it stays resumable).
-Lost track of ids (e.g. after a restart)? reasonix_list shows your sessions; watch them again.]]
+Lost track of ids (e.g. after a restart)? reasonix_list shows your sessions; watch them again.
+More tools (many agents at once, worktree diffs, scheduled routines): reasonix_toolsets.]]
 
 local Server = {}
 Server.__index = Server
@@ -55,7 +57,11 @@ function M.new(opts)
     elicitations = {},            -- open elicitation forms (see elicitation.lua)
     orchestrator_id = nil,        -- this host's orchestrator (initialize)
     links = {},                   -- orchestrator id -> agentd link: this host's, and one per conversation
+    toolsets = nil,               -- set name -> true: the tool sets tools/list shows (rules/toolsets.lua)
   }, Server)
+  local warning
+  self.toolsets, warning = toolsets.initial(os.getenv("REASONIX_MCP_TOOLSETS"))
+  if warning then log.warn("%s", warning) end
   local methods = {}
   for name, fn in pairs(M.methods) do
     methods[name] = function(params, reply) return fn(self, params, reply) end
@@ -239,15 +245,48 @@ function Server:tool_result(tool, result)
   return out
 end
 
--- The tools/list array as JSON for the negotiated version, built once per tool list and version.
+-- The tools/list array as JSON for the negotiated version: the tools of the enabled sets, built once
+-- per tool list, version and choice of sets (the cache is dropped when any of them changes).
 function Server:tools_json()
   local cache = self.tools_cache
   if cache and cache.version == self.protocol_version then return cache.text end
   local list = json.array()
-  for _, tool in ipairs(self.tool_list) do list[#list + 1] = self:describe_tool(tool) end
+  for _, tool in ipairs(self.tool_list) do
+    if self.toolsets[toolsets.of(tool)] then list[#list + 1] = self:describe_tool(tool) end
+  end
   local text = assert(json.encode(list))
   self.tools_cache = { version = self.protocol_version, text = text }
   return text
+end
+
+-- Lists the tool sets, after enabling and disabling the named ones (reasonix_toolsets); a change
+-- sends notifications/tools/list_changed. Returns the result, or nil and a message.
+function Server:change_toolsets(enable, disable)
+  local changed, err = toolsets.change(self.toolsets, enable, disable)
+  if changed == nil then return nil, err end
+  if changed then
+    self.tools_cache = nil
+    log.info("tool sets listed: %s", table.concat(self:enabled_toolsets(), ", "))
+    if self:ready_for_requests() then self:notify("notifications/tools/list_changed") end
+  end
+  local sets = json.array()
+  for _, set in ipairs(toolsets.SETS) do
+    local names = json.array()
+    for _, tool in ipairs(self.tool_list) do
+      if toolsets.of(tool) == set.name then names[#names + 1] = tool.name end
+    end
+    sets[#sets + 1] = { name = set.name, listed = self.toolsets[set.name] == true, about = set.about, tools = names }
+  end
+  return { toolsets = sets, list_changed = changed }
+end
+
+-- The names of the listed tool sets, in their order.
+function Server:enabled_toolsets()
+  local out = {}
+  for _, set in ipairs(toolsets.SETS) do
+    if self.toolsets[set.name] then out[#out + 1] = set.name end
+  end
+  return out
 end
 
 -- The values MCP assumes for a tool annotation that is absent.
@@ -356,6 +395,10 @@ local function tool_ctx(server, call)
     end)
   end
   -- Asks the supervising launcher for a fresh server; false when there is none.
+  -- Lists the tool sets after enabling/disabling some (reasonix_toolsets).
+  function ctx.toolsets(enable, disable)
+    return server:change_toolsets(enable, disable)
+  end
   function ctx.restart_server(reason)
     if not server.supervised then return false end
     server:notify("$/rmcp/restart", { reason = reason })
@@ -446,7 +489,7 @@ M.methods["logging/setLevel"] = function(self, params, reply)
   reply({})
 end
 
--- Lists the tools as the negotiated version describes them (no pagination: 15 tools).
+-- Lists the tools of the enabled sets as the negotiated version describes them (no pagination).
 M.methods["tools/list"] = function(self, params, reply)
   if not_initialized(self, reply, "tools/list") then return end
   if params.cursor ~= nil and type(params.cursor) ~= "string" then

@@ -3,6 +3,7 @@ local common = require "rmcp.server.tools.common"
 
 return {
   name = "reasonix_broadcast",
+  toolset = "fleet",
   title = "Broadcast",
   description = "reasonix_send to each at once; per-agent results[]; a failure undoes nothing.",
   inputSchema = common.object({

@@ -18,6 +18,10 @@ function M.check_tool(tool, where)
     bad("tool " .. tool.name .. ": inputSchema must be a table with type = \"object\"")
   end
   if type(tool.handler) ~= "function" then bad("tool " .. tool.name .. ": handler must be a function") end
+  local sets = require "rmcp.rules.toolsets"
+  if tool.toolset ~= nil and not sets.known(tool.toolset) then
+    bad("tool " .. tool.name .. ": toolset must be one of " .. sets.names() .. " (got " .. tostring(tool.toolset) .. ")")
+  end
 end
 
 -- An object schema: properties, required names; unknown arguments are refused (typos surface).

@@ -6,6 +6,7 @@ properties.session_id = common.session_id()
 
 return {
   name = "reasonix_configure",
+  toolset = "fleet",
   title = "Configure agent",
   description = "Change model/effort/work_mode/tool_approval: idle now, in a turn before the next, exited at "
     .. "resume (ask→yolo allows pending gates). agent_config apart from queued.",

@@ -3,6 +3,7 @@ local common = require "rmcp.server.tools.common"
 
 return {
   name = "reasonix_dashboard",
+  toolset = "fleet",
   title = "Fleet dashboard",
   description = "Start or reuse the local fleet web page (this code); its URL and password file, for a person.",
   inputSchema = common.object({}),

@@ -3,6 +3,7 @@ local common = require "rmcp.server.tools.common"
 
 return {
   name = "reasonix_diff",
+  toolset = "worktree",
   title = "Agent diff",
   description = "An isolate=worktree agent's changes vs its base (untracked included): --stat by default, "
     .. "stat=false for the patch (capped, truncated flag); commits; paths filter.",

@@ -1,5 +1,5 @@
 -- The MCP tools, in the order tools/list shows them. A tool is {name, title, description,
--- inputSchema, outputSchema, annotations, long?, handler(args, ctx) -> result | nil, message} (the
+-- inputSchema, outputSchema, annotations, toolset?, long?, handler(args, ctx) -> result | nil, message} (the
 -- handler runs in a coroutine; ctx is server/mcp.lua's, lua/POLICY.md documents it); handlers hold no
 -- state. Tools that user policies add (their `tools` hook) are tools of the same shape and follow the
 -- built-in ones.
@@ -11,7 +11,7 @@ local M = {}
 M.modules = {
   "spawn", "spawn_fleet", "resume", "resume_fleet", "configure", "models", "send", "broadcast", "poll", "transcript",
   "watch", "wait", "list",
-  "respond_permission", "stop", "diff", "worktree", "restart_agentd", "restart_mcp_server", "dashboard",
+  "respond_permission", "stop", "diff", "worktree", "restart_agentd", "restart_mcp_server", "toolsets", "dashboard",
   "routine_create", "routine_templates", "routine_from_template", "routine_list", "routine_configure", "routine_run",
   "routine_stop", "routine_delete",
 }

@@ -10,6 +10,7 @@ properties.continue_interrupted = { type = "boolean", default = true }
 
 return {
   name = "reasonix_resume_fleet",
+  toolset = "fleet",
   title = "Resume fleet",
   description = "reasonix_resume each at once; a turn a daemon death cut short continues, idle ones stay "
     .. "idle; per-agent results[].",

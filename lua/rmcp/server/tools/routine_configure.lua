@@ -6,6 +6,7 @@ properties.routine_id = common.routine_id()
 
 return {
   name = "reasonix_routine_configure",
+  toolset = "routines",
   title = "Configure routine",
   description = "Edit, pause (enabled=false) or enable a routine; applies to future runs.",
   inputSchema = common.object(properties, { "routine_id" }),

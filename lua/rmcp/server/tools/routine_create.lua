@@ -3,6 +3,7 @@ local common = require "rmcp.server.tools.common"
 
 return {
   name = "reasonix_routine_create",
+  toolset = "routines",
   title = "Create routine",
   description = "Durable loop agent: each run is a fresh session (prompt + idempotency contract) of an internal "
     .. "owner, not your fleet; overlap skip|queue; see reasonix_routine_list.",

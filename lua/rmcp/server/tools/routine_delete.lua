@@ -3,6 +3,7 @@ local common = require "rmcp.server.tools.common"
 
 return {
   name = "reasonix_routine_delete",
+  toolset = "routines",
   title = "Delete routine",
   description = "Delete a routine with no run at work, and its run history (transcripts stay).",
   inputSchema = common.object({ routine_id = common.routine_id() }, { "routine_id" }),

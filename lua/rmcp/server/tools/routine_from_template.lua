@@ -6,6 +6,7 @@ properties.template_id = { type = "string" }
 
 return {
   name = "reasonix_routine_from_template",
+  toolset = "routines",
   title = "Routine from template",
   description = "Create a routine from a template; any routine field given overrides the template's.",
   inputSchema = common.object(properties, { "template_id" }),

@@ -3,6 +3,7 @@ local common = require "rmcp.server.tools.common"
 
 return {
   name = "reasonix_routine_list",
+  toolset = "routines",
   title = "List routines",
   description = "Your routines: schedule, next_due, queued, current_run, latest 20 runs (a waiting run's "
     .. "permission_request: answer it with reasonix_respond_permission).",

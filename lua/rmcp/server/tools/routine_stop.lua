@@ -3,6 +3,7 @@ local common = require "rmcp.server.tools.common"
 
 return {
   name = "reasonix_routine_stop",
+  toolset = "routines",
   title = "Stop routine run",
   description = "Stop the current run's agent; the schedule and queued triggers stay.",
   inputSchema = common.object({ routine_id = common.routine_id() }, { "routine_id" }),

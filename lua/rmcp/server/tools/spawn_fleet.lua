@@ -25,6 +25,7 @@ end
 
 return {
   name = "reasonix_spawn_fleet",
+  toolset = "fleet",
   title = "Spawn fleet",
   description = "Spawn every agent of a fleet JSON file ({name?, parallelism?, defaults?, agents|tasks} or an "
     .. "array; see README), checked whole first. Ordered results[], session_ids for one watch.",

@@ -3,6 +3,7 @@ local common = require "rmcp.server.tools.common"
 
 return {
   name = "reasonix_worktree",
+  toolset = "worktree",
   title = "Agent worktree",
   description = "info, or remove a stopped agent's worktree: its branch is kept when it has commits (delete_branch "
     .. "to drop it); answers the merge and patch commands. Nothing is merged for you.",

@@ -1,0 +1,88 @@
+-- Tool sets: which tools tools/list shows a host. Every definition listed is in the host's model
+-- context on every request, so the listing starts with the orchestration loop (core) and the other
+-- sets are listed when wanted: REASONIX_MCP_TOOLSETS at start, reasonix_toolsets at run time. A set
+-- decides what is listed only: every tool answers its name whatever is listed (a host that cached a
+-- longer list, or a server that replaced ours, keeps working).
+local M = {}
+
+-- The sets in the order reasonix_toolsets shows them; a tool names its set (`toolset`), else core.
+M.SETS = {
+  { name = "core", about = "the orchestration loop: spawn, watch, poll, send, answer, stop, resume, list" },
+  { name = "fleet", about = "many agents at once (spawn_fleet, resume_fleet, broadcast), configure a live agent, the web dashboard" },
+  { name = "worktree", about = "an isolated agent's changes: reasonix_diff, reasonix_worktree (spawn with isolate=\"worktree\")" },
+  { name = "routines", about = "scheduled loop agents: create, templates, list, configure, run, stop, delete" },
+}
+
+local known = {}
+for _, s in ipairs(M.SETS) do known[s.name] = true end
+
+-- True when name is a set.
+function M.known(name)
+  return known[name] == true
+end
+
+-- The set tool belongs to.
+function M.of(tool)
+  return tool.toolset or "core"
+end
+
+-- The names of the sets, comma-separated (for messages).
+function M.names()
+  local out = {}
+  for i, s in ipairs(M.SETS) do out[i] = s.name end
+  return table.concat(out, ", ")
+end
+
+-- The sets listed from the start: text is REASONIX_MCP_TOOLSETS (comma-separated names, or "all";
+-- unset or empty: core only). Returns the enabled map (core always in) and a warning naming what
+-- was not understood, or nil.
+function M.initial(text)
+  local on, unknown = { core = true }, {}
+  for name in tostring(text or ""):gmatch("[^,%s]+") do
+    name = name:lower()
+    if name == "all" then
+      for n in pairs(known) do on[n] = true end
+    elseif known[name] then
+      on[name] = true
+    else
+      unknown[#unknown + 1] = name
+    end
+  end
+  local warning = #unknown > 0 and string.format("REASONIX_MCP_TOOLSETS: unknown set(s) %s ignored (sets: %s, or all)",
+    table.concat(unknown, ", "), M.names()) or nil
+  return on, warning
+end
+
+-- Applies enable and disable (lists of names, "all" allowed) to the enabled map on, in place.
+-- Returns true when the listing changed, or nil and a message (nothing applied) for an unknown
+-- name or core disabled.
+function M.change(on, enable, disable)
+  local function expand(list, what)
+    local out = {}
+    for _, name in ipairs(list or {}) do
+      if name == "all" then
+        for n in pairs(known) do out[#out + 1] = n end
+      elseif known[name] then
+        out[#out + 1] = name
+      else
+        return nil, string.format("unknown tool set %q in %s (sets: %s, or all)", name, what, M.names())
+      end
+    end
+    return out
+  end
+  local en, err = expand(enable, "enable")
+  if not en then return nil, err end
+  local dis
+  dis, err = expand(disable, "disable")
+  if not dis then return nil, err end
+  local changed = false
+  for _, n in ipairs(dis) do
+    if n ~= "core" and on[n] then on[n], changed = nil, true end
+  end
+  for _, n in ipairs(en) do
+    if not on[n] then on[n], changed = true, true end
+  end
+  return changed
+end
+
+return M
