@@ -37,10 +37,6 @@ end
 -- Runs the server on this process's stdio; returns at once (the loop does the work).
 function M.main(_args)
   log.set_role("server")
-  local opts = require("rmcp.reloadable").options()
-  opts.role = "server"
-  require("rmcp.lib.reload").init(opts)
-  require("rmcp.policy.loader").init{ role = "server" }
   local channel = require "rmcp.channel"
   local mcp = require "rmcp.server.mcp"
   local flow = require "rmcp.lib.flow"
@@ -76,6 +72,13 @@ function M.main(_args)
     version = host_version(),
     supervised = supervised(),
     link = function(s, orch) return link.new(s, orch) end,
+    -- hot reload and the user policies start once initialize is answered (they serve tools only)
+    finish_start = function()
+      local opts = require("rmcp.reloadable").options()
+      opts.role = "server"
+      require("rmcp.lib.reload").init(opts)
+      require("rmcp.policy.loader").init{ role = "server" }
+    end,
   }
   input, err = channel.open(0, {
     mode = "ndjson", read = true, write = false, max_line = max_line,

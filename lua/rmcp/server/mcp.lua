@@ -39,13 +39,15 @@ local Server = {}
 Server.__index = Server
 
 -- Creates the MCP session. opts: send(line), project_dir, link(server, orchestrator_id) -> agentd link,
--- version (server version), supervised (a launcher can restart us).
+-- version (server version), supervised (a launcher can restart us), finish_start() (what the tools
+-- need and initialize does not: run once, before the tools load).
 function M.new(opts)
   local self = setmetatable({
     project_dir = opts.project_dir,
     version = opts.version or "0",
     supervised = opts.supervised or false,
     make_link = opts.link,
+    finish_start = opts.finish_start,
     initialized = false,          -- initialize answered
     client_ready = false,         -- notifications/initialized received
     protocol_version = M.VERSIONS[1],
@@ -75,10 +77,21 @@ function M.new(opts)
       log.warn("mcp: protocol error: %s (line: %s)", message, tostring(line):sub(1, 200))
     end,
   }
-  self.tool_list, self.tools_by_name = tools.load()
-  self.tools_generation = reload.generation()
+  self.tool_list, self.tools_by_name = nil, nil -- loaded once initialize is answered (load_tools)
   self.warned = {}                -- warnings already reported to this client (until the next swap)
   return self
+end
+
+-- Finishes the start (finish_start) and loads the tool modules if not yet done. Not needed to
+-- answer initialize, so a server start does it after that answer is written (the host's tools/list
+-- comes a round trip later); the first request that needs the tools does it otherwise.
+function Server:load_tools()
+  if self.tool_list then return end
+  local finish = self.finish_start
+  self.finish_start = nil
+  if finish then finish() end
+  self.tool_list, self.tools_by_name = tools.load()
+  self.tools_generation = reload.generation()
 end
 
 -- True when two decoded JSON values are equal (key order aside).
@@ -96,6 +109,7 @@ end
 -- Hot reload at the start of a call: picks up changed modules and policy files, rebuilds the tool
 -- list when anything was swapped in, and tells the client when that changed what tools/list shows.
 function Server:refresh()
+  self:load_tools()
   reload.check()
   if self.tools_generation == reload.generation() then return end
   self.tools_generation = reload.generation()
@@ -451,6 +465,13 @@ M.methods["initialize"] = function(self, params, reply)
   if self.protocol_version >= "2025-03-26" then result.instructions = M.INSTRUCTIONS end
   if self.protocol_version < "2025-06-18" then result.serverInfo.title = nil end
   reply(result)
+  -- the answer is written: the tools load before the host's next request is read
+  local timer = uv.new_timer()
+  timer:start(0, 0, function()
+    timer:close()
+    local ok, err = pcall(self.load_tools, self)
+    if not ok then log.error("loading the tools failed (the next request tries again): %s", tostring(err)) end
+  end)
 end
 
 -- Stateless discovery (newer clients probe with it before choosing initialize); lists only the
