@@ -1,5 +1,7 @@
-/* proc.c: the process machinery behind rmcp.proc (the binding is proc_lua.c). We fork and exec
- * ourselves because uv_spawn has no pre-exec hook for PR_SET_PDEATHSIG; we reap with
+/* proc.c: the process machinery behind rmcp.proc (the binding is proc_lua.c). We start children
+ * ourselves because uv_spawn has no pre-exec hook for PR_SET_PDEATHSIG: clone(CLONE_VM |
+ * CLONE_VFORK) on a stack of its own, like posix_spawn, so a spawn costs no copy of our address
+ * space (a fork of agentd grew with its heap and held its loop for milliseconds); we reap with
  * waitpid(pid, WNOHANG) for our own pids only, never waitpid(-1), so children that libuv/luv
  * spawned on the same loop keep their exit callbacks. */
 #define _GNU_SOURCE
@@ -11,8 +13,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -170,10 +175,15 @@ static int reaper_get(uv_loop_t *loop)
   return 0;
 }
 
-/* ---- the child side (between fork and exec: async-signal-safe calls only) ---- */
+/* ---- the child side (between clone and exec: it shares our memory, so it writes only its own
+ * stack and calls only async-signal-safe functions; errno is the one thing it shares) ---- */
+
+/* The child's functions never return (exec or _exit), so AddressSanitizer would leave their frames'
+ * redzones poisoned on a stack that the next spawn maps again: they are not instrumented. */
+#define CHILD_CODE __attribute__((no_sanitize("address")))
 
 /* Tell the parent which step failed and with which errno, then die. */
-static void child_fail(int errfd, int step)
+CHILD_CODE static void child_fail(int errfd, int step)
 {
   int msg[2] = {step, errno};
   ssize_t w;
@@ -183,19 +193,32 @@ static void child_fail(int errfd, int step)
   _exit(127);
 }
 
-/* Set up the child and exec; never returns. fds[i] is what becomes fd i (-1: keep ours). */
-static void child_exec(const proc_opts *o, int fds[3], int errfd, pid_t parent, int maxfd)
+/* What the child needs, read-only: it lives on the parent's stack for the clone. */
+typedef struct {
+  const proc_opts *o;
+  int fds[3];    /* what becomes fd i (-1: keep ours, -2: stderr to stdout) */
+  int errfd;     /* CLOEXEC pipe to the parent: a failed step and its errno */
+  pid_t parent;
+  int maxfd;
+} child_args;
+
+/* Set up the child and exec; never returns (clone's entry point). */
+CHILD_CODE static int child_exec(void *arg)
 {
-  struct sigaction sa;
-  memset(&sa, 0, sizeof(sa));
-  sa.sa_handler = SIG_DFL;
+  const child_args *a = arg;
+  const proc_opts *o = a->o;
+  int fds[3] = {a->fds[0], a->fds[1], a->fds[2]};
+  int errfd = a->errfd;
+  /* every handler back to the default, by the system call: a libc or sanitizer wrapper could
+   * touch state we share with the parent (a zeroed kernel sigaction is SIG_DFL, no flags) */
+  unsigned long dfl[4] = {0, 0, 0, 0};
   for (int s = 1; s < NSIG; s++)
-    if (s != SIGKILL && s != SIGSTOP) sigaction(s, &sa, NULL);
+    if (s != SIGKILL && s != SIGSTOP) syscall(SYS_rt_sigaction, s, dfl, NULL, 8); /* 8: the kernel's sigset */
 
   if (o->setsid ? setsid() < 0 : setpgid(0, 0) < 0) child_fail(errfd, STEP_PGID);
   if (o->pdeathsig) {
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) child_fail(errfd, STEP_PRCTL);
-    if (getppid() != parent) _exit(127);  /* the parent died before prctl took effect */
+    if (syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) child_fail(errfd, STEP_PRCTL);
+    if (getppid() != a->parent) _exit(127);  /* the parent died before prctl took effect */
   }
 
   /* lift every source fd above 2 first so dup2 onto 0..2 cannot clobber another source */
@@ -214,7 +237,7 @@ static void child_exec(const proc_opts *o, int fds[3], int errfd, pid_t parent, 
   }
   /* agents must not inherit our sockets: everything above 2 closes at exec */
   if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) < 0) {
-    for (int fd = 3; fd < maxfd; fd++)
+    for (int fd = 3; fd < a->maxfd; fd++)
       if (fd != errfd) close(fd);
   }
   if (o->cwd && chdir(o->cwd) < 0) child_fail(errfd, STEP_CHDIR);
@@ -226,6 +249,7 @@ static void child_exec(const proc_opts *o, int fds[3], int errfd, pid_t parent, 
   else
     execvp(o->file, o->argv);
   child_fail(errfd, STEP_EXEC);
+  return 127;
 }
 
 /* ---- the parent side ---- */
@@ -340,22 +364,36 @@ static void proc_close_fds(int *a, int n)
     }
 }
 
-/* Fork, wait for exec (or its failure, reported through a CLOEXEC pipe), wrap the pipes. */
+/* The child's own stack: what exec needs beside the argv it may copy (a script's interpreter). */
+#define CHILD_STACK_BYTES (256 * 1024)
+
+/* Start the child (clone(CLONE_VM | CLONE_VFORK): we are suspended until it execs or dies), read
+ * its exec failure from a CLOEXEC pipe, if any. */
 static int proc_fork(const proc_opts *o, int child[3], pid_t *pidp, const char **step)
 {
   int ep[2];
   if (pipe2(ep, O_CLOEXEC) < 0) return -errno;
   struct rlimit rl;
-  int maxfd = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 65536 ? (int)rl.rlim_cur : 65536;
-  pid_t parent = getpid();
+  child_args args = {.o = o, .fds = {child[0], child[1], child[2]}, .errfd = ep[1], .parent = getpid()};
+  args.maxfd = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 65536 ? (int)rl.rlim_cur : 65536;
+  size_t stack_bytes = CHILD_STACK_BYTES;
+  for (char *const *a = o->argv; a && *a; a++) stack_bytes += sizeof(char *);
+  char *stack = mmap(NULL, stack_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  if (stack == MAP_FAILED) {
+    int e = errno;
+    close(ep[0]);
+    close(ep[1]);
+    *step = "fork";
+    return -e;
+  }
   sigset_t all, old;
   sigfillset(&all);
   /* no signal handler (libuv's writes to a pipe shared with us) may run in the child */
   pthread_sigmask(SIG_SETMASK, &all, &old);
-  pid_t pid = fork();
-  if (pid == 0) child_exec(o, child, ep[1], parent, maxfd);
+  pid_t pid = clone(child_exec, stack + stack_bytes, CLONE_VM | CLONE_VFORK | SIGCHLD, &args);
   int fork_errno = errno;
   pthread_sigmask(SIG_SETMASK, &old, NULL);
+  munmap(stack, stack_bytes);
   close(ep[1]);
   if (pid < 0) {
     close(ep[0]);
