@@ -128,7 +128,10 @@ static void sock_accept_ready(uv_poll_t *poll, int status, int events)
   }
 }
 
-/* Listen on path: stale socket replaced, bound under umask 077, mode 0600, backlog 128. */
+/* Listen on path: stale socket replaced, bound under umask 077, mode 0600, backlog 128. The socket
+ * is bound and listening under a private name first and then renamed onto path, so a client never
+ * finds a socket there that refuses it (bound, not yet listening); a path too long for the private
+ * name is bound in place. */
 int sock_listen(uv_loop_t *loop, const char *path, sock_accept_cb cb, void *data, sock_listener_t **out,
                 char *msg, size_t msglen)
 {
@@ -136,10 +139,16 @@ int sock_listen(uv_loop_t *loop, const char *path, sock_accept_cb cb, void *data
   int r = sock_addr(path, &sa, msg, msglen);
   if (r < 0) return r;
   struct stat st;
-  if (lstat(path, &st) == 0) {
-    if (!S_ISSOCK(st.st_mode)) return sock_err(msg, msglen, UV_EADDRINUSE, "%s exists and is not a socket", path);
-    if (unlink(path) < 0 && errno != ENOENT)
-      return sock_err(msg, msglen, -errno, "cannot remove stale socket %s: %s", path, strerror(errno));
+  if (lstat(path, &st) == 0 && !S_ISSOCK(st.st_mode))
+    return sock_err(msg, msglen, UV_EADDRINUSE, "%s exists and is not a socket", path);
+  char tmp[sizeof(sa.sun_path)];
+  int n = snprintf(tmp, sizeof(tmp), "%s.%ld", path, (long)getpid());
+  const char *bound = (n > 0 && (size_t)n < sizeof(tmp)) ? tmp : path;
+  if (bound == path && lstat(path, &st) == 0 && unlink(path) < 0 && errno != ENOENT)
+    return sock_err(msg, msglen, -errno, "cannot remove stale socket %s: %s", path, strerror(errno));
+  if (bound == tmp) {
+    unlink(tmp); /* a leftover of a daemon with our pid */
+    memcpy(sa.sun_path, tmp, (size_t)n + 1);
   }
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return sock_err(msg, msglen, -errno, "socket: %s", strerror(errno));
@@ -149,11 +158,12 @@ int sock_listen(uv_loop_t *loop, const char *path, sock_accept_cb cb, void *data
   umask(old);
   if (b < 0) {
     close(fd);
-    return sock_err(msg, msglen, -e, "bind %s: %s", path, strerror(e));
+    return sock_err(msg, msglen, -e, "bind %s: %s", bound, strerror(e));
   }
-  if (chmod(path, 0600) < 0 || listen(fd, 128) < 0 || lstat(path, &st) < 0) {
+  if (chmod(bound, 0600) < 0 || listen(fd, 128) < 0 || (bound == tmp && rename(tmp, path) < 0) ||
+      lstat(path, &st) < 0) {
     e = errno;
-    unlink(path);
+    unlink(bound);
     close(fd);
     return sock_err(msg, msglen, -e, "listen %s: %s", path, strerror(e));
   }

@@ -2,6 +2,7 @@
  * listen/connect with a line each way, socket mode 0600, stale sockets, unlink on close,
  * overlong paths, and peers or servers of another uid refused (when run as root). */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -163,9 +164,17 @@ static void test_round_trip(uv_loop_t *loop)
   CHECK(sock_listen(loop, notsock, on_accept_loop, &s, &l2, msg, sizeof(msg)) == UV_EADDRINUSE);
   CHECKF(strstr(msg, "not a socket") != NULL, "%s", msg);
 
-  TEST("the socket is 0600");
+  TEST("the socket is 0600, and its private name (bound and listening before the rename) is gone");
   struct stat st;
   CHECK(lstat(path, &st) == 0 && S_ISSOCK(st.st_mode) && (st.st_mode & 0777) == 0600);
+  char priv[PATH_MAX + 96];
+  snprintf(priv, sizeof(priv), "%s.%ld", path, (long)getpid());
+  CHECK(lstat(priv, &st) < 0 && errno == ENOENT);
+  DIR *d = opendir(dir);
+  int entries = 0;
+  for (struct dirent *e; d && (e = readdir(d));) entries += e->d_name[0] != '.';
+  if (d) closedir(d);
+  CHECKF(entries == 2, "the home holds the socket and the plain file only (%d entries)", entries);
 
   TEST("listen/connect round trip, a line each way, peer credentials passed on");
   REQUIRE(sock_connect(path, &fd, msg, sizeof(msg)) == 0);
