@@ -93,7 +93,7 @@ function M.create(d, s, cwd, save)
   local agent_cwd = rel == "" and dir or (dir .. "/" .. rel)
   if not uv.fs_stat(agent_cwd) then
     -- cwd is not in the commit (an untracked or ignored directory): made empty, and said so
-    os.execute("mkdir -p '" .. agent_cwd:gsub("'", "'\\''") .. "'")
+    command.run("mkdir", { "-p", "--", agent_cwd })
     warnings[#warnings + 1] = string.format("%s is not in commit %s: made empty in the worktree", rel, base:sub(1, 12))
   end
   s.worktree.state = "ready"
@@ -105,7 +105,7 @@ end
 -- for a failed or interrupted creation. Coroutine.
 function M.discard(wt)
   git(wt.repo, { "worktree", "remove", "--force", "--force", wt.path })
-  os.execute("rm -rf '" .. wt.path:gsub("'", "'\\''") .. "'")
+  command.run("rm", { "-rf", "--", wt.path }, { timeout_ms = 120000 }) -- a child: agentd's loop goes on
   git(wt.repo, { "worktree", "prune" })
   local tip = git(wt.repo, { "rev-parse", "--verify", "--quiet", "refs/heads/" .. wt.branch })
   if tip and tip == wt.base then git(wt.repo, { "branch", "-D", wt.branch }) end
