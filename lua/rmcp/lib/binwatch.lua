@@ -66,8 +66,12 @@ function M.watch(path, on_change, opts)
       end
     end
   end
-  poll = uv.new_fs_poll()
-  poll:start(path, opts.poll_ms or 2000, function() touched() end)
+  -- the slow poll: a timer and a stat here (an fs_poll would start libuv's thread pool, four
+  -- threads and their memory in every process, for one stat every two seconds)
+  poll = uv.new_timer()
+  poll:start(opts.poll_ms or 2000, opts.poll_ms or 2000, function()
+    if M.identity(path) ~= last then touched() end
+  end)
 
   return {
     close = function()
