@@ -14,7 +14,6 @@ local contract = require "rmcp.rules.contract"
 local state = require "rmcp.agentd.session.state"
 local events = require "rmcp.agentd.session.events"
 local turns = require "rmcp.agentd.session.turns"
-local worktree = require "rmcp.agentd.worktree"
 local configure = require "rmcp.agentd.session.configure"
 
 local M = {}
@@ -226,7 +225,8 @@ function M.spawn(d, owner, project_dir, o, cwd, cb)
   async.run(function()
     local wt_warnings
     if o.isolate == "worktree" then
-      local agent_cwd, werr = worktree.create(d, s, cwd, function() return state.save_first(d, s) end)
+      -- (loaded on first use: most fleets never isolate, and an idle agentd stays small)
+      local agent_cwd, werr = require("rmcp.agentd.worktree").create(d, s, cwd, function() return state.save_first(d, s) end)
       if not agent_cwd then
         state.discard(d, s)
         log.warn("session %s: spawn refused: %s", s.id, werr.message)
@@ -238,7 +238,7 @@ function M.spawn(d, owner, project_dir, o, cwd, cb)
     local ok, err = start_agent(d, s, o, "new")
     for _, w in ipairs(ok and wt_warnings or {}) do s.warnings[#s.warnings + 1] = w end
     if not ok then
-      if s.worktree and not s.rt.stopping then worktree.discard(s.worktree) end
+      if s.worktree and not s.rt.stopping then require("rmcp.agentd.worktree").discard(s.worktree) end
       if s.rt.stopping then
         s.status, s.exit_reason = "exited", s.rt.stopping
         state.persist(d, s)
