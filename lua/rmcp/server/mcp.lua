@@ -408,11 +408,11 @@ local function tool_ctx(server, call)
       end
     end)
   end
-  -- Asks the supervising launcher for a fresh server; false when there is none.
   -- Lists the tool sets after enabling/disabling some (reasonix_toolsets).
   function ctx.toolsets(enable, disable)
     return server:change_toolsets(enable, disable)
   end
+  -- Asks the supervising launcher for a fresh server; false when there is none.
   function ctx.restart_server(reason)
     if not server.supervised then return false end
     server:notify("$/rmcp/restart", { reason = reason })
