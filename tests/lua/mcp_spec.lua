@@ -100,7 +100,14 @@ test("tools/list is encoded once per version and shows only non-default annotati
   t.eq(tools[1].annotations.title, tools[1].title ~= nil and tools[1].title or "Spawn agent", "title in annotations then")
 end)
 
+local toolsets_case
+
 test("tool sets: core listed by default, more by REASONIX_MCP_TOOLSETS or reasonix_toolsets; every tool answers by name", function(t)
+  with_env({ REASONIX_MCP_HOME = t.tmpdir("toolsets"), REASONIX_MCP_TOOLSETS = false }, function() toolsets_case(t) end)
+end)
+
+-- The body of the tool sets case, in a private home.
+toolsets_case = function(t)
   local names = function(r)
     local out = {}
     for _, tool in ipairs(r.result.tools) do out[tool.name] = true end
@@ -135,6 +142,14 @@ test("tool sets: core listed by default, more by REASONIX_MCP_TOOLSETS or reason
   listed = names(c.request("tools/list"))
   t.ok(listed.reasonix_routine_create and listed.reasonix_routine_delete, "routines listed now")
   t.eq(listed.reasonix_broadcast, nil)
+  -- kept for this orchestrator: the next server of the same host lists them from its start
+  t.match(r.result.structuredContent.kept_in, "/toolsets/%x+%.json$")
+  local again = server(t, function() end)
+  again.init("2025-11-25")
+  t.ok(names(again.request("tools/list")).reasonix_routine_run, "a new server of the same host lists routines")
+  local other = server(t, function() end)
+  other.request("initialize", { protocolVersion = "2025-11-25", capabilities = {}, clientInfo = { name = "another-host", version = "1" } })
+  t.eq(names(other.request("tools/list")).reasonix_routine_run, nil, "another host (orchestrator) does not")
 
   -- enabling what is listed changes nothing and tells nobody
   before = #c.out
@@ -146,6 +161,9 @@ test("tool sets: core listed by default, more by REASONIX_MCP_TOOLSETS or reason
   listed = names(c.request("tools/list"))
   t.eq(listed.reasonix_routine_create, nil, "disabled again")
   t.ok(listed.reasonix_spawn)
+  local third = server(t, function() end)
+  third.init("2025-11-25")
+  t.eq(names(third.request("tools/list")).reasonix_routine_run, nil, "and so from the next start")
   r = c.request("tools/call", { name = "reasonix_toolsets", arguments = { enable = { "everything" } } })
   t.eq(r.result.isError, true)
   t.match(r.result.content[1].text, "must be one of")
@@ -163,7 +181,7 @@ test("tool sets: core listed by default, more by REASONIX_MCP_TOOLSETS or reason
     t.ok(got.reasonix_broadcast and got.reasonix_diff and got.reasonix_spawn, "fleet, worktree and core")
     t.eq(got.reasonix_routine_run, nil)
   end)
-end)
+end
 
 test("tool arguments are checked against the schema before agentd hears of them", function(t)
   local c = server(t, function() return {} end)

@@ -15,6 +15,7 @@ local config = require "rmcp.config"
 local sys = require "rmcp.sys"
 local session = require "rmcp.agentd.session"
 local store = require "rmcp.agentd.store"
+local files = require "rmcp.lib.files"
 
 local M = {}
 
@@ -104,7 +105,7 @@ function M.exec(d, exe, st, paused, reason)
     return nil, "cannot encode the handover state: " .. tostring(jerr)
   end
   local path = d.paths.home .. "/agentd.handover.json"
-  local ok, werr = store.write_atomic(path, text, false) -- 0600, like every file in the home
+  local ok, werr = files.write_atomic(path, text, false) -- 0600, like every file in the home
   if not ok then
     M.release(paused)
     return nil, "cannot write " .. path .. ": " .. tostring(werr)

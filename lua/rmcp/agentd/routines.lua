@@ -56,14 +56,14 @@ end
 
 -- ---- files ----------------------------------------------------------------------------------
 
--- Writes value as JSON to path atomically, 0600 (store.write_atomic); logs and returns false on failure.
+-- Writes value as JSON to path atomically, 0600 (lib/files.write_atomic); logs and returns false on failure.
 local function save_json(path, value)
   local text, err = json.encode(value)
   if not text then
     log.error("routines: cannot encode %s: %s", path, tostring(err))
     return false
   end
-  local ok, werr = store.write_atomic(path, text .. "\n", true)
+  local ok, werr = files.write_atomic(path, text .. "\n", true)
   if not ok then log.error("routines: cannot write %s: %s", path, tostring(werr)) end
   return ok
 end

@@ -2,6 +2,7 @@
 -- with rename) and <id>.events.jsonl (our append-only journal of what the agent did).
 local uv = require "luv"
 local json = require "rmcp.lib.json"
+local files = require "rmcp.lib.files"
 local log = require "rmcp.lib.log"
 
 local M = {}
@@ -63,26 +64,6 @@ function M.random_hex(n)
   return (bytes:gsub(".", function(c) return string.format("%02x", c:byte()) end):sub(1, 2 * n))
 end
 
--- Writes text to path atomically (temp file in the same dir, fsync unless fsync is false, rename);
--- returns true or nil, err.
-function M.write_atomic(path, text, fsync)
-  local tmp = path .. ".tmp" .. uv.os_getpid()
-  local fd, err = uv.fs_open(tmp, "w", 384) -- 0600
-  if not fd then return nil, err end
-  local ok, werr, off = true, nil, 0
-  while off < #text do -- a short write (a disk or file-size limit reached) goes on until its errno
-    ok, werr = uv.fs_write(fd, off == 0 and text or text:sub(off + 1), -1)
-    if not ok or ok == 0 then ok, werr = nil, werr or "EIO: nothing written"; break end
-    off = off + ok
-  end
-  if ok and fsync ~= false then ok, werr = uv.fs_fsync(fd) end
-  uv.fs_close(fd)
-  if not ok then uv.fs_unlink(tmp); return nil, werr end
-  local rok, rerr = uv.fs_rename(tmp, path)
-  if not rok then uv.fs_unlink(tmp); return nil, rerr end
-  return true
-end
-
 -- Encodes the persisted fields of session s; returns text or nil (logged).
 local function encode(s)
   local rec = {}
@@ -110,7 +91,7 @@ local MAX_OPEN_JOURNALS = 256
 local function write_now(path, s, fsync)
   local text = encode(s)
   if not text then return false, "metadata not encodable" end
-  local ok, werr = M.write_atomic(path, text, fsync)
+  local ok, werr = files.write_atomic(path, text, fsync)
   if not ok then log.error("session %s: cannot save metadata to %s: %s", s.id, path, werr) end
   return ok == true, werr
 end

@@ -1,8 +1,8 @@
 -- Tool sets: which tools tools/list shows a host. Every definition listed is in the host's model
 -- context on every request, so the listing starts with the orchestration loop (core) and the other
--- sets are listed when wanted: REASONIX_MCP_TOOLSETS at start, reasonix_toolsets at run time. A set
--- decides what is listed only: every tool answers its name whatever is listed (a host that cached a
--- longer list, or a server that replaced ours, keeps working).
+-- sets are listed when wanted: REASONIX_MCP_TOOLSETS at start, reasonix_toolsets at run time (kept
+-- per orchestrator by the server, server/mcp.lua). A set decides what is listed only: every tool
+-- answers its name whatever is listed (a host that cached a longer list keeps working).
 local M = {}
 
 -- The sets in the order reasonix_toolsets shows them; a tool names its set (`toolset`), else core.

@@ -7,6 +7,9 @@ local log = require "rmcp.lib.log"
 local schema = require "rmcp.server.schema"
 local tools = require "rmcp.server.tools"
 local toolsets = require "rmcp.rules.toolsets"
+local files = require "rmcp.lib.files"
+local config = require "rmcp.config"
+local sock = require "rmcp.sock"
 local relay = require "rmcp.server.relay"
 local elicitation = require "rmcp.server.elicitation"
 local orchestrator = require "rmcp.server.orchestrator"
@@ -92,6 +95,19 @@ function Server:load_tools()
   if finish then finish() end
   self.tool_list, self.tools_by_name = tools.load()
   self.tools_generation = reload.generation()
+  -- the sets this orchestrator listed before (reasonix_toolsets), kept across starts
+  local kept = self.orchestrator_id and json.decode(files.read(self:toolsets_file()) or "null")
+  if type(kept) == "table" and type(kept.listed) == "table" then
+    for _, name in ipairs(kept.listed) do
+      if toolsets.known(name) then self.toolsets[name] = true end
+    end
+  end
+end
+
+-- Where this host's orchestrator keeps the tool sets it listed: $REASONIX_MCP_HOME/toolsets/<hash
+-- of the orchestrator id>.json (the id may come from the environment, with any characters in it).
+function Server:toolsets_file()
+  return string.format("%s/toolsets/%s.json", config.home(), orchestrator.fnv1a64(self.orchestrator_id))
 end
 
 -- True when two decoded JSON values are equal (key order aside).
@@ -278,10 +294,18 @@ end
 function Server:change_toolsets(enable, disable)
   local changed, err = toolsets.change(self.toolsets, enable, disable)
   if changed == nil then return nil, err end
+  local saved_to
   if changed then
     self.tools_cache = nil
     log.info("tool sets listed: %s", table.concat(self:enabled_toolsets(), ", "))
     if self:ready_for_requests() then self:notify("notifications/tools/list_changed") end
+    -- kept for this orchestrator: a host that does not refresh its list within a run (Claude Code
+    -- and Codex do not) offers the tools from its next start
+    local path = self:toolsets_file()
+    local dir_ok, derr = sock.secure_dir(path:match("^(.*)/[^/]+$"))
+    local ok, werr = dir_ok, derr
+    if dir_ok then ok, werr = files.write_atomic(path, assert(json.encode({ listed = json.array(self:enabled_toolsets()) })) .. "\n", false) end
+    if ok then saved_to = path else log.warn("cannot keep the tool sets in %s: %s", path, tostring(werr)) end
   end
   local sets = json.array()
   for _, set in ipairs(toolsets.SETS) do
@@ -291,7 +315,9 @@ function Server:change_toolsets(enable, disable)
     end
     sets[#sets + 1] = { name = set.name, listed = self.toolsets[set.name] == true, about = set.about, tools = names }
   end
-  return { toolsets = sets, list_changed = changed }
+  return { toolsets = sets, list_changed = changed, kept_in = saved_to,
+           note = changed and "Hosts that refresh on notifications/tools/list_changed offer the tools now; others "
+             .. "(Claude Code and Codex within a run) from their next start: the choice is kept for this orchestrator." or nil }
 end
 
 -- The names of the listed tool sets, in their order.
