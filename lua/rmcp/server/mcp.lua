@@ -9,7 +9,6 @@ local tools = require "rmcp.server.tools"
 local toolsets = require "rmcp.rules.toolsets"
 local files = require "rmcp.lib.files"
 local config = require "rmcp.config"
-local sock = require "rmcp.sock"
 local relay = require "rmcp.server.relay"
 local elicitation = require "rmcp.server.elicitation"
 local orchestrator = require "rmcp.server.orchestrator"
@@ -302,7 +301,7 @@ function Server:change_toolsets(enable, disable)
     -- kept for this orchestrator: a host that does not refresh its list within a run (Claude Code
     -- and Codex do not) offers the tools from its next start
     local path = self:toolsets_file()
-    local dir_ok, derr = sock.secure_dir(path:match("^(.*)/[^/]+$"))
+    local dir_ok, derr = require("rmcp.sock").secure_dir(path:match("^(.*)/[^/]+$")) -- (a C module: loaded when used)
     local ok, werr = dir_ok, derr
     if dir_ok then ok, werr = files.write_atomic(path, assert(json.encode({ listed = json.array(self:enabled_toolsets()) })) .. "\n", false) end
     if ok then saved_to = path else log.warn("cannot keep the tool sets in %s: %s", path, tostring(werr)) end
