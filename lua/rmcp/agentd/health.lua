@@ -164,7 +164,9 @@ function M.anomaly(d, s)
 end
 
 -- One sampling pass: the CPU of every running turn's process tree (a change is progress), then
--- the turns that just became stalled are flagged (health_alert) and reported once.
+-- the turns that just became stalled are flagged (health_alert) and reported once per quiet stretch
+-- of the protocol: process-tree CPU counts as progress for the state, but only a line from the
+-- agent (or a new turn) lets a later stall wake a watch again.
 local function sample(d)
   local any = false
   for _, s in pairs(d.sessions) do any = any or (s.status == "running" and s.rt and s.rt.agent ~= nil) end
@@ -179,11 +181,11 @@ local function sample(d)
       local h = M.of(d, s)
       local stalled = h and h.state == "stalled"
       if stalled and not rt.stalled then
-        rt.stalled, rt.health_alert = true, true
+        rt.stalled, rt.health_alert = uv.now(), true
         log.warn("session %s: stalled: no protocol or process progress for %ds", s.id, h.quiet_s)
         d.on_change(s, "status", { note = string.format("stalled: no protocol or process progress for %ds", h.quiet_s) })
-      elseif not stalled then
-        rt.stalled = nil
+      elseif not stalled and rt.stalled and (agent.last_line_at or 0) > rt.stalled then
+        rt.stalled = nil -- re-armed by the agent speaking: a CPU blip alone does not make a new stall
       end
     end
   end

@@ -1,0 +1,37 @@
+-- The health sampler's alert rule: a turn that goes quiet wakes its watches once; a burst of
+-- process CPU makes it running again but does not earn a second alert, a line from the agent does.
+local uv = require "luv"
+local config = require "rmcp.config"
+local health = require "rmcp.agentd.health"
+
+test("a stall alerts once per quiet stretch of the protocol", function(t)
+  local saved = config.limits.runtime_stalled_after
+  config.limits.runtime_stalled_after = 1
+  t.defer(function() config.limits.runtime_stalled_after = saved end)
+  local child = uv.spawn("sleep", { args = { "60" } }, function() end)
+  t.ok(child, "a quiet process stands in for the agent")
+  t.defer(function() child:kill("sigkill"); child:close() end)
+  uv.update_time()
+  local agent = { exited = false }
+  function agent.pid() return child:get_pid() end
+  local s = { id = "s1", status = "running", rt = { agent = agent, turn_started_ms = uv.now() } }
+  local alerts = 0
+  local d = { sessions = { s1 = s }, on_change = function(_, kind) if kind == "status" then alerts = alerts + 1 end end }
+  health.start(d)
+  t.defer(function() d.health.timer:close() end)
+  t.wait_for(function() return alerts == 1 end, 5000, "the first stall alerts")
+  t.ok(s.rt.health_alert, "flagged for the next watch")
+  s.rt.health_alert = nil -- a watch reported it
+
+  s.rt.cpu_changed_at = uv.now() -- the process tree burned CPU: progress for the state
+  t.wait_for(function() return health.of(d, s).state == "running" end, 2000, "running again after the CPU burst")
+  t.wait_for(function() return health.of(d, s).state == "stalled" end, 4000, "quiet again")
+  local seen = uv.now()
+  t.wait_for(function() return uv.now() - seen >= 600 end, 2000, "a few more samples")
+  t.eq(alerts, 1, "a CPU burst alone does not make a new stall")
+  t.eq(s.rt.health_alert, nil)
+
+  agent.last_line_at = uv.now() -- the agent spoke: protocol progress re-arms the alert
+  t.wait_for(function() return alerts == 2 end, 5000, "the next stall after the agent spoke alerts")
+  t.ok(s.rt.health_alert)
+end)
