@@ -125,7 +125,7 @@ test("a worktree a dead daemon left half-made is removed at the next start, lock
     s.worktree.state = "creating" -- as saved before git ran, when the daemon died
     sh(t, "printf 'initializing\\n' > " .. r .. "/.git/worktrees/rx-crash/locked")
     local persisted
-    worktree.recover({ sessions = { [s.id] = s } }, function(x) persisted = x end)
+    worktree.recover({ s }, function(x) persisted = x end)
     t.eq(persisted, s)
     t.eq(s.status, "exited")
     t.eq(s.exit_reason, "worktree_interrupted")

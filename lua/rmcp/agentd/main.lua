@@ -155,14 +155,15 @@ function M.main(_)
   require("rmcp.policy.loader").init{ role = "agentd" }
   restore(d)
   if handed then handover.adopt_all(d, handed) end
-  -- a worktree left half-made by a dead daemon is removed (the module loads only when one may be)
+  -- a worktree left half-made by a dead daemon is removed (the module loads only when one is)
+  local half_made = {}
   for _, s in pairs(d.sessions) do
-    if type(s.worktree) == "table" and s.worktree.state == "creating" then
-      require("rmcp.lib.async").run(function()
-        require("rmcp.agentd.worktree").recover(d, function(x) session.persist(d, x) end)
-      end, function(e) log.error("worktree recovery failed: %s", tostring(e)) end)
-      break
-    end
+    if type(s.worktree) == "table" and s.worktree.state == "creating" then half_made[#half_made + 1] = s end
+  end
+  if #half_made > 0 then
+    require("rmcp.lib.async").run(function()
+      require("rmcp.agentd.worktree").recover(half_made, function(x) session.persist(d, x) end)
+    end, function(e) log.error("worktree recovery failed: %s", tostring(e)) end)
   end
   retention.start(d)
   health.start(d)

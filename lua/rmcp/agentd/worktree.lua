@@ -188,22 +188,21 @@ function M.remove(wt, delete_branch)
   return out
 end
 
--- Removes the half-made worktrees of sessions a dead daemon left "creating" (at start): the
--- sessions are marked exited before the first git call (so no caller sees them as resumable), then
--- each worktree, its lock and its branch go. Coroutine.
-function M.recover(d, persist)
+-- Removes the half-made worktrees of the sessions a dead daemon left "creating" (at start; the
+-- daemon picks them out, so this module loads only when there are some): the sessions are marked
+-- exited before the first git call (so no caller sees them as resumable), then each worktree, its
+-- lock and its branch go. Coroutine.
+function M.recover(sessions, persist)
   local half = {}
-  for _, s in pairs(d.sessions) do
-    if type(s.worktree) == "table" and s.worktree.state == "creating" then
-      log.warn("session %s: its worktree %s was being made when agentd stopped; removing it", s.id, tostring(s.worktree.path))
-      half[#half + 1] = { s = s, wt = s.worktree }
-      s.worktree.state = "removed"
-      s.status, s.exit_reason = "exited", "worktree_interrupted"
-      s.error_text = "agentd stopped while making this session's worktree; it was removed (spawn again)"
-      persist(s)
-    end
+  for _, s in ipairs(sessions) do
+    log.warn("session %s: its worktree %s was being made when agentd stopped; removing it", s.id, tostring(s.worktree.path))
+    half[#half + 1] = s.worktree
+    s.worktree.state = "removed"
+    s.status, s.exit_reason = "exited", "worktree_interrupted"
+    s.error_text = "agentd stopped while making this session's worktree; it was removed (spawn again)"
+    persist(s)
   end
-  for _, h in ipairs(half) do M.discard(h.wt) end
+  for _, wt in ipairs(half) do M.discard(wt) end
 end
 
 return M
