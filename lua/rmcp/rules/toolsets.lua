@@ -33,21 +33,30 @@ function M.names()
   return table.concat(out, ", ")
 end
 
--- The sets listed from the start: text is REASONIX_MCP_TOOLSETS (comma-separated names, or "all";
--- unset or empty: core only). Returns the enabled map (core always in) and a warning naming what
--- was not understood, or nil.
-function M.initial(text)
-  local on, unknown = { core = true }, {}
-  for name in tostring(text or ""):gmatch("[^,%s]+") do
-    name = name:lower()
+-- The sets the names in list mean ("all": every set), and the names that are no set.
+local function expand(list)
+  local out, unknown = {}, {}
+  for _, name in ipairs(list or {}) do
     if name == "all" then
-      for n in pairs(known) do on[n] = true end
+      for n in pairs(known) do out[#out + 1] = n end
     elseif known[name] then
-      on[name] = true
+      out[#out + 1] = name
     else
       unknown[#unknown + 1] = name
     end
   end
+  return out, unknown
+end
+
+-- The sets listed from the start: text is REASONIX_MCP_TOOLSETS (comma-separated names, or "all";
+-- unset or empty: core only). Returns the enabled map (core always in) and a warning naming what
+-- was not understood, or nil.
+function M.initial(text)
+  local names = {}
+  for name in tostring(text or ""):gmatch("[^,%s]+") do names[#names + 1] = name:lower() end
+  local sets, unknown = expand(names)
+  local on = { core = true }
+  for _, n in ipairs(sets) do on[n] = true end
   local warning = #unknown > 0 and string.format("REASONIX_MCP_TOOLSETS: unknown set(s) %s ignored (sets: %s, or all)",
     table.concat(unknown, ", "), M.names()) or nil
   return on, warning
@@ -55,26 +64,12 @@ end
 
 -- Applies enable and disable (lists of names, "all" allowed) to the enabled map on, in place.
 -- Returns true when the listing changed, or nil and a message (nothing applied) for an unknown
--- name or core disabled.
+-- name; core stays listed whatever disable says.
 function M.change(on, enable, disable)
-  local function expand(list, what)
-    local out = {}
-    for _, name in ipairs(list or {}) do
-      if name == "all" then
-        for n in pairs(known) do out[#out + 1] = n end
-      elseif known[name] then
-        out[#out + 1] = name
-      else
-        return nil, string.format("unknown tool set %q in %s (sets: %s, or all)", name, what, M.names())
-      end
-    end
-    return out
-  end
-  local en, err = expand(enable, "enable")
-  if not en then return nil, err end
-  local dis
-  dis, err = expand(disable, "disable")
-  if not dis then return nil, err end
+  local en, en_unknown = expand(enable)
+  local dis, dis_unknown = expand(disable)
+  local bad, where = en_unknown[1] or dis_unknown[1], en_unknown[1] and "enable" or "disable"
+  if bad then return nil, string.format("unknown tool set %q in %s (sets: %s, or all)", bad, where, M.names()) end
   local changed = false
   for _, n in ipairs(dis) do
     if n ~= "core" and on[n] then on[n], changed = nil, true end

@@ -301,9 +301,8 @@ function Server:change_toolsets(enable, disable)
     -- kept for this orchestrator: a host that does not refresh its list within a run (Claude Code
     -- and Codex do not) offers the tools from its next start
     local path = self:toolsets_file()
-    local dir_ok, derr = require("rmcp.sock").secure_dir(path:match("^(.*)/[^/]+$")) -- (a C module: loaded when used)
-    local ok, werr = dir_ok, derr
-    if dir_ok then ok, werr = files.write_atomic(path, assert(json.encode({ listed = json.array(self:enabled_toolsets()) })) .. "\n", false) end
+    local ok, werr = require("rmcp.sock").secure_dir(path:match("^(.*)/[^/]+$")) -- (a C module: loaded when used)
+    if ok then ok, werr = files.write_atomic(path, assert(json.encode({ listed = json.array(self:enabled_toolsets()) })) .. "\n", false) end
     if ok then saved_to = path else log.warn("cannot keep the tool sets in %s: %s", path, tostring(werr)) end
   end
   local sets = json.array()
