@@ -162,11 +162,13 @@ static void host_set_info(lua_host_t *h)
 {
   lua_State *L = h->L;
   luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
-  lua_createtable(L, 0, 3);
+  lua_createtable(L, 0, 4);
   lua_pushstring(L, h->lua_dir);
   lua_setfield(L, -2, "lua_dir");
   lua_pushstring(L, h->exe);
   lua_setfield(L, -2, "exe");
+  lua_pushstring(L, h->invoked);
+  lua_setfield(L, -2, "invoked");
   lua_pushstring(L, RMCP_VERSION);
   lua_setfield(L, -2, "version");
   lua_setfield(L, -2, "rmcp.host");
@@ -222,19 +224,21 @@ static char *host_exe_path(void)
 }
 
 /* Create the host: state, libraries, luv on loop, modules (name, luaopen; NULL-terminated) as
- * preloads, path and rmcp.host info. */
-lua_host_t *lua_host_new(uv_loop_t *loop, const char *lua_dir, const luaL_Reg *modules)
+ * preloads, path and rmcp.host info (invoked: the path to start our binary by; NULL: its real path). */
+lua_host_t *lua_host_new(uv_loop_t *loop, const char *lua_dir, const char *invoked, const luaL_Reg *modules)
 {
   lua_host_t *h = calloc(1, sizeof(*h));
   if (h == NULL) return NULL;
   h->loop = loop;
   h->lua_dir = strdup(lua_dir ? lua_dir : ".");
   h->exe = host_exe_path();
+  h->invoked = h->exe ? strdup(invoked ? invoked : h->exe) : NULL;
   h->L = luaL_newstate();
-  if (h->L == NULL || h->lua_dir == NULL || h->exe == NULL) {
+  if (h->L == NULL || h->lua_dir == NULL || h->exe == NULL || h->invoked == NULL) {
     if (h->L) lua_close(h->L);
     free(h->lua_dir);
     free(h->exe);
+    free(h->invoked);
     free(h);
     return NULL;
   }
@@ -334,5 +338,6 @@ void lua_host_free(lua_host_t *h)
   host_drain(h);
   free(h->lua_dir);
   free(h->exe);
+  free(h->invoked);
   free(h);
 }

@@ -13,6 +13,7 @@ typedef struct lua_host {
   uv_loop_t *loop;
   char *lua_dir;
   char *exe;
+  char *invoked;     /* the path processes we start from this binary are given (exepath.c) */
   int exit_code;     /* set by sys.stop */
   int stopped;
 } lua_host_t;
@@ -23,7 +24,7 @@ typedef struct lua_host {
 #define LUA_HOST_TEARDOWN "__rmcp_teardown"
 #define LUA_HOST_CLOSE "__rmcp_close"
 
-lua_host_t *lua_host_new(uv_loop_t *loop, const char *lua_dir, const luaL_Reg *modules);
+lua_host_t *lua_host_new(uv_loop_t *loop, const char *lua_dir, const char *invoked, const luaL_Reg *modules);
 int lua_host_run_main(lua_host_t *h, int argc, char **argv);
 void lua_host_close_objects(lua_host_t *h, const char *method);
 void lua_host_free(lua_host_t *h);

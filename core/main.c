@@ -13,6 +13,8 @@
 #include <uv.h>
 
 #include "channel.h"
+#include "exepath.h"
+#include "first_server.h"
 #include "lua_host.h"
 #include "modules.h"
 #include "proc.h"
@@ -115,6 +117,7 @@ static void main_flush(uv_loop_t *loop)
 static int main_teardown(uv_loop_t *loop, lua_host_t *host)
 {
   lua_host_close_objects(host, LUA_HOST_TEARDOWN);
+  first_server_drop();
   proc_teardown();
   main_flush(loop);
   lua_host_free(host);
@@ -135,9 +138,13 @@ int main(int argc, char **argv)
     fprintf(stderr, "reasonix-mcp: uv_loop_init: %s\n", uv_strerror(r));
     return 1;
   }
+  char *invoked = exepath_invoked(argv[0]);
+  /* the launcher (no subcommand) starts its first server before its own Lua loads */
+  if (invoked && (argc < 2 || strcmp(argv[1], "launcher") == 0)) first_server_start(invoked);
   char *lua_dir = main_lua_dir();
-  lua_host_t *host = lua_dir ? lua_host_new(&loop, lua_dir, main_modules) : NULL;
+  lua_host_t *host = lua_dir ? lua_host_new(&loop, lua_dir, invoked, main_modules) : NULL;
   free(lua_dir);
+  free(invoked);
   if (host == NULL) {
     fprintf(stderr, "reasonix-mcp: out of memory creating the lua state\n");
     return 1;

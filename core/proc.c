@@ -418,40 +418,52 @@ static int proc_fork(const proc_opts *o, int child[3], pid_t *pidp, const char *
 
 static int proc_track(uv_loop_t *loop, pid_t pid, int parent[3], const proc_opts *o, proc_t **out);
 
-/* Spawn a child; exec failures come back synchronously (negative errno, *failed_step set). */
-int proc_spawn(uv_loop_t *loop, const proc_opts *o, proc_t **out, const char **failed_step)
+/* Start a child without tracking it: *pidp, and our ends of its pipes in parent[i] (-1: none),
+ * go to the caller, who must hand them to proc_adopt (or close them). Exec failures come back
+ * synchronously (negative errno, *failed_step set). */
+int proc_start(const proc_opts *o, pid_t *pidp, int parent[3], const char **failed_step)
 {
   static const char *const stdio_names[] = {"stdin", "stdout", "stderr"};
   const char *step_dummy;
   const char **step = failed_step ? failed_step : &step_dummy;
-  int child[3] = {-1, -1, -1}, parent[3] = {-1, -1, -1};
-  int r = reaper_get(loop);
-  *step = "spawn";
-  if (r < 0) return r;
+  int child[3] = {-1, -1, -1};
+  int r = 0;
+  for (int i = 0; i < 3; i++) parent[i] = -1;
   for (int i = 0; i < 3; i++) {
     r = proc_stdio_open(&o->io[i], i, &child[i], &parent[i]);
     if (r < 0) {
       *step = stdio_names[i];
-      goto fail;
+      break;
     }
   }
-  pid_t pid = -1;
-  r = proc_fork(o, child, &pid, step);
+  if (r == 0) r = proc_fork(o, child, pidp, step);
   proc_close_fds(child, 3);
-  if (r < 0) goto fail;
+  if (r < 0) proc_close_fds(parent, 3);
+  return r;
+}
 
+/* Spawn a child; exec failures come back synchronously (negative errno, *failed_step set). */
+int proc_spawn(uv_loop_t *loop, const proc_opts *o, proc_t **out, const char **failed_step)
+{
+  const char *step_dummy;
+  const char **step = failed_step ? failed_step : &step_dummy;
+  int parent[3];
+  pid_t pid = -1;
+  int r = reaper_get(loop);
+  *step = "spawn";
+  if (r < 0) return r;
+  r = proc_start(o, &pid, parent, step);
+  if (r < 0) {
+    reaper_update();
+    return r;
+  }
   r = proc_track(loop, pid, parent, o, out);
   if (r < 0) {
     kill(pid, SIGKILL);  /* cannot track it: do not leave it behind */
     while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {}
-    goto fail;
+    proc_close_fds(parent, 3);
+    reaper_update();
   }
-  return 0;
-
-fail:
-  proc_close_fds(child, 3);
-  proc_close_fds(parent, 3);
-  reaper_update();
   return r;
 }
 

@@ -1,4 +1,5 @@
-/* proc_lua.c: the Lua binding of rmcp.proc (spawn, adopt, and the process object, which hands out
+/* proc_lua.c: the Lua binding of rmcp.proc (spawn, adopt, the launcher's first server started
+ * from C, and the process object, which hands out
  * its pipes as rmcp.channel objects: p.stdin, p.stdout, p.stderr). The process machinery itself
  * is proc.c. */
 #include <lauxlib.h>
@@ -6,6 +7,7 @@
 #include <string.h>
 
 #include "channel_lua.h"
+#include "first_server.h"
 #include "lua_host.h"
 #include "modules.h"
 #include "proc.h"
@@ -273,6 +275,22 @@ static int lproc_adopt(lua_State *L)
   return 1;
 }
 
+/* proc.take_first_server() -> pid, stdin fd, stdout fd | nil: the launcher's first server, started
+ * from C before Lua (first_server.c), handed over once; adopt it with proc.adopt. */
+static int lproc_take_first_server(lua_State *L)
+{
+  pid_t pid;
+  int in, out;
+  if (first_server_take(&pid, &in, &out) < 0) {
+    lua_pushnil(L);
+    return 1;
+  }
+  lua_pushinteger(L, pid);
+  lua_pushinteger(L, in);
+  lua_pushinteger(L, out);
+  return 3;
+}
+
 /* Check arg 1 is a proc userdata. */
 static lproc_t *lproc_check(lua_State *L)
 {
@@ -379,5 +397,7 @@ int luaopen_rmcp_proc(lua_State *L)
   lua_setfield(L, -2, "spawn");
   lua_pushcfunction(L, lproc_adopt);
   lua_setfield(L, -2, "adopt");
+  lua_pushcfunction(L, lproc_take_first_server);
+  lua_setfield(L, -2, "take_first_server");
   return 1;
 }

@@ -65,7 +65,7 @@ function Client:spawn_daemon()
     if k ~= "REASONIX_MCP_HOME" then env[#env + 1] = k .. "=" .. v end
   end
   env[#env + 1] = "REASONIX_MCP_HOME=" .. self.paths.home
-  local exe = self.opts.exe or require("rmcp.lib.exepath").invoked()
+  local exe = self.opts.exe or require("rmcp.host").invoked
   local p, serr = proc.spawn({
     file = exe, args = { "agentd" }, cwd = "/", env = env,
     setsid = true, pdeathsig = false, stdin = "null",

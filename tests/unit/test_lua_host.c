@@ -91,6 +91,7 @@ static const char *lua_env =
   "ok(host.lua_dir == TMP, 'rmcp.host.lua_dir')\n"
   "ok(host.version == '0.1.0', 'rmcp.host.version')\n"
   "ok(host.exe:match('/test_lua_host$'), 'rmcp.host.exe is the realpath of /proc/self/exe: ' .. host.exe)\n"
+  "ok(host.invoked == host.exe, 'rmcp.host.invoked defaults to exe')\n"
   "ok(package.path:sub(1, #TMP + 7) == TMP .. '/?.lua;', 'package.path starts with the lua dir')\n"
   "ok(package.path:find(TMP .. '/?/init.lua;', 1, true), 'init.lua pattern')\n"
   "local uv = require 'luv'\n"
@@ -322,7 +323,7 @@ int main(void)
   REQUIRE(realpath(tmpl, tmp) != NULL);
   uv_loop_t loop;
   uv_loop_init(&loop);
-  H = lua_host_new(&loop, tmp, modules);
+  H = lua_host_new(&loop, tmp, NULL, modules);
   REQUIRE(H);
   lua_register(H->L, "ok", l_ok);
   lua_register(H->L, "done", l_done);

@@ -1,7 +1,8 @@
 /* test_proc.c: rmcp.proc through its C API on a real loop: lines, stderr, exit code and signal,
  * exit only after EOF, synchronous exec failures, cwd, env, group kill, fd hygiene, PDEATHSIG,
- * that children spawned by plain uv_spawn on the same loop keep their exit callbacks, and adoption
- * of a child this image did not fork (what an agentd that re-executes itself does). */
+ * that children spawned by plain uv_spawn on the same loop keep their exit callbacks, adoption
+ * of a child this image did not fork (what an agentd that re-executes itself does), and a child
+ * started untracked and adopted later (the launcher's first server). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -574,6 +575,49 @@ static void test_adopt(uv_loop_t *loop)
   CHECK(proc_adopt(loop, getppid(), none, &o, &p) == -ECHILD);
 }
 
+/* How many fds this process has open. */
+static int open_fds(void)
+{
+  int n = 0;
+  for (int fd = 0; fd < 1024; fd++)
+    if (fcntl(fd, F_GETFD) >= 0) n++;
+  return n;
+}
+
+static void test_start_then_adopt(uv_loop_t *loop)
+{
+  TEST("proc_start: an untracked child with pipes, adopted later: its lines, its stdin, its exit");
+  char *argv[4];
+  result r;
+  proc_opts o = sh_opts(argv, "read x; echo \"got $x\"; exit 3", &r);
+  o.io[0].kind = PROC_IO_PIPE;
+  o.io[2].kind = PROC_IO_INHERIT;
+  int fds[3];
+  pid_t pid = -1;
+  REQUIRE(proc_start(&o, &pid, fds, NULL) == 0);
+  CHECK(pid > 0 && fds[0] >= 0 && fds[1] >= 0 && fds[2] == -1);
+  CHECK(fcntl(fds[0], F_GETFD) & FD_CLOEXEC);
+  /* the child runs before anyone tracks it: it waits on its stdin */
+  CHECK(kill(pid, 0) == 0);
+  proc_t *p = NULL;
+  REQUIRE(proc_adopt(loop, pid, fds, &o, &p) == 0);
+  CHECK(channel_write(proc_stdio(p, 0), "hello", 5) >= 0);
+  CHECK(run_until(loop, &r.exited, 5000));
+  CHECKF(strcmp(r.lines, "got hello|") == 0, "lines: %s", r.lines);
+  CHECK(r.code == 3);
+
+  TEST("proc_start: an exec failure comes back at once and leaves no fd open");
+  int before = open_fds();
+  o = sh_opts(argv, "exit 0", &r);
+  o.file = "/nonexistent/rmcp-no-such-binary";
+  o.io[0].kind = PROC_IO_PIPE;
+  const char *step = NULL;
+  CHECK(proc_start(&o, &pid, fds, &step) == -ENOENT);
+  CHECK(step && strcmp(step, "exec") == 0);
+  CHECK(fds[0] == -1 && fds[1] == -1 && fds[2] == -1);
+  CHECK(open_fds() == before);
+}
+
 static void test_pdeathsig(void)
 {
   TEST("PDEATHSIG: kill -9 of the spawning process kills its child within 1 s");
@@ -607,6 +651,7 @@ int main(void)
   test_foreign_children(&loop);
   test_close_detached(&loop);
   test_adopt(&loop);
+  test_start_then_adopt(&loop);
   proc_teardown();
   loop_finish(&loop);
   char cmd[PATH_MAX + 16];

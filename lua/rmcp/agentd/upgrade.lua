@@ -109,7 +109,7 @@ end
 -- Starts watching the daemon's binary for replacement: the path it was started by (a symlink an
 -- upgrade may repoint) when that still leads to it, else its real path.
 function M.init(d)
-  local exe = require("rmcp.lib.exepath").invoked()
+  local exe = require("rmcp.host").invoked
   d.upgrade = { exe = exe }
   d.upgrade.watcher = binwatch.watch(exe, function() M.queue(d, "binary " .. exe .. " changed") end,
     { settle_ms = config.limit("reload_settle_ms"), poll_ms = config.limit("reload_poll_ms") })

@@ -61,7 +61,7 @@ local function spawn(home)
   local env = {}
   for k, v in pairs(uv.os_environ()) do env[#env + 1] = k .. "=" .. v end
   local p, err = proc.spawn({
-    file = require("rmcp.lib.exepath").invoked(), args = { "dashboard", "--with-fleet" }, cwd = "/", env = env,
+    file = require("rmcp.host").invoked, args = { "dashboard", "--with-fleet" }, cwd = "/", env = env,
     setsid = true, pdeathsig = false, stdin = "null",
     stdout = { file = home .. "/dashboard.log", append = true }, stderr = "stdout",
   })

@@ -36,13 +36,14 @@ local function child_env()
   for k, v in pairs(uv.os_environ()) do
     if k ~= "REASONIX_MCP_LAUNCHER_PID" then out[#out + 1] = k .. "=" .. v end
   end
-  out[#out + 1] = "REASONIX_MCP_LAUNCHER_PID=" .. tostring(uv.os_getpid())
+  out[#out + 1] = string.format("REASONIX_MCP_LAUNCHER_PID=%d", uv.os_getpid()) -- as first_server.c writes it
   table.sort(out)
   return out
 end
 
--- Spawns `exe server`. opts: exe, n (a sequence number for logs), on_line(child, line),
--- on_exit(child, code, signal). Returns the child or nil, message.
+-- Spawns `exe server`, or for n == 1 takes over the server the C core started before our Lua
+-- loaded (core/first_server.c starts it just as this does). opts: exe, n (a sequence number for
+-- logs), on_line(child, line), on_exit(child, code, signal). Returns the child or nil, message.
 function M.spawn(opts)
   local self = setmetatable({
     n = opts.n, exe = opts.exe, started = uv.now(),
@@ -51,10 +52,8 @@ function M.spawn(opts)
     server_reqs = {},  -- id_key of a request this server sent the host -> host-facing id
     timers = {},
   }, Child)
-  local p, err = proc.spawn{
-    file = opts.exe, args = { "server" }, env = child_env(),
-    stdin = "pipe", stdout = "pipe", stderr = "inherit", stdout_mode = "ndjson",
-    max_line = 4 * config.limit("max_line"),
+  local how = {
+    stdout_mode = "ndjson", max_line = 4 * config.limit("max_line"),
     on_line = function(line) opts.on_line(self, line) end,
     on_oversize = function(n)
       log.error("server pid %s wrote a %d-byte line, over the limit; dropped (a response may be lost)",
@@ -68,6 +67,25 @@ function M.spawn(opts)
       opts.on_exit(self, code, signal)
     end,
   }
+  local first_pid, stdin_fd, stdout_fd
+  if opts.n == 1 then first_pid, stdin_fd, stdout_fd = proc.take_first_server() end
+  local p, err
+  if first_pid then
+    how.pid, how.stdin, how.stdout = first_pid, stdin_fd, stdout_fd
+    p, err = proc.adopt(how)
+    if not p then
+      -- its pipes close, so it stops (PDEATHSIG too); a server of our own replaces it
+      log.warn("cannot take over the first server (pid %d): %s", first_pid, tostring(err))
+      uv.fs_close(stdin_fd)
+      uv.fs_close(stdout_fd)
+      how.pid, how.stdin, how.stdout = nil, nil, nil
+    end
+  end
+  if not p then
+    how.file, how.args, how.env = opts.exe, { "server" }, child_env()
+    how.stdin, how.stdout, how.stderr = "pipe", "pipe", "inherit"
+    p, err = proc.spawn(how)
+  end
   if not p then return nil, err end
   self.p = p
   self.pid = p:pid()

@@ -15,7 +15,7 @@ local MAX_IN_FLIGHT = 256
 -- Runs the launcher on this process's stdio; returns at once (the loop does the work).
 function M.main(_args)
   log.set_role("launcher")
-  local exe = require("rmcp.lib.exepath").invoked()
+  local exe = require("rmcp.host").invoked
   local child_mod = require "rmcp.launcher.child"
   -- the first server starts before the rest of the launcher loads, so the two start-ups overlap;
   -- its lines and exit reach the proxy's callbacks, which are in place before the loop runs
