@@ -4,17 +4,19 @@
 local json = require "rmcp.lib.json"
 local jsonrpc = require "rmcp.lib.jsonrpc"
 local log = require "rmcp.lib.log"
-local schema = require "rmcp.server.schema"
-local tools = require "rmcp.server.tools"
 local toolsets = require "rmcp.rules.toolsets"
-local files = require "rmcp.lib.files"
 local config = require "rmcp.config"
-local relay = require "rmcp.server.relay"
 local elicitation = require "rmcp.server.elicitation"
 local orchestrator = require "rmcp.server.orchestrator"
-local reload = require "rmcp.lib.reload"
-local async = require "rmcp.lib.async"
 local uv = require "luv"
+-- what serves tools, not initialize: loaded on first use, after the initialize answer went out
+local lazy = require "rmcp.lib.lazy"
+local schema = lazy "rmcp.server.schema"
+local tools = lazy "rmcp.server.tools"
+local files = lazy "rmcp.lib.files"
+local relay = lazy "rmcp.server.relay"
+local reload = lazy "rmcp.lib.reload"
+local async = lazy "rmcp.lib.async"
 
 local M = {}
 

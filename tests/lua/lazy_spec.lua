@@ -1,0 +1,37 @@
+-- rmcp.lib.lazy: a stand-in that requires its module on the first field read, not before, and
+-- then reads through to the module's own table (which hot reload keeps, changing its fields).
+local lazy = require "rmcp.lib.lazy"
+
+test("the module loads on the first field read, once, and reads go to its own table", function(t)
+  local name = "rmcp_lazy_spec_probe"
+  local loads = 0
+  package.preload[name] = function()
+    loads = loads + 1
+    return { answer = 42 }
+  end
+  t.defer(function() package.preload[name], package.loaded[name] = nil, nil end)
+  local m = lazy(name)
+  t.eq(loads, 0, "nothing is loaded when the stand-in is made")
+  t.eq(package.loaded[name], nil)
+  t.eq(m.answer, 42)
+  t.eq(loads, 1)
+  t.eq(m.missing, nil)
+  t.eq(loads, 1, "loaded once")
+  -- a reload changes the fields of the module's table in place: the stand-in sees the new ones
+  package.loaded[name].answer = 43
+  t.eq(m.answer, 43)
+end)
+
+test("the MCP server answers initialize without loading the tool modules", function(t)
+  local mcp_name, tools_name = "rmcp.server.mcp", "rmcp.server.tools"
+  local saved_mcp, saved_tools = package.loaded[mcp_name], package.loaded[tools_name]
+  t.defer(function() package.loaded[mcp_name], package.loaded[tools_name] = saved_mcp, saved_tools end)
+  package.loaded[mcp_name], package.loaded[tools_name] = nil, nil
+  local mcp = require(mcp_name)
+  local sent = {}
+  local server = mcp.new{ send = function(line) sent[#sent + 1] = line end, project_dir = "/tmp", version = "0" }
+  server:receive('{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"lazy","version":"1"}}}')
+  t.eq(#sent, 1, "initialize answered")
+  t.match(sent[1], '"protocolVersion":"2025%-06%-18"')
+  t.eq(package.loaded[tools_name], nil, "the tool modules were not loaded to answer initialize")
+end)
