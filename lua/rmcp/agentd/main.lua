@@ -38,6 +38,27 @@ local function open_private(path)
   return io.open(path, "a")
 end
 
+-- Moves the log at path to path.1 and puts an empty one at path without either name ever being
+-- missing (a reader, or a scan of the home, between two steps finds both): the full log is
+-- hard-linked to a temp name renamed over path.1, the new one is made under a temp name and renamed
+-- over path. Where a hard link cannot be made, path is renamed to path.1 instead.
+local function rotate(path)
+  local old_tmp, new_tmp = path .. ".1.tmp", path .. ".tmp"
+  os.remove(old_tmp)
+  if not (uv.fs_link(path, old_tmp) and uv.fs_rename(old_tmp, path .. ".1")) then
+    os.remove(old_tmp)
+    os.rename(path, path .. ".1")
+    return
+  end
+  os.remove(new_tmp)
+  local f = open_private(new_tmp)
+  if f then f:close() end
+  if not (f and uv.fs_rename(new_tmp, path)) then
+    os.remove(new_tmp)
+    os.remove(path) -- path.1 holds it; open_private makes the new one
+  end
+end
+
 -- A log sink that appends to path and rotates it to path.1 once it passes max bytes.
 function M.rotating_sink(path, max)
   local f = open_private(path)
@@ -46,7 +67,7 @@ function M.rotating_sink(path, max)
     if not f then return io.stderr:write(line) end
     if size + #line > max then
       f:close()
-      os.rename(path, path .. ".1")
+      rotate(path)
       follow_stdio(path)
       f = open_private(path)
       size = 0
