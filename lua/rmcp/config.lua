@@ -128,6 +128,7 @@ function M.paths(home)
     lock = home .. "/agentd.lock",
     log = home .. "/agentd.log",
     sessions = home .. "/sessions",
+    routines = home .. "/routines",
   }
 end
 

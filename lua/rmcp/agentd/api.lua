@@ -619,15 +619,24 @@ function methods.observe_act(d, conn, p, reply)
   methods[p.action](d, as_owner, params, reply)
 end
 
--- The routine methods (agentd/routines.lua), looked up at each call so a hot reload applies.
-for name in pairs(require("rmcp.agentd.routines").methods) do
-  methods[name] = function(...) return require("rmcp.agentd.routines").methods[name](...) end
+-- The routine scheduler (agentd/routines.lua), loaded and started on first use.
+local function routines_of(d)
+  local routines = require "rmcp.agentd.routines"
+  routines.start(d)
+  return routines
+end
+
+-- The handler of a routine method, or nil. agentd/routines.lua owns them; each is looked up at the
+-- call, so the module loads with the first one and a hot reload applies.
+local function routine_method(method)
+  if not method:match("^routine_") or not require("rmcp.agentd.routines").methods[method] then return nil end
+  return function(d, ...) return routines_of(d).methods[method](d, ...) end
 end
 
 -- observe_routines: every routine, for the dashboard (consumes nothing).
 function methods.observe_routines(d, conn, p, reply)
   if not_observer(conn, reply) then return end
-  require("rmcp.agentd.routines").methods.routine_list(d, conn, { all = true, include_results = p.include_results == true }, reply)
+  routines_of(d).methods.routine_list(d, conn, { all = true, include_results = p.include_results == true }, reply)
 end
 
 -- What an observer may do to a routine (its owner's rights: the dashboard is the machine owner's).
@@ -641,7 +650,7 @@ function methods.observe_routine_act(d, conn, p, reply)
   local params = { routine_id = p.routine_id, all = true }
   if p.action == "pause" or p.action == "enable" then params.enabled = p.action == "enable" end
   log.info("conn %d (observer): routine %s on %s", conn.id, p.action, tostring(p.routine_id))
-  require("rmcp.agentd.routines").methods[method](d, conn, params, reply)
+  routines_of(d).methods[method](d, conn, params, reply)
 end
 
 -- shutdown: stops the daemon (tests, ctl).
@@ -672,7 +681,7 @@ local function dispatch(d, conn, method, params, reply)
     if cancel then cancel() end
     return reply()
   end
-  local fn = methods[method]
+  local fn = methods[method] or routine_method(method)
   if not fn then return reply(nil, jsonrpc.error(jsonrpc.METHOD_NOT_FOUND, "method not found: " .. method)) end
   if method ~= "hello" and not conn.hello then
     return reply(nil, jsonrpc.error(M.HELLO_REQUIRED, "hello required: send hello {protocol: 1, orchestrator_id, project_dir} first"))

@@ -14,7 +14,7 @@ local M = {}
 -- no routine to keep.
 local function unused(d)
   if d.shutting_down or (d.upgrade and d.upgrade.handing_over) then return false end
-  if require("rmcp.agentd.routines").keeps_daemon(d) then return false end
+  if d.routines and require("rmcp.agentd.routines").keeps_daemon(d) then return false end
   for conn in pairs(d.conns) do
     if not conn.observer then return false end
   end

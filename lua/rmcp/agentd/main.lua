@@ -17,7 +17,6 @@ local idle_exit = require "rmcp.agentd.idle_exit"
 local retention = require "rmcp.agentd.retention"
 local health = require "rmcp.agentd.health"
 local observe = require "rmcp.agentd.observe"
-local routines = require "rmcp.agentd.routines"
 
 local M = {}
 
@@ -104,7 +103,7 @@ local function shutdown(d, reason)
   idle_exit.stop(d)
   retention.stop(d)
   health.stop(d)
-  routines.stop(d)
+  if d.routines then require("rmcp.agentd.routines").stop(d) end
   if d.server then d.server:close(); d.server = nil end
   for _, s in pairs(d.sessions) do
     if s.rt.agent then s.rt.agent:stop(nil, 100) end
@@ -162,7 +161,7 @@ function M.main(_)
     watch.check(d, s)
     if event then api.emit(d, s, event, extra) end
     observe.changed(d, s)
-    routines.session_changed(d, s)
+    if d.routines then require("rmcp.agentd.routines").session_changed(d, s) end
   end
   d.on_output = function(s)
     watch.check(d, s)
@@ -188,7 +187,10 @@ function M.main(_)
   end
   retention.start(d)
   health.start(d)
-  routines.start(d)
+  -- the routine scheduler loads only when there is a routine (or a run record) to keep; otherwise
+  -- on the first routine method: an agentd without routines does not carry it
+  local scan = uv.fs_scandir(paths.routines)
+  if scan and uv.fs_scandir_next(scan) then require("rmcp.agentd.routines").start(d) end
   os.remove(paths.sock) -- we hold the lock, so any socket file left here is stale
   local srv, lerr2 = sock.listen(paths.sock, function(fd, peer_uid, peer_pid) api.accept(d, fd, peer_uid, peer_pid) end)
   if not srv then

@@ -355,10 +355,12 @@ local function recover(d)
   end
 end
 
--- Starts the scheduler (after the sessions are restored): loads the routines, takes up their runs,
--- and ticks.
+-- Starts the scheduler once (after the sessions are restored): loads the routines, takes up their
+-- runs, and ticks. agentd starts it when its routines dir holds anything, else on the first routine
+-- method (api.lua).
 function M.start(d)
-  local dir = d.paths.home .. "/routines"
+  if d.routines then return end
+  local dir = d.paths.routines
   uv.fs_mkdir(dir, tonumber("700", 8))
   uv.fs_chmod(dir, tonumber("700", 8))
   d.routines = { dir = dir, defs = {}, runs = {}, active = {}, timer = uv.new_timer() }
