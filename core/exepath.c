@@ -30,12 +30,11 @@ static char *exepath_which(const char *name)
   return NULL;
 }
 
-/* argv0 made absolute (or found on PATH) when it resolves to the running binary, else the
- * binary's real path; malloc'd (NULL: out of memory, or /proc unreadable). */
-char *exepath_invoked(const char *argv0)
+/* argv0 made absolute (or found on PATH) when it resolves to self (the running binary's real
+ * path), else a copy of self; malloc'd (NULL: out of memory). */
+char *exepath_invoked(const char *argv0, const char *self)
 {
-  char *self = realpath("/proc/self/exe", NULL);
-  if (self == NULL || argv0 == NULL || *argv0 == '\0') return self;
+  if (argv0 == NULL || *argv0 == '\0') return strdup(self);
   char *path = NULL;
   if (argv0[0] == '/') {
     path = strdup(argv0);
@@ -52,8 +51,7 @@ char *exepath_invoked(const char *argv0)
   free(real);
   if (!same) {
     free(path);
-    return self;
+    return strdup(self);
   }
-  free(self);
   return path;
 }

@@ -2,6 +2,6 @@
 #ifndef RMCP_EXEPATH_H
 #define RMCP_EXEPATH_H
 
-char *exepath_invoked(const char *argv0);
+char *exepath_invoked(const char *argv0, const char *self);
 
 #endif

@@ -224,14 +224,16 @@ static char *host_exe_path(void)
 }
 
 /* Create the host: state, libraries, luv on loop, modules (name, luaopen; NULL-terminated) as
- * preloads, path and rmcp.host info (invoked: the path to start our binary by; NULL: its real path). */
-lua_host_t *lua_host_new(uv_loop_t *loop, const char *lua_dir, const char *invoked, const luaL_Reg *modules)
+ * preloads, path and rmcp.host info (exe: the binary's real path, NULL: resolved here; invoked: the
+ * path to start our binary by, NULL: exe). */
+lua_host_t *lua_host_new(uv_loop_t *loop, const char *lua_dir, const char *exe, const char *invoked,
+                         const luaL_Reg *modules)
 {
   lua_host_t *h = calloc(1, sizeof(*h));
   if (h == NULL) return NULL;
   h->loop = loop;
   h->lua_dir = strdup(lua_dir ? lua_dir : ".");
-  h->exe = host_exe_path();
+  h->exe = exe ? strdup(exe) : host_exe_path();
   h->invoked = h->exe ? strdup(invoked ? invoked : h->exe) : NULL;
   h->L = luaL_newstate();
   if (h->L == NULL || h->lua_dir == NULL || h->exe == NULL || h->invoked == NULL) {

@@ -24,7 +24,8 @@ typedef struct lua_host {
 #define LUA_HOST_TEARDOWN "__rmcp_teardown"
 #define LUA_HOST_CLOSE "__rmcp_close"
 
-lua_host_t *lua_host_new(uv_loop_t *loop, const char *lua_dir, const char *invoked, const luaL_Reg *modules);
+lua_host_t *lua_host_new(uv_loop_t *loop, const char *lua_dir, const char *exe, const char *invoked,
+                         const luaL_Reg *modules);
 int lua_host_run_main(lua_host_t *h, int argc, char **argv);
 void lua_host_close_objects(lua_host_t *h, const char *method);
 void lua_host_free(lua_host_t *h);

@@ -50,18 +50,19 @@ static void main_fix_stdio(void)
   }
 }
 
-/* Where the lua/ tree is: $REASONIX_MCP_LUA_DIR, the installed share dir, or the source tree. */
-static char *main_lua_dir(void)
+/* Where the lua/ tree is: $REASONIX_MCP_LUA_DIR, the installed share dir beside exe (the binary's
+ * real path, or NULL), or the source tree. */
+static char *main_lua_dir(const char *exe)
 {
   const char *env = getenv("REASONIX_MCP_LUA_DIR");
   if (env && *env) return strdup(env);
-  char *exe = realpath("/proc/self/exe", NULL);
-  if (exe) {
+  char *dir = exe ? strdup(exe) : NULL;
+  if (dir) {
     char cand[PATH_MAX + 64];
     char probe[PATH_MAX + 96];
-    snprintf(cand, sizeof(cand), "%s/../share/reasonix-mcp/lua", dirname(exe));
+    snprintf(cand, sizeof(cand), "%s/../share/reasonix-mcp/lua", dirname(dir));
     snprintf(probe, sizeof(probe), "%s/rmcp/main.lua", cand);
-    free(exe);
+    free(dir);
     if (access(probe, R_OK) == 0) {
       char *real = realpath(cand, NULL);
       return real ? real : strdup(cand);
@@ -138,13 +139,15 @@ int main(int argc, char **argv)
     fprintf(stderr, "reasonix-mcp: uv_loop_init: %s\n", uv_strerror(r));
     return 1;
   }
-  char *invoked = exepath_invoked(argv[0]);
+  char *exe = realpath("/proc/self/exe", NULL);
+  char *invoked = exe ? exepath_invoked(argv[0], exe) : NULL;
   /* the launcher (no subcommand) starts its first server before its own Lua loads */
   if (invoked && (argc < 2 || strcmp(argv[1], "launcher") == 0)) first_server_start(invoked);
-  char *lua_dir = main_lua_dir();
-  lua_host_t *host = lua_dir ? lua_host_new(&loop, lua_dir, invoked, main_modules) : NULL;
+  char *lua_dir = main_lua_dir(exe);
+  lua_host_t *host = lua_dir ? lua_host_new(&loop, lua_dir, exe, invoked, main_modules) : NULL;
   free(lua_dir);
   free(invoked);
+  free(exe);
   if (host == NULL) {
     fprintf(stderr, "reasonix-mcp: out of memory creating the lua state\n");
     return 1;

@@ -14,7 +14,9 @@
 /* exepath_invoked(argv0) equals want (freed). */
 static int invoked_is(const char *argv0, const char *want)
 {
-  char *got = exepath_invoked(argv0);
+  char self[PATH_MAX];
+  REQUIRE(realpath("/proc/self/exe", self) != NULL);
+  char *got = exepath_invoked(argv0, self);
   int same = got && strcmp(got, want) == 0;
   if (!same) fprintf(stderr, "  argv0 %s: got %s, want %s\n", argv0 ? argv0 : "(null)", got ? got : "(null)", want);
   free(got);

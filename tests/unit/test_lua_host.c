@@ -323,7 +323,7 @@ int main(void)
   REQUIRE(realpath(tmpl, tmp) != NULL);
   uv_loop_t loop;
   uv_loop_init(&loop);
-  H = lua_host_new(&loop, tmp, NULL, modules);
+  H = lua_host_new(&loop, tmp, NULL, NULL, modules);
   REQUIRE(H);
   lua_register(H->L, "ok", l_ok);
   lua_register(H->L, "done", l_done);

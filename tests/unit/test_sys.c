@@ -141,7 +141,7 @@ static int child_lua(void)
   uv_loop_t loop;
   uv_loop_init(&loop);
   static const luaL_Reg modules[] = {{"rmcp.sys", luaopen_rmcp_sys}, {NULL, NULL}};
-  lua_host_t *h = lua_host_new(&loop, tmp, NULL, modules);
+  lua_host_t *h = lua_host_new(&loop, tmp, NULL, NULL, modules);
   if (h == NULL) return 2;
   lua_pushstring(h->L, log_path);
   lua_setglobal(h->L, "LOG");
