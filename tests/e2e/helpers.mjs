@@ -8,7 +8,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { before, after } from 'node:test';
+import { before, after, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -213,15 +213,25 @@ export async function fixture({ scenario = {}, config = {} } = {}) {
   return fx;
 }
 
+// Prints the last lines of sandbox sb's agentd log (the TAP reporter makes them comments): a failed
+// test in CI then shows what agentd saw (agent exits, refusals) before the sandbox is removed.
+export function printAgentdLog(sb, lines = 60) {
+  const file = join(sb.mcp, 'agentd.log');
+  if (!existsSync(file)) { console.log(`no agentd log at ${file}`); return; }
+  const tail = readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines);
+  console.log(`the last ${tail.length} lines of ${file}:\n${tail.map((l) => `  ${l}`).join('\n')}`);
+}
+
 // Sets up fixture(opts) before the file's tests (then runs setup(fx), if given) and tears it down
-// after them, asserting that no process of the file is left; returns the fixture (filled in once
-// `before` ran).
+// after them, asserting that no process of the file is left; after a failed test it prints agentd's
+// log. Returns the fixture (filled in once `before` ran).
 export function useFixture(opts, setup) {
   const fx = {};
   before(async () => {
     Object.assign(fx, await fixture(opts));
     if (setup) await setup(fx);
   });
+  afterEach((t) => { if (t.passed === false && fx.sb) printAgentdLog(fx.sb); });
   after(async () => {
     const left = await fx.teardown();
     assert.deepEqual(left, [], 'no process of this test may be left');

@@ -59,7 +59,7 @@ test('three agents on one repository at once: no queueing, each diff its own cha
   writeFileSync(file, JSON.stringify({ defaults: { isolate: 'worktree', keep_alive: true }, agents: { a: 'WT-A write', b: 'WT-B write', c: 'WT-C write' } }));
   const t0 = Date.now();
   const fleet = await tool(client, 'reasonix_spawn_fleet', { path: file });
-  assert.equal(fleet.spawned, 3);
+  assert.equal(fleet.spawned, 3, `every agent spawned: ${JSON.stringify(fleet.results)}`);
   assert.equal(fleet.shared_workspaces, undefined, 'isolated agents share no workspace');
   const results = await watchAll(fleet.session_ids);
   const isolatedMs = Date.now() - t0;
