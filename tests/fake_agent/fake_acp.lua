@@ -152,9 +152,11 @@ local function chunk_update(kind, text)
   return { sessionUpdate = kind, content = { type = "text", text = text } }
 end
 
+-- A status notification, in the agent's layout (jsonrpc, method, params: agentd drops it by its head).
 local function status_update(sid, event, state)
-  notify("_reasonix.io/session/status_update", { schemaVersion = 1, sessionId = sid, event = event,
-    status = { schemaVersion = 1, sessionId = sid, state = state, model = sessions[sid] and sessions[sid].model } })
+  write_raw('{"jsonrpc":"2.0","method":"_reasonix.io/session/status_update","params":' .. encode({ schemaVersion = 1,
+    sessionId = sid, event = event, status = { schemaVersion = 1, sessionId = sid, state = state,
+    model = sessions[sid] and sessions[sid].model } }) .. "}\n")
 end
 
 local function announce(sid)

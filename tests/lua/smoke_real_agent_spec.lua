@@ -9,15 +9,17 @@ local jsonrpc = require "rmcp.lib.jsonrpc"
 local async = require "rmcp.lib.async"
 local json = require "rmcp.lib.json"
 local rh = require "reasonix_home"
+local acp_client = require "rmcp.acp.client"
 
--- Starts argv through rmcp.proc with a JSON-RPC peer on its stdio; collects session/update params.
+-- Starts argv through rmcp.proc with a JSON-RPC peer on its stdio; collects session/update params
+-- and the raw lines.
 local function start_agent(t, file, args, env, cwd)
-  local updates, stderr, exited = {}, {}, nil
+  local updates, stderr, exited, lines = {}, {}, nil, {}
   local peer
   local p = assert(proc.spawn{
     file = file, args = args, env = env, cwd = cwd,
     stdin = "pipe", stdout = "pipe", stderr = "pipe",
-    on_line = function(line) peer:receive(line) end,
+    on_line = function(line) lines[#lines + 1] = line; peer:receive(line) end,
     on_stderr = function(chunk) stderr[#stderr + 1] = chunk end,
     on_exit = function(code, signal) exited = { code = code, signal = signal }; peer:close("agent exited") end,
   })
@@ -32,7 +34,7 @@ local function start_agent(t, file, args, env, cwd)
     end
   end)
   return {
-    proc = p, peer = peer, updates = updates,
+    proc = p, peer = peer, updates = updates, lines = lines,
     stderr = function() return table.concat(stderr) end,
     exited = function() return exited end,
   }
@@ -70,6 +72,22 @@ test("real reasonix acp: initialize, session/new, a streamed prompt", function(t
   t.eq(result.stopReason, "end_turn")
   t.eq(text_of(a.updates, "agent_message_chunk"), "smoke answer: 42", "streamed text")
   t.eq(text_of(a.updates, "agent_thought_chunk"), "thinking it over", "streamed reasoning")
+  -- agentd drops the turn's status notifications undecoded by their head (acp/client.lua): the
+  -- agent's own layout must still have it, or every one of them is decoded again
+  local statuses, dropped = 0, 0
+  for _, line in ipairs(a.lines) do
+    local msg = json.decode(line)
+    if type(msg) == "table" and msg.method == "_reasonix.io/session/status_update" then
+      statuses = statuses + 1
+      if acp_client.ignored_notification(line) then dropped = dropped + 1 end
+    else
+      t.eq(acp_client.ignored_notification(line), false, "only status notifications are dropped: " .. line:sub(1, 120))
+    end
+  end
+  t.ok(statuses >= 2, "the turn sent its status notifications (" .. statuses .. ")")
+  t.eq(dropped, statuses, "every status notification has the head agentd drops")
+  t.eq(acp_client.ignored_notification('{"jsonrpc":"2.0","method":"_reasonix.io/session/status_update","id":7,"params":{}}'),
+    false, "a request of that name (it has an id) is answered, never dropped")
   local reqs = prov:requests()
   t.ok(#reqs >= 1, "the provider saw the request")
   t.match(reqs[#reqs].body.messages[#reqs[#reqs].body.messages].content, "SMOKE test", "the prompt reached the model")
