@@ -289,14 +289,21 @@ local function phase(name) io.stderr:write("bench: -- ", name, "\n") end
 
 -- ---- raw baselines (no agentd) --------------------------------------------------------------
 
--- RSS of an idle bare `reasonix-mcp script` process.
+-- RSS of an idle bare `reasonix-mcp script` process: the median of BARE_SAMPLES run at once (identical
+-- processes read up to 0.2 MiB apart here, as their share of the C library's pages differs), and the
+-- lowest and highest of them.
+local BARE_SAMPLES = 5
 local function bare_rss()
-  local p = assert(proc.spawn({ file = EXE, args = { "script", DIR .. "/idle.lua" }, env = env_list(env_with()),
-    stdin = "pipe", stdout = "null", stderr = "inherit", stdout_mode = "raw", on_exit = function() end }))
+  local ps = {}
+  for i = 1, BARE_SAMPLES do
+    ps[i] = assert(proc.spawn({ file = EXE, args = { "script", DIR .. "/idle.lua" }, env = env_list(env_with()),
+      stdin = "pipe", stdout = "null", stderr = "inherit", stdout_mode = "raw", on_exit = function() end }))
+  end
   async.sleep(300)
-  local kib = rss_kib(p:pid())
-  p.stdin:shutdown()
-  return kib
+  local kib = {}
+  for i, p in ipairs(ps) do kib[i] = rss_kib(p:pid()) end
+  for _, p in ipairs(ps) do p.stdin:shutdown() end
+  return median(kib), math.min(table.unpack(kib)), math.max(table.unpack(kib))
 end
 
 -- A fake agent read raw: one session, whose floods are read through rmcp.proc's NDJSON framing with
@@ -1030,8 +1037,9 @@ end
 local function run()
   local t_start = now_s()
   phase("baselines")
-  local bare = bare_rss()
-  note("bare `reasonix-mcp script` idle RSS: %.2f MiB", bare / MiB)
+  local bare, bare_lo, bare_hi = bare_rss()
+  note("bare `reasonix-mcp script` idle RSS: %.2f MiB (median of %d at once; %.2f-%.2f)", bare / MiB, BARE_SAMPLES,
+    bare_lo / MiB, bare_hi / MiB)
   local c, apid
   if PHASES.memory then c, apid = run_memory(bare) else c, apid = connect(MCP_HOME, WS) end
   if PHASES.spawn then run_fake_spawn(c) end
