@@ -39,15 +39,18 @@ function M.text_chunk(line)
   return kind, text
 end
 
--- The head of the agent's `_reasonix.io/session/status_update` notifications (phase, usage and
--- completion: three a turn, the last just before the turn's answer; measured on reasonix 1.38.11).
-local STATUS_HEAD = '{"jsonrpc":"2.0","method":"_reasonix.io/session/status_update",'
+-- The one notification of the agent's that agentd reads; the peer ignores every other (reasonix
+-- 1.38.11 sends three `_reasonix.io/session/status_update` a turn, the last just before the turn's
+-- answer).
+local UPDATE = "session/update"
 
--- True when line is a status notification in the agent's layout: nothing in agentd reads them, so
--- they are dropped undecoded. A line with an "id" anywhere, or in another layout, goes through the
--- JSON-RPC peer like any other (which ignores the notification, or answers the request).
+-- True when line is, by its head, a notification agentd ignores: the agent's layout
+-- (`{"jsonrpc":"2.0","method":"<a plain name>",`), a method other than UPDATE and no "id" anywhere.
+-- It is dropped undecoded; any other line goes through the JSON-RPC peer (which ignores such a
+-- notification, or answers a request).
 function M.ignored_notification(line)
-  return line:sub(1, #STATUS_HEAD) == STATUS_HEAD and not line:find('"id":', #STATUS_HEAD, true)
+  local method = line:match('^{"jsonrpc":"2%.0","method":"([%w_./%-]+)",')
+  return method ~= nil and method ~= UPDATE and not line:find('"id":', 1, true)
 end
 
 local Agent = {}
@@ -73,7 +76,7 @@ local function new_agent(opts)
       end,
     },
     on_notification = function(method, params)
-      if method == "session/update" then
+      if method == UPDATE then
         if opts.on_update and type(params.update) == "table" then opts.on_update(params.sessionId, params.update) end
       end
     end,
