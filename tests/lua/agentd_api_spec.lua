@@ -9,14 +9,18 @@ local channel = require "rmcp.channel"
 local proc = require "rmcp.proc"
 local support = require "agentd_support"
 
--- A raw NDJSON connection to agentd: send(line) and next() → the next decoded message.
+-- A raw NDJSON connection to agentd: send(line) and next() → the next decoded reply. Notifications
+-- are skipped: agentd sends agent_event to every connection of an orchestrator, so the turn of a
+-- session spawned on another connection may end between any two replies.
 local function raw(t, path)
   local fd = assert(sock.connect(path))
   local inbox, waiter = {}, nil
   local ch = assert(channel.open(fd, {
     mode = "ndjson",
     on_line = function(line)
-      inbox[#inbox + 1] = json.decode(line)
+      local m = json.decode(line)
+      if m.method ~= nil and m.id == nil then return end
+      inbox[#inbox + 1] = m
       if waiter then local w = waiter; waiter = nil; w() end
     end,
     on_eof = function() end,
