@@ -2,14 +2,20 @@
 // provider that does not answer is stalled (a watch wakes once for it, nothing is killed, the turn
 // still ends); an agent queued behind another's workspace lease is blocked, the holder named.
 // needs: agent python3 clients
-import { test } from 'node:test';
+import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { writeFileSync, rmSync } from 'node:fs';
 import { useFixture, tool } from './helpers.mjs';
+
+// The lease holder's command runs until the test has seen the queued agent blocked (at most 60 s),
+// so a slow start of the second agent cannot find the lease already free.
+const GATE = '/tmp/rxhealth-gate-' + process.pid;
+after(() => rmSync(GATE, { force: true }));
 
 const scenario = {
   rules: [
-    { name: 'silent', last_role: 'user', user_contains: 'SILENT-TASK', text: 'answered at last', delay_first: 6 },
-    { name: 'lease', last_role: 'user', user_contains: 'LEASE-TASK', tool_calls: [{ name: 'bash', arguments: { command: 'sleep 8; echo one' } }] },
+    { name: 'silent', last_role: 'user', user_contains: 'SILENT-TASK', text: 'answered at last', delay_first: 10 },
+    { name: 'lease', last_role: 'user', user_contains: 'LEASE-TASK', tool_calls: [{ name: 'bash', arguments: { command: `for i in $(seq 600); do [ -e ${GATE} ] && break; sleep 0.1; done; echo one` } }] },
     { name: 'after', last_tool_name: 'bash', text: 'job done' },
   ],
 };
@@ -53,6 +59,7 @@ test('an agent queued behind another agent\'s workspace lease is blocked, the ho
     const row = (await tool(client, 'reasonix_list', {})).sessions.find((s) => s.session_id === queued);
     if (row.health?.state === 'blocked') blocked = row.health;
   }
+  writeFileSync(GATE, '');
   assert.equal(blocked.workspace_lease_holder, holder);
   const p = await tool(client, 'reasonix_poll', { session_id: queued });
   assert.equal(p.health?.state, 'blocked', 'an anomalous poll carries health');

@@ -15,8 +15,12 @@ import { useFixture, tool, callTool, until, shutdownAgentd, agentdPid, alive } f
 
 const SLEEP = 1.5; // each agent's tool runs this long: three at once overlap unless a lease serialises them
 const SPANS = '/tmp/rxwt-spans-' + process.pid; // when each agent's tool ran (outside every worktree)
+// the isolated jobs wait (at most 30 s) until all three have started, so a slow start of one agent
+// cannot end another's job first; a lease that held one back would make the first end alone
+const GATE = `for i in $(seq 300); do [ -e ${SPANS}/A.start ] && [ -e ${SPANS}/B.start ] && [ -e ${SPANS}/C.start ] && break; sleep 0.1; done; `;
 // a bash tool that notes when it ran, sleeps, and (write) writes notes.txt with the agent's line
-const job = (tag, write) => ({ name: 'bash', arguments: { command: `date +%s.%N > ${SPANS}/${tag}.start; sleep ${SLEEP}; `
+const job = (tag, write) => ({ name: 'bash', arguments: { command: `date +%s.%N > ${SPANS}/${tag}.start; `
+  + (write ? GATE : '') + `sleep ${SLEEP}; `
   + (write ? `printf 'agent ${tag}\\n' > notes.txt; ` : '') + `date +%s.%N > ${SPANS}/${tag}.end` } });
 after(() => rmSync(SPANS, { recursive: true, force: true }));
 const scenario = {
