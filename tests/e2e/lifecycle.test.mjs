@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { useFixture, tool, callTool } from './helpers.mjs';
 
-const SLOW = 'abcdefghij'.repeat(6);
+const SLOW = 'abcdefghij'.repeat(12); // 3 s of stream: the poll and the steer land in it on a slow build
 const scenario = {
   rules: [
     // The steer arrives as the last user message of the same turn.

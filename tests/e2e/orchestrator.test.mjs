@@ -9,7 +9,7 @@ import { useFixture, tool, callTool } from './helpers.mjs';
 
 const scenario = {
   rules: [
-    { name: 'hold', last_role: 'user', user_contains: 'HOLD-TASK', delay_first: 1.5, text: 'held' },
+    { name: 'hold', last_role: 'user', user_contains: 'HOLD-TASK', delay_first: 30, text: 'held' }, // every hold is stopped, never waited for
     { name: 'quick', last_role: 'user', user_contains: 'QUICK-TASK', text: 'quick answer', chunk: 3 },
   ],
 };

@@ -12,7 +12,7 @@ const todos = [{ content: 'Inspect code', status: 'completed' }, { content: 'Wri
 const scenario = {
   rules: [
     { name: 'plan', last_role: 'user', user_contains: 'PLAN-TASK', tool_calls: [{ name: 'todo_write', arguments: { todos } }] },
-    { name: 'final', last_tool_name: 'todo_write', text: 'all done', delay_first: 1.5 },
+    { name: 'final', last_tool_name: 'todo_write', text: 'all done', delay_first: 4 }, // the polls see the plan while the turn runs, even on a slow build
   ],
 };
 

@@ -8,7 +8,7 @@ import { useFixture, tool, withTimeout } from './helpers.mjs';
 
 const scenario = {
   rules: [
-    { name: 'hold', last_role: 'user', user_contains: 'HOLD-TASK', delay_first: 1.5, text: 'held reply' },
+    { name: 'hold', last_role: 'user', user_contains: 'HOLD-TASK', delay_first: 3, text: 'held reply' }, // long enough for a slow build's calls
     { name: 'quick', last_role: 'user', user_contains: 'QUICK-TASK', text: 'quick reply' },
   ],
 };

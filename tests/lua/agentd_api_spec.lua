@@ -151,7 +151,8 @@ end)
 
 test("watch: a newer watch supersedes, $/cancel and a dropped connection release it, terminal state stays pending", function(t)
   local ctx = support.setup(t, { scenario = { rules = {
-    { last_role = "user", user_contains = "SLOW", text = string.rep("w", 30), chunk = 2, delay = 0.05 },
+    -- 2 s: both watches, the cancel and the dropped connection land while the turn runs
+    { last_role = "user", user_contains = "SLOW", text = string.rep("w", 80), chunk = 2, delay = 0.05 },
   } } })
   local c = ctx.client()
   local sid = ctx.call(c, "spawn", { task = "SLOW" }).session_id
@@ -177,7 +178,7 @@ test("watch: a newer watch supersedes, $/cancel and a dropped connection release
   t.eq(dropped[1], nil)
   local res = ctx.watch_until(c, { sid }, function(_, x) return x.status == "idle" end)
   t.eq(res.stop_reason, "end_turn")
-  t.eq(#res.message, 30)
+  t.eq(#res.message, 80)
 end)
 
 test("ctl lists and polls the fleet over the same API; doctor checks the setup", function(t)

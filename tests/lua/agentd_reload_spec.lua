@@ -263,11 +263,14 @@ test("live handover: a new binary takes a running turn, a pending decision and a
   t.defer(function() uv.os_unsetenv("REASONIX_MCP_LIVE_HANDOVER") end)
   local exe = install_copy(t)
   local c = ctx.client("orch-a", nil, { exe = exe })
-  local slow = ctx.call(c, "spawn", { task = "SLOW work" }).session_id
   local ask = ctx.call(c, "spawn", { task = "ASKQ me" }).session_id
   local kept = ctx.call(c, "spawn", { task = "keep me", keep_alive = true }).session_id
   ctx.watch_until(c, { ask }, function(_, x) return x.permission_request ~= nil end)
   ctx.watch_until(c, { kept }, function(_, x) return x.status == "idle" end)
+  -- the streaming turn starts last, and the exec follows its first output: the whole stream is
+  -- left for the handover, however slowly the others started
+  local slow = ctx.call(c, "spawn", { task = "SLOW work" }).session_id
+  t.ok(ctx.call(c, "wait", { session_ids = { slow } }).woke, "the slow turn streams")
   local pids = {}
   for _, row in ipairs(ctx.call(c, "list", { detail = true }).sessions) do pids[row.session_id] = row.agent_pid end
   local old = c.info.agentd_pid

@@ -86,7 +86,8 @@ end)
 test("a steer inside a running turn reaches the model in the same turn", function(t)
   local ctx = support.setup(t, { scenario = { rules = {
     { last_role = "user", user_contains = "STEER-ONE", text = "steered ok" },
-    { last_role = "user", user_contains = "SLOW", text = string.rep("x", 40), chunk = 2, delay = 0.05 },
+    -- 2.5 s of stream after the first output: the steer lands in it even on a slow build
+    { last_role = "user", user_contains = "SLOW", text = string.rep("x", 100), chunk = 2, delay = 0.05 },
   } } })
   local c = ctx.client()
   local r = ctx.call(c, "spawn", { task = "SLOW work" })
@@ -188,7 +189,7 @@ test("plan and current work reach watch, poll and agent_event", function(t)
   local ctx = support.setup(t, { scenario = { rules = {
     { last_role = "user", user_contains = "PLANIT", tool_calls = { { name = "todo_write", arguments = { todos = {
       { content = "Inspect code", status = "in_progress" }, { content = "Write fix", status = "pending" } } } } } },
-    { last_tool_name = "todo_write", text = "Plan done.", delay_first = 1.5 },
+    { last_tool_name = "todo_write", text = "Plan done.", delay_first = 4 },
   } } })
   local c = ctx.client()
   local status_events = 0
@@ -198,7 +199,7 @@ test("plan and current work reach watch, poll and agent_event", function(t)
   local sid = ctx.call(c, "spawn", { task = "PLANIT" }).session_id
   t.wait_for(function() return status_events >= 1 end, 15000, "a status agent_event for the plan")
   local mid = ctx.call(c, "poll", { session_id = sid })
-  t.eq(mid.status, "running", "the model holds its answer 1.5 s")
+  t.eq(mid.status, "running", "the model holds its answer 4 s")
   t.eq(mid.current_work, { type = "plan_step", content = "Inspect code" }, "while working: the in-progress step")
   local res = ctx.watch_until(c, { sid }, function(_, x) return x.status == "idle" end)
   t.eq(#res.plan, 2)
@@ -365,7 +366,8 @@ end)
 test("a message sent right after spawn is steered into the first turn, not dropped", function(t)
   local ctx = support.setup(t, { scenario = { rules = {
     { last_role = "user", user_contains = "EARLY-STEER", text = "early steer seen" },
-    { last_role = "user", user_contains = "SLOW", text = string.rep("e", 20), chunk = 2, delay = 0.05 },
+    -- 1.5 s: the send lands in this turn even when a slow build takes its time to make the call
+    { last_role = "user", user_contains = "SLOW", text = string.rep("e", 60), chunk = 2, delay = 0.05 },
   } } })
   local c = ctx.client()
   local sid = ctx.call(c, "spawn", { task = "SLOW" }).session_id
