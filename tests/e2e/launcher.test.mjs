@@ -284,6 +284,8 @@ test('stdin close ends the launcher and its server (exit 0); SIGTERM does too', 
     assert.equal(signal, null);
     await until(() => !alive(server), 5000, `${how}: the server child is gone`);
     assert.deepEqual(srv.badLines, [], 'stdout carried only protocol');
-    assert.match(srv.stderr.join(''), new RegExp(`server pid ${server} exited \\(exit code 0\\)`));
+    // (the exit event can come before the last of stderr is read)
+    const line = new RegExp(`server pid ${server} exited \\(exit code 0\\)`);
+    await until(() => line.test(srv.stderr.join('')), 5000, `${how}: the launcher's line on the server's exit`);
   }
 });

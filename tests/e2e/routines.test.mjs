@@ -86,7 +86,14 @@ test('a manual routine runs on demand in a fresh session of its own, contract on
   assert.equal(first.split('[reasonix-mcp routine contract]').length - 1, 1, 'the contract once');
   assert.match(first, /Run marker: routine-run:rt-[0-9a-f]+:1:[0-9a-f]+/);
   assert.ok(tr, 'the creator can read the run\'s transcript');
-  const polled = await tool(c, 'reasonix_poll', { session_id: started.session_id });
+  // the run is recorded before its agent has stopped (the stop is asynchronous): looked at until
+  // it has, for at most 10 s
+  let polled;
+  for (const deadline = Date.now() + 10000; ;) {
+    polled = await tool(c, 'reasonix_poll', { session_id: started.session_id });
+    if (polled.status === 'exited' || Date.now() > deadline) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
   assert.equal(polled.status, 'exited', 'the run\'s session is closed once its result is recorded');
   await tool(c, 'reasonix_routine_delete', { routine_id: made.routine_id });
 });

@@ -22,7 +22,7 @@ test("two simultaneous autostarts start one daemon", function(t)
   -- losers of the lock race have exited; exactly one agentd runs for this home
   t.wait_for(function()
     return #support.find_procs("agentd", "REASONIX_MCP_HOME=" .. ctx.mcp_home) == 1
-  end, 3000, "a single agentd process")
+  end, 15000, "a single agentd process")
   local st = uv.fs_stat(ctx.mcp_home)
   t.eq(st.mode & 511, 448, "home is 0700")
 end)
@@ -41,12 +41,10 @@ test("kill -9 agentd leaves no agent behind within 1 s", function(t)
   local daemon = c.info.agentd_pid
   c:close()
   uv.kill(daemon, "sigkill")
-  local t0 = uv.now()
   t.wait_for(function()
     for _, pid in ipairs(pids) do if support.alive(pid) then return false end end
     return true
   end, 1000, "every agent to die with agentd", 10)
-  t.ok(uv.now() - t0 <= 1000)
   t.wait_for(function() return not support.alive(daemon) end, 1000, "agentd gone")
 end)
 

@@ -88,7 +88,7 @@ function M.setup(t, opts)
       local pid = c.info.agentd_pid
       c:call("shutdown", {})
       c:close()
-      t.wait_for(function() return not M.alive(pid) end, 5000, "agentd to exit")
+      t.wait_for(function() return not M.alive(pid) end, 15000, "agentd to exit")
     else
       c:close()
     end
