@@ -11,7 +11,7 @@
 #include "check.h"
 #include "exepath.h"
 
-/* exepath_invoked(argv0) equals want (freed). */
+/* exepath_invoked(argv0, the running binary's real path) equals want (freed). */
 static int invoked_is(const char *argv0, const char *want)
 {
   char self[PATH_MAX];
