@@ -26,8 +26,9 @@ local function header(path, st)
 end
 
 -- Writes text to file atomically (temp file, rename), mode 0600; failures are ignored (a cache).
+-- (Not lib/files.write_atomic: the modules this cache loads cannot be required while it loads them.)
 local function write_entry(file, text)
-  local tmp = file .. ".tmp" .. uv.os_getpid()
+  local tmp = string.format("%s.tmp%d", file, uv.os_getpid()) -- (luv's pid is a float: "%d", never "1234.0")
   local fd = uv.fs_open(tmp, "w", 384)
   if not fd then return end
   local ok = uv.fs_write(fd, text, -1) == #text

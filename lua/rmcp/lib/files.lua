@@ -16,7 +16,7 @@ end
 -- Writes text to path atomically (temp file in the same dir, fsync unless fsync is false, rename);
 -- returns true or nil, err.
 function M.write_atomic(path, text, fsync)
-  local tmp = path .. ".tmp" .. uv.os_getpid()
+  local tmp = string.format("%s.tmp%d", path, uv.os_getpid()) -- (luv's pid is a float: "%d", never "1234.0")
   local fd, err = uv.fs_open(tmp, "w", 384) -- 0600
   if not fd then return nil, err end
   local ok, werr, off = true, nil, 0
