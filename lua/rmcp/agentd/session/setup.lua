@@ -310,7 +310,9 @@ function M.resume(d, s, changes, env, cb)
     configure.flush(d, s) -- configured while it started
     s.rt.resuming = nil
     state.journal(d, s, { type = "resume", cwd = s.cwd })
-    state.persist(d, s)
+    -- live again: on disk before the reply, so a daemon killed right after it finds the session
+    -- orphaned (resumable), as a spawn's first record is written before its agent starts
+    state.persist(d, s, "now")
     turns.flush_queued(d, s)
     state.changed(d, s)
     cb(M.spawn_result(s))

@@ -210,14 +210,14 @@ local function save_failed(s, err)
   end
 end
 
--- Writes the session's metadata: at once (and fsynced) when the session ends or the daemon stops,
--- else (or when later is true) at the end of this loop iteration, coalesced (store.save); a
--- failure is noted on the session (damaged). A session restored from an unreadable file is never
--- written: its file stays as it was found.
-function M.persist(d, s, later)
+-- Writes the session's metadata: at once (and fsynced) when the session ends, the daemon stops or
+-- when is "now", else (or when is "later") at the end of this loop iteration, coalesced
+-- (store.save); a failure is noted on the session (damaged). A session restored from an unreadable
+-- file is never written: its file stays as it was found.
+function M.persist(d, s, when)
   if s.unreadable then return end
   s.updated_at = store.now()
-  local now = not later and (d.shutting_down or not live_status[s.status])
+  local now = when == "now" or (when ~= "later" and (d.shutting_down or not live_status[s.status]))
   local ok, err = store.save(d.paths.sessions, s, now, function(e) save_failed(s, e) end)
   if now and not ok then save_failed(s, err) end
 end
@@ -431,7 +431,7 @@ function M.drain(d, s, with_events)
     -- what was delivered is saved, so a daemon death neither loses nor repeats a turn; a queued
     -- daemon reload counts the turn's result as delivered
     s.turns_drained = s.turns_total
-    M.persist(d, s, true)
+    M.persist(d, s, "later")
   end
   if rt.released then
     -- read from disk only when a shaping asks for it (a detailed poll with include_full)
