@@ -578,14 +578,18 @@ void *proc_data(const proc_t *p)
   return p->data;
 }
 
-/* Process exit: forget detached children (they outlive us) and drop the reaper. */
+/* Process exit: forget detached children (they outlive us) and drop the reaper. Each is untracked
+ * first, then closed (which frees an untracked proc with no handle left) or, closed already, freed:
+ * nothing touches it after that. */
 void proc_teardown(void)
 {
   while (tracked) {
     proc_t *p = tracked;
-    proc_close(p);
     proc_untrack(p);
-    proc_maybe_free(p);
+    if (p->closed)
+      proc_maybe_free(p);
+    else
+      proc_close(p);
   }
   reaper_update();
 }

@@ -25,7 +25,7 @@ int sys_flock(const char *path, int *fdp)
   if (fd < 0) return -errno;
   while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
     if (errno == EINTR) continue;
-    int e = errno;
+    int e = errno ? errno : EIO;
     close(fd);
     return -e;
   }
@@ -184,7 +184,7 @@ static int lsys_tz_time(lua_State *L)
 static int lsys_flock(lua_State *L)
 {
   const char *path = luaL_checkstring(L, 1);
-  int fd;
+  int fd = -1;
   int r = sys_flock(path, &fd);
   if (r == -EWOULDBLOCK) {
     lua_pushnil(L);
