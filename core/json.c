@@ -5,7 +5,8 @@
  *    digits or more are written exactly (cjson prints them with %.14g); a float is written in the
  *    shortest form that reads back the same (never 0.40000000000000002), NaN and infinities as null;
  *    json.raw(text) splices already-encoded JSON in; "\/" becomes "/"; invalid UTF-8 becomes U+FFFD, so
- *    every byte written is valid UTF-8 JSON; a table with both 1 and "1" as keys is refused.
+ *    every byte written is valid UTF-8 JSON; a table with both 1 and "1" as keys is refused. A string
+ *    of QUOTE_MIN bytes or more (and one encoded alone) is escaped here in one pass, not by cjson.
  *  - decode: integral numbers come back as Lua integers (cjson 2.1.0 decodes every number as a float)
  *    and an empty JSON array comes back marked as one, so it encodes as [] again.
  * The values cjson cannot write are swapped for sentinel strings (with a per-process random nonce) for
@@ -28,6 +29,7 @@
 #define RAW_MT "rmcp.json.raw"
 #define MAX_DEPTH 1000
 #define EXACT_LIMIT 100000000000000LL /* 1e14: from here on %.14g loses integer digits */
+#define QUOTE_MIN 256 /* a string value this long is quoted by json_push_quoted, not by cjson */
 
 /* Upvalues of encode and decode: cjson's encode, cjson's decode, the sentinel prefix (string), the
  * array metatable, the raw metatable. */
@@ -47,6 +49,7 @@ typedef struct enc {
   int nsaved, nfixes;
   int array_mt, raw_mt;
   const char *prefix;
+  size_t prefix_len;
   char err[200];
 } enc_t;
 
@@ -150,32 +153,126 @@ static int json_number_fix(lua_State *L)
   return 1;
 }
 
-/* Adds the JSON text on top of the stack (key below it) as the next fix, swapping t[key] for its
- * sentinel and recording the old value for the restore; pops the text. The scratch tables are made
- * on the first fix, in place of the two reserved nil slots. */
+/* Length of the valid UTF-8 sequence at s (n bytes left), or 0 when it is not one. */
+static size_t json_utf8_len(const unsigned char *s, size_t n)
+{
+  unsigned c = s[0];
+  size_t len;
+  unsigned min;
+  if (c < 0x80) return 1;
+  if (c >= 0xc2 && c <= 0xdf) { len = 2; min = 0x80; }
+  else if (c >= 0xe0 && c <= 0xef) { len = 3; min = 0x800; }
+  else if (c >= 0xf0 && c <= 0xf4) { len = 4; min = 0x10000; }
+  else return 0;
+  if (n < len) return 0;
+  unsigned cp = c & (0x3f >> (len - 1));
+  for (size_t i = 1; i < len; i++) {
+    if ((s[i] & 0xc0) != 0x80) return 0;
+    cp = (cp << 6) | (s[i] & 0x3f);
+  }
+  if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
+  return len;
+}
+
+/* What json_push_quoted writes for each byte below 0x80: 1 (itself), 2 (a two-byte escape) or 6
+ * (\u00XX); filled by luaopen_rmcp_json. */
+static unsigned char json_out_len[128];
+
+/* Writes the escape json.encode writes for the ASCII byte c at o; returns the byte after it. */
+static char *json_put_escape(char *o, unsigned char c)
+{
+  static const char hex[] = "0123456789abcdef";
+  static const char short_esc[128] = { ['"'] = '"', ['\\'] = '\\', ['\b'] = 'b', ['\t'] = 't',
+                                       ['\n'] = 'n', ['\f'] = 'f', ['\r'] = 'r' };
+  *o++ = '\\';
+  if (short_esc[c]) {
+    *o++ = short_esc[c];
+    return o;
+  }
+  memcpy(o, "u00", 3);
+  o[3] = hex[c >> 4];
+  o[4] = hex[c & 15];
+  return o + 5;
+}
+
+/* Pushes the JSON string json.encode writes for the n bytes at s, byte for byte, made in one pass
+ * that works through s in slices, with room for the worst case (6 bytes out per byte in) reserved
+ * per slice: cjson's per-byte escaping and the rewrite after it cost about three times this. */
+static void json_push_quoted(lua_State *L, const unsigned char *s, size_t n)
+{
+  enum { SLICE = 4096 };
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  luaL_addchar(&b, '"');
+  size_t i = 0;
+  while (i < n) {
+    size_t end = n - i > SLICE ? i + SLICE : n;
+    /* a UTF-8 sequence that starts in the slice may end up to 3 bytes past it */
+    char *start = luaL_prepbuffsize(&b, 6 * (end - i) + 3);
+    char *o = start;
+    while (i < end) {
+      unsigned char c = s[i];
+      if (c < 0x80) {
+        if (json_out_len[c] == 1) *o++ = (char)c;
+        else o = json_put_escape(o, c);
+        i++;
+        continue;
+      }
+      size_t len = json_utf8_len(s + i, n - i);
+      if (len) {
+        memcpy(o, s + i, len);
+        o += len;
+        i += len;
+      } else {
+        memcpy(o, "\\ufffd", 6); /* one per invalid byte, as json.encode */
+        o += 6;
+        i++;
+      }
+    }
+    luaL_addsize(&b, (size_t)(o - start));
+  }
+  luaL_addchar(&b, '"');
+  luaL_pushresult(&b);
+}
+
+/* Pushes the sentinel of fix n: the prefix, n in decimal, \x01. */
+static void json_push_sentinel(lua_State *L, const enc_t *e, int n)
+{
+  char buf[64], digits[12];
+  size_t len = e->prefix_len;
+  int nd = 0;
+  memcpy(buf, e->prefix, len);
+  do digits[nd++] = (char)('0' + n % 10);
+  while ((n /= 10) > 0);
+  while (nd > 0) buf[len++] = digits[--nd];
+  buf[len++] = '\x01';
+  lua_pushlstring(L, buf, len);
+}
+
+/* Adds the JSON text on top of the stack (the key and its old value below it) as the next fix,
+ * swapping t[key] for its sentinel and recording the old value for the restore; pops the value and
+ * the text, leaving the key. The scratch tables are made on the first fix, in place of the two
+ * reserved nil slots, with room for the few fixes of a typical result (they grow for more). */
 static void json_fix(enc_t *e, int t)
 {
   lua_State *L = e->L;
   if (e->fixes == 0) {
-    lua_newtable(L);
+    lua_createtable(L, 3 * 4, 0);
     lua_replace(L, e->saved_slot);
-    lua_newtable(L);
+    lua_createtable(L, 4, 0);
     lua_replace(L, e->fixes_slot);
     e->saved = e->saved_slot;
     e->fixes = e->fixes_slot;
   }
   lua_rawseti(L, e->fixes, ++e->nfixes);
-  int n = e->nfixes;
-  int key = lua_gettop(L);
+  int key = lua_gettop(L) - 1;
   lua_pushvalue(L, t);
   lua_rawseti(L, e->saved, ++e->nsaved);
   lua_pushvalue(L, key);
   lua_rawseti(L, e->saved, ++e->nsaved);
+  lua_rawseti(L, e->saved, ++e->nsaved); /* the old value */
   lua_pushvalue(L, key);
-  lua_rawget(L, t);
-  lua_rawseti(L, e->saved, ++e->nsaved);
-  lua_pushvalue(L, key);
-  lua_pushfstring(L, "%s%d\x01", e->prefix, n);
+  json_push_sentinel(L, e, e->nfixes);
   lua_rawset(L, t);
 }
 
@@ -208,8 +305,7 @@ static int json_is_sentinel(enc_t *e, int i)
   size_t n;
   const char *s = lua_tolstring(e->L, i, &n);
   if (n == 0 || s[0] != e->prefix[0]) return 0;
-  size_t pn = strlen(e->prefix);
-  return n >= pn && memcmp(s, e->prefix, pn) == 0;
+  return n >= e->prefix_len && memcmp(s, e->prefix, e->prefix_len) == 0;
 }
 
 /* Walks the table at index t, swapping in a sentinel for every value cjson would write wrong.
@@ -241,12 +337,10 @@ static int json_walk(enc_t *e, int t, int depth)
         lua_pop(L, 1);
         if (raw) {
           lua_rawgeti(L, v, 1);
-          lua_remove(L, v); /* stack: key text */
           json_fix(e, t);
           continue;
         }
         if (array && json_is_empty(L, v)) {
-          lua_pop(L, 1);
           lua_pushliteral(L, "[]");
           json_fix(e, t);
           continue;
@@ -257,7 +351,12 @@ static int json_walk(enc_t *e, int t, int depth)
         return -1;
       }
     } else if (vt == LUA_TNUMBER && json_number_fix(L)) {
-      lua_remove(L, -2); /* stack: key text */
+      json_fix(e, t);
+      continue;
+    } else if (vt == LUA_TSTRING && lua_rawlen(L, -1) >= QUOTE_MIN) {
+      size_t n;
+      const char *str = lua_tolstring(L, -1, &n);
+      json_push_quoted(L, (const unsigned char *)str, n);
       json_fix(e, t);
       continue;
     }
@@ -280,27 +379,6 @@ static void json_restore(enc_t *e)
     lua_pop(L, 1);
   }
   e->nsaved = 0;
-}
-
-/* Length of the valid UTF-8 sequence at s (n bytes left), or 0 when it is not one. */
-static size_t json_utf8_len(const unsigned char *s, size_t n)
-{
-  unsigned c = s[0];
-  size_t len;
-  unsigned min;
-  if (c < 0x80) return 1;
-  if (c >= 0xc2 && c <= 0xdf) { len = 2; min = 0x80; }
-  else if (c >= 0xe0 && c <= 0xef) { len = 3; min = 0x800; }
-  else if (c >= 0xf0 && c <= 0xf4) { len = 4; min = 0x10000; }
-  else return 0;
-  if (n < len) return 0;
-  unsigned cp = c & (0x3f >> (len - 1));
-  for (size_t i = 1; i < len; i++) {
-    if ((s[i] & 0xc0) != 0x80) return 0;
-    cp = (cp << 6) | (s[i] & 0x3f);
-  }
-  if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
-  return len;
 }
 
 /* True when cjson's output needs the rewrite pass: an escape, a non-ASCII byte. */
@@ -390,8 +468,14 @@ static int json_encode(lua_State *L)
     lua_pushliteral(L, "null");
     return 1;
   }
+  if (vt == LUA_TSTRING) {
+    size_t n;
+    const char *str = lua_tolstring(L, 1, &n);
+    json_push_quoted(L, (const unsigned char *)str, n);
+    return 1;
+  }
   const char *prefix = lua_tostring(L, UP_PREFIX);
-  enc_t e = { .L = L, .prefix = prefix, .saved_slot = 2, .fixes_slot = 3, .array_mt = 4, .raw_mt = 5 };
+  enc_t e = { .L = L, .prefix = prefix, .prefix_len = strlen(prefix), .saved_slot = 2, .fixes_slot = 3, .array_mt = 4, .raw_mt = 5 };
   lua_pushnil(L);                    /* 2: the restore list, once needed */
   lua_pushnil(L);                    /* 3: the fix list, once needed */
   lua_pushvalue(L, UP_ARRAY_MT);     /* 4 */
@@ -612,6 +696,10 @@ static void json_push_prefix(lua_State *L)
 /* require "rmcp.json": encode, decode, array, is_array, raw, raw_text, null. */
 int luaopen_rmcp_json(lua_State *L)
 {
+  for (int c = 0; c < 0x80; c++) {
+    json_out_len[c] = c < 0x20 || c == 0x7f ? 6 : 1;
+    if (c == '"' || c == '\\' || c == '\b' || c == '\t' || c == '\n' || c == '\f' || c == '\r') json_out_len[c] = 2;
+  }
   luaL_newmetatable(L, ARRAY_MT);
   lua_pushliteral(L, "json.array");
   lua_setfield(L, -2, "__name");

@@ -1,4 +1,6 @@
--- The checks of fuzz_json.c, one input at a time: json.decode never raises; a value it returns
+-- The checks of fuzz_json.c, one input at a time: json.encode writes any bytes as a JSON string
+-- that decodes back to them (made valid UTF-8), the same alone and in a table; json.decode never
+-- raises; a value it returns
 -- encodes without raising (an error string is allowed only for nesting past cjson's limit), as valid
 -- UTF-8, and decodes back to the same value, as the contract of core/json.c says it is written:
 -- invalid UTF-8 as U+FFFD (one per bad byte), NaN and infinities as null, empty arrays as [].
@@ -48,6 +50,16 @@ end
 
 -- One input: nil when every check holds, else what failed.
 return function(text)
+  -- any bytes encode as a JSON string of valid UTF-8 that decodes to them, made valid, alone and
+  -- in a table (where a short one is cjson's, a long one core/json.c's)
+  local quoted = json.encode(text)
+  local _, quoted_valid = utf8_fix(quoted)
+  if not quoted_valid then return "a string encoded as invalid UTF-8: " .. string.format("%q", quoted) end
+  if json.decode(quoted) ~= utf8_fix(text) then return "an encoded string does not decode back: " .. string.format("%q", quoted) end
+  local listed, lerr = json.encode({ text })
+  if listed ~= "[" .. quoted .. "]" and not (listed == nil and tostring(lerr):find("internal marker", 1, true)) then
+    return "a string is written differently in a table: " .. string.format("%q", text)
+  end
   local v, err = json.decode(text)
   if v == nil then
     if type(err) ~= "string" then return "decode failed without a message" end

@@ -53,6 +53,23 @@ test("strings: slashes unescaped, control characters escaped, invalid UTF-8 repl
   t.eq(line, '{"k\\ufffd":"v"}', "keys are made valid too")
 end)
 
+test("long strings (escaped in one pass, not by cjson) are written exactly as short ones", function(t)
+  local piece = "a/\"\\\n\1\127\u{20ac}\xff"
+  local short = json.encode({ piece })
+  t.eq(short, '["a/\\"\\\\\\n\\u0001\\u007f\u{20ac}\\ufffd"]', "the cjson path, for reference")
+  local long = piece:rep(40)
+  local held = { long, { k = long } }
+  local text = json.encode(held)
+  local want = '"' .. short:sub(3, -3):rep(40) .. '"'
+  t.eq(text, "[" .. want .. ',{"k":' .. want .. "}]")
+  t.eq(held[1], long, "the caller's table is restored")
+  t.eq(held[2].k, long)
+  t.eq(json.encode(long), want, "a long string alone")
+  t.eq(json.encode(piece), short:sub(2, -2), "a short string alone (the same pass)")
+  t.eq(json.encode(""), '""')
+  t.eq(json.decode(json.encode("x\0y")), "x\0y")
+end)
+
 test("json.raw splices encoded JSON in as it is", function(t)
   local raw = json.raw('{"x":[1,2],"s":"/"}')
   t.eq(json.raw_text(raw), '{"x":[1,2],"s":"/"}')

@@ -258,7 +258,8 @@ end
 
 -- Wraps a structured tool result as a CallToolResult for the negotiated version. A json.raw
 -- result (agentd's answer, passed through undecoded) is its own text block and structuredContent:
--- encoded once, in agentd.
+-- encoded once, in agentd (the text block is that text as a string: json.encode quotes a long one
+-- in one pass).
 function Server:tool_result(tool, result)
   local raw = json.raw_text(result)
   if raw then
