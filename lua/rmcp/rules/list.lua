@@ -74,7 +74,8 @@ end
 
 -- Orders sessions newest first (created_at, then id): the order of rows and of cursors.
 local function newer(a, b)
-  if (a.created_at or 0) ~= (b.created_at or 0) then return (a.created_at or 0) > (b.created_at or 0) end
+  local ta, tb = a.created_at or 0, b.created_at or 0
+  if ta ~= tb then return ta > tb end
   return a.id > b.id
 end
 
