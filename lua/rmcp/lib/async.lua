@@ -3,17 +3,31 @@ local uv = require "luv"
 
 local M = {}
 
--- Runs fn(...) in a new coroutine; an error is passed to on_error (default: logged to stderr).
+-- Coroutines whose task ended, kept to run the next ones: a task (every MCP tool call) then costs
+-- no new coroutine and no stack grown again from its minimum. At most IDLE_MAX are kept.
+local idle = {}
+local IDLE_MAX = 16
+
+-- The body of a pooled coroutine: runs fn(...), reports its error to on_error (default: logged to
+-- stderr), goes back to the pool and waits for its next task (a tail call: the stack stays flat).
+local function work(fn, on_error, ...)
+  local ok, err = xpcall(fn, debug.traceback, ...)
+  if not ok then
+    if on_error then on_error(err) else io.stderr:write("reasonix-mcp: async task failed: ", tostring(err), "\n") end
+  end
+  if #idle >= IDLE_MAX then return end
+  idle[#idle + 1] = coroutine.running()
+  return work(coroutine.yield())
+end
+
+-- Runs fn(...) in a coroutine of its own (a pooled one); an error is passed to on_error (default:
+-- logged to stderr).
 function M.run(fn, on_error, ...)
-  local co = coroutine.create(function(...)
-    local ok, err = xpcall(fn, debug.traceback, ...)
-    if not ok then
-      if on_error then on_error(err) else io.stderr:write("reasonix-mcp: async task failed: ", tostring(err), "\n") end
-    end
-  end)
-  local ok, err = coroutine.resume(co, ...)
+  local n = #idle
+  local co = idle[n]
+  if co then idle[n] = nil else co = coroutine.create(work) end
+  local ok, err = coroutine.resume(co, fn, on_error, ...)
   if not ok then error(err, 0) end
-  return co
 end
 
 -- Waits inside a coroutine until start(resume) calls resume(...); returns those values.
