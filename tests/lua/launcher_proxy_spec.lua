@@ -109,6 +109,9 @@ test("wire: the top-level id is found and replaced in place; nested ids, strings
   local jsonrpc = require "rmcp.lib.jsonrpc"
   t.eq(jsonrpc.id_key(1.0), jsonrpc.id_key(1))
   t.ne(jsonrpc.id_key(1), jsonrpc.id_key("1"))
+  t.ne(jsonrpc.id_key(1.5), jsonrpc.id_key("1.5"))
+  t.ne(jsonrpc.id_key("n:1.5"), jsonrpc.id_key(1.5))
+  t.eq(type(jsonrpc.id_key(0 / 0)), "string", "a NaN id (cjson reads NaN) still makes a table key")
   t.eq(jsonrpc.id_key(require("rmcp.lib.json").null), nil)
   t.ok(wire.repeatable("tools/call", { name = "reasonix_watch" }))
   t.ok(not wire.repeatable("tools/call", { name = "reasonix_spawn" }))

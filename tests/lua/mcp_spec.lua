@@ -10,8 +10,9 @@ local mcp = require "rmcp.server.mcp"
 require("rmcp.lib.log").set_sink(function() end) -- the server's info lines are not what is tested
 
 -- A server whose writes land in out (decoded, with .line the text) and whose agentd link answers
--- every request with answer(method, params, raw) -> result, err (nil, nil: no answer yet).
-local function server(t, answer)
+-- every request with answer(method, params, raw) -> result, err (nil, nil: no answer yet);
+-- supervised: as under the launcher.
+local function server(t, answer, supervised)
   local out, calls, cancelled, links = {}, {}, {}, {}
   local link = { conn = true }
   function link.request(_, method, params, cb, raw)
@@ -29,7 +30,7 @@ local function server(t, answer)
       msg.line = line
       out[#out + 1] = msg
     end,
-    project_dir = "/tmp/project", version = "9.9.9",
+    project_dir = "/tmp/project", version = "9.9.9", supervised = supervised,
     link = function(_, orch) links[#links + 1] = orch; return link end,
   }
   local ctx = { s = s, out = out, calls = calls, cancelled = cancelled, next_id = 0, links = links }
@@ -327,5 +328,20 @@ test("a host naming conversations (Codex's _meta.threadId) gets an orchestrator 
     e.s:receive(json.encode({ jsonrpc = "2.0", id = 1, method = "tools/call",
       params = { name = "reasonix_list", arguments = {}, _meta = { threadId = "thread-a" } } }))
     t.eq(e.links, { "fixed" }, "an explicit id is every conversation's")
+  end)
+end)
+
+test("a watch under the launcher carries the host request's delivery key, written as every version writes it", function(t)
+  with_env({ REASONIX_MCP_LAUNCHER_PID = "4242" }, function()
+    local c = server(t, function() return { results = {} } end, true)
+    c.init("2025-11-25")
+    local r = c.request("tools/call", { name = "reasonix_watch", arguments = { session_ids = { "rx-1" }, timeout = 0 } })
+    t.ok(r.result, "answered")
+    t.eq(c.calls[#c.calls].method, "watch")
+    t.eq(c.calls[#c.calls].params.delivery_key, "4242/n:" .. c.next_id, "an integer id: n:<id>")
+    local unsupervised = server(t, function() return { results = {} } end)
+    unsupervised.init("2025-11-25")
+    unsupervised.request("tools/call", { name = "reasonix_watch", arguments = { session_ids = { "rx-1" }, timeout = 0 } })
+    t.eq(unsupervised.calls[#unsupervised.calls].params.delivery_key, nil, "no launcher: no key")
   end)
 end)

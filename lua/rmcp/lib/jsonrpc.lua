@@ -22,11 +22,15 @@ function M.error(code, message, data)
   return setmetatable({ code = code, message = message, data = data }, error_mt)
 end
 
--- A table key for a request id that keeps 1 and "1" apart (nil for no id or null; an integral
--- float counts as the integer).
+-- A table key for a request id that keeps 1 and "1" apart (nil for no id or null): an integer (or
+-- an integral float) is its own key, any other id a string naming its type ("s:1"; "n:0.5"). Hosts
+-- send integers: their key costs no string.
 function M.id_key(id)
   if id == nil or id == json.null then return nil end
-  if math.type(id) == "float" and math.tointeger(id) then id = math.tointeger(id) end
+  local t = type(id)
+  if t == "string" then return "s:" .. id end
+  local n = t == "number" and math.tointeger(id)
+  if n then return n end
   return type(id):sub(1, 1) .. ":" .. tostring(id)
 end
 

@@ -371,7 +371,9 @@ local function tool_ctx(server, call)
   local ctx = {
     project_dir = server.project_dir, orchestrator_id = call.orchestrator,
     progress_token = call.progress_token, progress_interval_ms = tonumber(os.getenv("REASONIX_MCP_PROGRESS_INTERVAL_MS") or ""),
-    request_key = server.supervised and key and (os.getenv("REASONIX_MCP_LAUNCHER_PID") .. "/" .. key) or nil,
+    -- (an integer id is written "n:<id>", as every earlier version wrote its key)
+    request_key = server.supervised and key and (os.getenv("REASONIX_MCP_LAUNCHER_PID") .. "/"
+      .. (math.type(key) == "integer" and "n:" .. key or key)) or nil,
   }
   -- Sends method to agentd and returns cb-style: cb(result, err); raw: the result as agentd's JSON text.
   local function send(method, params, raw, cb)
