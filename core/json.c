@@ -125,6 +125,20 @@ static int json_short_decimal(char *buf, double d)
   return len;
 }
 
+/* Writes the decimal digits of i (and its sign) into buf, which has room for 21 bytes; returns
+ * their length. */
+static int json_integer_text(char *buf, lua_Integer i)
+{
+  char digits[24];
+  int nd = 0, len = 0;
+  lua_Unsigned u = i < 0 ? (lua_Unsigned)0 - (lua_Unsigned)i : (lua_Unsigned)i;
+  do digits[nd++] = (char)('0' + u % 10);
+  while ((u /= 10) > 0);
+  if (i < 0) buf[len++] = '-';
+  while (nd > 0) buf[len++] = digits[--nd];
+  return len;
+}
+
 /* The JSON text cjson cannot write right, or cannot write cheaply, for the number on top of the
  * stack (pushed), or nothing (returns 0) when cjson's own %.14g form is exact. */
 static int json_number_fix(lua_State *L)
@@ -133,7 +147,7 @@ static int json_number_fix(lua_State *L)
   if (lua_isinteger(L, -1)) {
     lua_Integer i = lua_tointeger(L, -1);
     if (i < EXACT_LIMIT && i > -EXACT_LIMIT) return 0;
-    lua_pushfstring(L, "%I", i);
+    lua_pushlstring(L, buf, (size_t)json_integer_text(buf, i));
     return 1;
   }
   double d = lua_tonumber(L, -1);
@@ -238,13 +252,10 @@ static void json_push_quoted(lua_State *L, const unsigned char *s, size_t n)
 /* Pushes the sentinel of fix n: the prefix, n in decimal, \x01. */
 static void json_push_sentinel(lua_State *L, const enc_t *e, int n)
 {
-  char buf[64], digits[12];
+  char buf[64];
   size_t len = e->prefix_len;
-  int nd = 0;
   memcpy(buf, e->prefix, len);
-  do digits[nd++] = (char)('0' + n % 10);
-  while ((n /= 10) > 0);
-  while (nd > 0) buf[len++] = digits[--nd];
+  len += (size_t)json_integer_text(buf + len, n);
   buf[len++] = '\x01';
   lua_pushlstring(L, buf, len);
 }
@@ -457,6 +468,11 @@ static int json_encode(lua_State *L)
   }
   if (vt == LUA_TTABLE && json_mt_is(L, 1, UP_ARRAY_MT) && json_is_empty(L, 1)) {
     lua_pushliteral(L, "[]");
+    return 1;
+  }
+  if (vt == LUA_TNUMBER && lua_isinteger(L, 1)) { /* a request id, say: no cjson call at all */
+    char buf[32];
+    lua_pushlstring(L, buf, (size_t)json_integer_text(buf, lua_tointeger(L, 1)));
     return 1;
   }
   if (vt == LUA_TNUMBER) {
