@@ -36,11 +36,18 @@ local function type_ok(want, got)
   return false
 end
 
--- Reads a schema's type as a list.
+-- The one-type lists types_of returns for a type name, made once each.
+local single = setmetatable({}, { __index = function(cache, name)
+  local list = { name }
+  cache[name] = list
+  return list
+end })
+
+-- Reads a schema's type as a list (shared: never change it).
 local function types_of(schema)
   local t = schema.type
   if t == nil then return nil end
-  if type(t) == "string" then return { t } end
+  if type(t) == "string" then return single[t] end
   return t
 end
 
@@ -154,14 +161,12 @@ local function conform(schema, value)
     end
     return value
   end
-  if schema.properties then
-    for k, sub in pairs(schema.properties) do
-      if value[k] ~= nil then conform(sub, value[k]) end
-    end
-  end
-  if type(schema.additionalProperties) == "table" then
+  local props, extra = schema.properties, schema.additionalProperties
+  if type(extra) ~= "table" then extra = nil end
+  if props or extra then
     for k, v in pairs(value) do
-      if not (schema.properties and schema.properties[k]) then conform(schema.additionalProperties, v) end
+      local sub = props and props[k] or extra
+      if sub then conform(sub, v) end
     end
   end
   return value
