@@ -136,3 +136,38 @@ test("a worktree a dead daemon left half-made is removed at the next start, lock
     t.eq(uv.fs_stat(r .. "/.git/worktrees/rx-crash"), nil, "no lock left")
   end)
 end)
+
+test("worktrees of one repository made and removed all at once: each add and removal has the repository to itself", function(t)
+  local async = require "rmcp.lib.async"
+  local r, d, root = repo(t)
+  with_root(t, root, function()
+    local n, made, errors = 8, {}, {}
+    t.await(function(done)
+      local left = n
+      for i = 1, n do
+        async.run(function()
+          local s = { id = "rx-many-" .. i }
+          local cwd, err = worktree.create(d, s, uv.fs_realpath(r), function() return true end)
+          if cwd then made[#made + 1] = s.worktree else errors[#errors + 1] = tostring(err and err.message) end
+          left = left - 1
+          if left == 0 then done() end
+        end)
+      end
+    end, 60000, "the creations")
+    t.eq(errors, {}, "every add succeeded (git reads .git/worktrees/* during an add)")
+    t.eq(#made, n)
+    t.await(function(done)
+      local left = #made
+      for _, wt in ipairs(made) do
+        async.run(function()
+          local res, err = worktree.remove(wt, true)
+          if not res then errors[#errors + 1] = tostring(err) end
+          left = left - 1
+          if left == 0 then done() end
+        end)
+      end
+    end, 60000, "the removals")
+    t.eq(errors, {}, "every removal succeeded")
+    t.eq(out("git -C " .. r .. " worktree list | wc -l"):match("%d+"), "1", "only the main tree is left")
+  end)
+end)

@@ -10,6 +10,7 @@ local log = require "rmcp.lib.log"
 local json = require "rmcp.lib.json"
 local jsonrpc = require "rmcp.lib.jsonrpc"
 local command = require "rmcp.lib.command"
+local async = require "rmcp.lib.async"
 local config = require "rmcp.config"
 local store = require "rmcp.agentd.store"
 
@@ -43,6 +44,28 @@ local function git(dir, args, timeout_ms)
   return (r.stdout:gsub("\n$", ""))
 end
 M.git = git
+
+-- The repositories whose worktrees a call here is adding or removing: top -> the resumes of the
+-- calls waiting their turn, in order. This module's one piece of state.
+local busy = {}
+
+-- Runs fn() (coroutine) while no other call here adds or removes a worktree of repository top: a
+-- `git worktree add` reads every entry under .git/worktrees, and one that a concurrent add has made
+-- but not filled yet fails it ("failed to read .git/worktrees/<name>/commondir"). Returns what fn
+-- returns; an error in fn is raised again after the next call got its turn.
+local function exclusive(top, fn)
+  local waiting = busy[top]
+  if waiting then
+    async.await(function(resume) waiting[#waiting + 1] = resume end)
+  else
+    busy[top] = {}
+  end
+  local results = table.pack(pcall(fn))
+  local next_turn = table.remove(busy[top], 1)
+  if next_turn then next_turn() else busy[top] = nil end
+  if not results[1] then error(results[2], 0) end
+  return table.unpack(results, 2, results.n)
+end
 
 -- A refusal of the isolate option, as the spawn's error.
 local function refuse(fmt, ...)
@@ -80,7 +103,9 @@ function M.create(d, s, cwd, save)
   s.worktree = { state = "creating", path = dir, branch = branch, base = base, repo = top, rel = rel, head = head }
   local saved, serr = save()
   if not saved then s.worktree = nil; return refuse("cannot save the session first: %s", tostring(serr)) end
-  local _, aerr = git(top, { "worktree", "add", "--quiet", "-b", branch, dir, base }, 120000)
+  local _, aerr = exclusive(top, function()
+    return git(top, { "worktree", "add", "--quiet", "-b", branch, dir, base }, 120000)
+  end)
   if aerr then
     M.discard(s.worktree)
     s.worktree = nil
@@ -104,9 +129,11 @@ end
 -- Removes a worktree (however far it got) and its branch when that has no commit of its own; used
 -- for a failed or interrupted creation. Coroutine.
 function M.discard(wt)
-  git(wt.repo, { "worktree", "remove", "--force", "--force", wt.path })
-  command.run("rm", { "-rf", "--", wt.path }, { timeout_ms = 120000 }) -- a child: agentd's loop goes on
-  git(wt.repo, { "worktree", "prune" })
+  exclusive(wt.repo, function()
+    git(wt.repo, { "worktree", "remove", "--force", "--force", wt.path })
+    command.run("rm", { "-rf", "--", wt.path }, { timeout_ms = 120000 }) -- a child: agentd's loop goes on
+    git(wt.repo, { "worktree", "prune" })
+  end)
   local tip = git(wt.repo, { "rev-parse", "--verify", "--quiet", "refs/heads/" .. wt.branch })
   if tip and tip == wt.base then git(wt.repo, { "branch", "-D", wt.branch }) end
 end
@@ -174,9 +201,13 @@ end
 -- delete_branch. Returns {removed, branch, branch_kept, commits, merge?, patch?}. Coroutine.
 function M.remove(wt, delete_branch)
   local count = tonumber(git(wt.repo, { "rev-list", "--count", wt.base .. ".." .. wt.branch }) or "0") or 0
-  local _, rerr = git(wt.repo, { "worktree", "remove", "--force", wt.path })
-  if rerr and uv.fs_stat(wt.path) then return nil, "git worktree remove failed: " .. rerr end
-  git(wt.repo, { "worktree", "prune" })
+  local _, rerr = exclusive(wt.repo, function()
+    local _, err = git(wt.repo, { "worktree", "remove", "--force", wt.path })
+    if err and uv.fs_stat(wt.path) then return nil, err end
+    git(wt.repo, { "worktree", "prune" })
+    return true
+  end)
+  if rerr then return nil, "git worktree remove failed: " .. rerr end
   local kept = count > 0 and not delete_branch
   if not kept then git(wt.repo, { "branch", "-D", wt.branch }) end
   wt.state = "removed"
