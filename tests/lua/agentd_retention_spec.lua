@@ -36,10 +36,15 @@ local function spawn_idle(ctx, c, n, tag)
   return ids
 end
 
--- Stops ids and collects each exit with a watch (so their results count as delivered).
+-- Stops ids and collects each exit with a watch (so their results count as delivered), in order:
+-- the delivery saves the session, so the last id is the newest. Session times are in milliseconds,
+-- and two watches can be answered within one: each waits for the next millisecond.
 local function stop_collected(ctx, c, ids)
+  local store = require "rmcp.agentd.store"
   for _, id in ipairs(ids) do ctx.call(c, "stop", { session_id = id }) end
   for _, id in ipairs(ids) do
+    local before = store.now()
+    ctx.t.wait_for(function() return store.now() > before end, 1000, "the clock to move a millisecond", 1)
     ctx.call(c, "watch", { session_ids = { id }, timeout = 0 })
   end
 end
