@@ -49,8 +49,10 @@ return function(text)
   if s == nil then return nil end
   local bad = typed(s)
   if bad then return bad end
-  for _, opts in ipairs({ {}, { include_task = true, detail = true, pending_only = true } }) do
-    local out, err = json.encode(rules_list.shape({ s }, opts))
+  for _, opts in ipairs({ {}, { encoded = true }, { include_task = true, detail = true, pending_only = true } }) do
+    local r, serr = rules_list.shape({ s }, opts)
+    if not r then return "list result does not encode: " .. tostring(serr) end
+    local out, err = json.encode(r)
     if not out then return "list result does not encode: " .. tostring(err) end
     local _, valid = utf8_fix(out)
     if not valid then return "list result is not valid UTF-8" end

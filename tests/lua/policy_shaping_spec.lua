@@ -198,6 +198,66 @@ test("list rows: previews, pending decisions, pending_only, counts", function(t)
   t.eq(json.encode(list.shape({}, {}).sessions), "[]")
 end)
 
+test("encoded list rows: the rows' JSON, reused while what a row shows is unchanged", function(t)
+  -- a settled session with every field a plain row can show, and some it never shows
+  local s = {
+    id = "rx-set", status = "idle", cwd = "/w", task = "do it", transcript_path = "/t/rx-set.jsonl",
+    stop_reason = "end_turn", model = "m/x", created_at = 1796428584.125, updated_at = 1796428584.5,
+    keep_alive = true, terminal_pending = true, damaged = "note", pending = {},
+    effort = "high", turns_total = 3, agent_profile = "reasonix",
+  }
+  local function plain() return json.decode(json.encode(list.shape({ s }, {}).sessions)) end
+  local function encoded(opts)
+    local r = assert(list.shape({ s }, opts or { encoded = true }))
+    t.eq(json.raw_text(r.sessions) ~= nil, true, "sessions is one json.raw array")
+    return json.decode(json.encode(r.sessions))
+  end
+  local made, real_row = 0, list.row
+  list.row = function(...) made = made + 1; return real_row(...) end
+  t.eq(encoded(), plain())
+  made = 0
+  encoded()
+  t.eq(made, 0, "an unchanged settled session's row is not made again")
+  s.effort, s.turns_total = "low", 4
+  encoded()
+  t.eq(made, 0, "fields no plain row shows do not matter")
+  -- each field a row shows, changed: the encoded row follows
+  local changes = {
+    id = "rx-set2", status = "exited", cwd = "/w2", task = "do that", transcript_path = "/t/2.jsonl",
+    stop_reason = "cancelled", exit_reason = "killed", model = "m/y", created_at = 1796428585.25,
+    updated_at = 1796428586.75, keep_alive = false, terminal_pending = false, damaged = "other",
+  }
+  for k, v in pairs(changes) do
+    s[k] = v
+    made = 0
+    local e = encoded()
+    t.eq(made, 1, "a change of " .. k .. " makes the row again")
+    t.eq(e, plain(), "after a change of " .. k)
+  end
+  made = 0
+  t.eq(encoded({ encoded = true, include_task = true })[1].task, "do that")
+  t.eq(made, 1, "include_task is its own row")
+  -- sessions at work or with a decision pending are made each time (health, pending_decision)
+  s.status = "running"
+  made = 0
+  encoded(); encoded()
+  t.eq(made, 2)
+  s.status, s.pending = "idle", { { request_id = 1, kind = "permission", tool_call = { title = "Run?" } } }
+  made = 0
+  t.eq(encoded()[1].pending_decision.title, "Run?")
+  encoded()
+  t.eq(made, 2)
+  list.row = real_row
+  -- a row that cannot be encoded is the shape's error, as the whole result's would be
+  s.pending, s.updated_at = {}, 1796428587
+  list.row = function() return { bad = function() end } end
+  local r, err = list.shape({ s }, { encoded = true })
+  list.row = real_row
+  t.eq(r, nil)
+  t.ok(err, "the encoder's error")
+  t.eq(json.encode(assert(list.shape({}, { encoded = true })).sessions), "[]")
+end)
+
 test("spawn options: defaults, env overrides, validation", function(t)
   with_env({ REASONIX_MCP_DEFAULT_MODEL = false, REASONIX_MCP_DEFAULT_EFFORT = "high" }, function()
     local o = assert(spawn.options({ task = "x" }))

@@ -418,13 +418,14 @@ function methods.list(d, conn, p, reply)
     cursor, cerr = rules_list.parse_cursor(p.cursor)
     if not cursor then return reply(nil, bad(cerr)) end
   end
-  local r = rules_list.shape(mine, {
-    include_task = p.include_task == true, pending_only = p.pending_only == true, all = p.all == true,
+  local r, err = rules_list.shape(mine, {
+    encoded = true, include_task = p.include_task == true, pending_only = p.pending_only == true, all = p.all == true,
     detail = p.detail == true, current_work = session.current_work,
     health = function(s) return health.of(d, s) end,
     now = store.now(), recent_s = config.limit("list_recent_s"),
     limit = limit or math.floor(config.limit("list_limit")), cursor = cursor,
   })
+  if not r then return reply(nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, "result not encodable: " .. tostring(err))) end
   r.reload = upgrade.status(d, conn.orch)
   if r.reload and r.reload.pending then r.reload_pending = true end
   reply(r)

@@ -59,6 +59,41 @@ end
 -- Statuses of an agent at work (pending_only keeps them).
 M.active = { starting = true, running = true, awaiting_decision = true }
 
+-- The fields of a session the plain row (no detail) of a settled session is made of (a settled
+-- session, with no agent at work and no decision pending, has no health and no pending_decision),
+-- as they were when the row was encoded: { text = JSON, include_task = ..., id = s.id, ... }.
+local function plain_inputs(s, include_task, text)
+  return { text = text, include_task = include_task, id = s.id, status = s.status, cwd = s.cwd, task = s.task,
+           transcript_path = s.transcript_path, stop_reason = s.stop_reason, exit_reason = s.exit_reason,
+           model = s.model, created_at = s.created_at, updated_at = s.updated_at, keep_alive = s.keep_alive,
+           terminal_pending = s.terminal_pending, damaged = s.damaged }
+end
+
+-- True when the fields plain_inputs kept in c are still those of s.
+local function same_inputs(c, s)
+  return c.id == s.id and c.status == s.status and c.cwd == s.cwd and c.task == s.task
+    and c.transcript_path == s.transcript_path and c.stop_reason == s.stop_reason and c.exit_reason == s.exit_reason
+    and c.model == s.model and c.created_at == s.created_at and c.updated_at == s.updated_at
+    and c.keep_alive == s.keep_alive and c.terminal_pending == s.terminal_pending and c.damaged == s.damaged
+end
+
+-- The encoded plain rows of settled sessions, by session (weak: a forgotten session takes its row
+-- along), as plain_inputs made them.
+local encoded_rows = setmetatable({}, { __mode = "k" })
+
+-- The JSON text of s's row (M.row), or nil and the encoder's error. A settled session's plain row
+-- is encoded once and reused while every field it is made of is unchanged: a fleet that is listed
+-- again and again is mostly settled sessions.
+function M.row_text(s, opts)
+  if opts.detail or M.active[s.status] or (s.pending and #s.pending > 0) then return json.encode(M.row(s, opts)) end
+  local c, include_task = encoded_rows[s], opts.include_task == true
+  if c and c.include_task == include_task and same_inputs(c, s) then return c.text end
+  local text, err = json.encode(M.row(s, opts))
+  if not text then return nil, err end
+  encoded_rows[s] = plain_inputs(s, include_task, text)
+  return text
+end
+
 -- True when s needs the orchestrator's attention (list pending_only): active, blocked on a
 -- decision, or holding a terminal state no watch has collected yet.
 function M.pending(s)
@@ -95,7 +130,8 @@ end
 -- opts.pending_only (active, decision-blocked, uncollected), opts.all (every session), else what
 -- in_view keeps (opts.now, opts.recent_s); counts are by status over the whole view. A page holds
 -- opts.limit rows (nil: all) after opts.cursor ({created_at, id}); next_cursor when more follow;
--- hidden counts the caller's sessions the view leaves out.
+-- hidden counts the caller's sessions the view leaves out. With opts.encoded the rows are JSON
+-- already (M.row_text): sessions is then one json.raw array, or nil and the encoder's error.
 function M.shape(sessions, opts)
   local rows, counts = json.array(), {}
   table.sort(sessions, newer)
@@ -113,14 +149,20 @@ function M.shape(sessions, opts)
       elseif opts.limit and #rows >= opts.limit then
         more = true
       else
-        rows[#rows + 1] = M.row(s, opts)
+        if opts.encoded then
+          local text, err = M.row_text(s, opts)
+          if not text then return nil, err end
+          rows[#rows + 1] = text
+        else
+          rows[#rows + 1] = M.row(s, opts)
+        end
         last = s
       end
     else
       hidden = hidden + 1
     end
   end
-  local r = { sessions = rows, counts = counts }
+  local r = { sessions = opts.encoded and json.raw("[" .. table.concat(rows, ",") .. "]") or rows, counts = counts }
   if hidden > 0 then r.hidden = hidden end
   if more then r.next_cursor = cursor_of(last) end
   return r
