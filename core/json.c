@@ -319,6 +319,26 @@ static int json_is_sentinel(enc_t *e, int i)
   return n >= e->prefix_len && memcmp(s, e->prefix, e->prefix_len) == 0;
 }
 
+/* True when the string at index v is the sentinel of a fix this encode made in the slot t[key at
+ * index k]: a table reached along two paths (not a cycle) is walked again after its values were
+ * swapped. Any other string spelling a sentinel is input, and refused. */
+static int json_is_own_fix(enc_t *e, int t, int k, int v)
+{
+  lua_State *L = e->L;
+  size_t n;
+  const char *s = lua_tolstring(L, v, &n);
+  long num = 0;
+  size_t i = e->prefix_len;
+  while (i < n && s[i] >= '0' && s[i] <= '9' && num <= e->nfixes) num = num * 10 + (s[i++] - '0');
+  if (i == e->prefix_len || i + 1 != n || s[i] != '\x01' || num < 1 || num > e->nfixes) return 0;
+  t = lua_absindex(L, t), k = lua_absindex(L, k);
+  lua_rawgeti(L, e->saved, 3 * num - 2);
+  lua_rawgeti(L, e->saved, 3 * num - 1);
+  int same = lua_rawequal(L, -2, t) && lua_rawequal(L, -1, k);
+  lua_pop(L, 2);
+  return same;
+}
+
 /* Walks the table at index t, swapping in a sentinel for every value cjson would write wrong.
  * Returns 0, or -1 with the error in e (the stack is then left as it was on entry). */
 static int json_walk(enc_t *e, int t, int depth)
@@ -336,6 +356,10 @@ static int json_walk(enc_t *e, int t, int depth)
     if (kt == LUA_TNUMBER) has_number_key = 1;
     else if (kt == LUA_TSTRING) has_string_key = 1;
     int vt = lua_type(L, -1);
+    if (vt == LUA_TSTRING && e->nfixes > 0 && json_is_sentinel(e, -1) && json_is_own_fix(e, t, -2, -1)) {
+      lua_pop(L, 1); /* fixed when this table was reached along another path */
+      continue;
+    }
     if ((kt == LUA_TSTRING && json_is_sentinel(e, -2)) || (vt == LUA_TSTRING && json_is_sentinel(e, -1))) {
       snprintf(e->err, sizeof e->err, "json: a string starts with the encoder's internal marker; refused");
       lua_pop(L, 2);

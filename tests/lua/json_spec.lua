@@ -102,6 +102,17 @@ test("a sentinel-looking string in the input is data, not a splice", function(t)
   t.eq(json.decode(json.encode({ "\1rmcp:E\1" }))[1], "\1rmcp:E\1")
 end)
 
+test("a table reached along two paths encodes at each place, whatever it holds", function(t)
+  local shared = { f = 1.5, e = json.array(), r = json.raw('{"x":1}'), long = string.rep("y", 300), big = 2^60 }
+  local copy = { f = 1.5, e = json.array(), r = json.raw('{"x":1}'), long = string.rep("y", 300), big = 2^60 }
+  local out = assert(json.encode({ a = shared, b = { shared, { c = shared } } }))
+  local want = json.decode(assert(json.encode({ a = copy, b = { copy, { c = copy } } })))
+  t.eq(json.decode(out), want)
+  t.eq(shared.f, 1.5, "every swapped value is back")
+  t.eq(json.raw_text(shared.r), '{"x":1}')
+  t.eq(json.encode({ shared, shared }), json.encode({ copy, copy }))
+end)
+
 test("a string spelling the encoder's internal marker is refused both ways, never spliced", function(t)
   local _, prefix = debug.getupvalue(json.encode, 3) -- what only a caller reading the nonce could spell
   t.eq(type(prefix), "string")
