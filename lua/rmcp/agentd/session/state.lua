@@ -401,10 +401,14 @@ end
 -- a lean one leaves them for the next detailed look.
 function M.drain(d, s, with_events)
   local rt = s.rt
-  local events, times = rt.events, rt.event_t
-  for i = 1, #events do
-    local e = events[i]
-    if type(e) == "string" then events[i] = { type = "agent_message_chunk", text = e, t = times[i] } end
+  if with_events then
+    -- the chunks kept as their text become events now that a result takes them (a lean one leaves
+    -- them as they are: it must not cost a walk over the whole buffer each time)
+    local events, times = rt.events, rt.event_t
+    for i = 1, #events do
+      local e = events[i]
+      if type(e) == "string" then events[i] = { type = "agent_message_chunk", text = e, t = times[i] } end
+    end
   end
   local first = s.pending[1]
   local snap = {

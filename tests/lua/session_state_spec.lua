@@ -1,0 +1,21 @@
+-- agentd/session/state.lua on its own: the event buffer of a session and what a drain takes from it.
+local state = require "rmcp.agentd.session.state"
+
+test("a lean drain leaves the buffered chunks as they are; a detailed one takes them as events", function(t)
+  local d = { sessions = {}, paths = { sessions = t.tmpdir("rmcp-state") } }
+  local s = state.create(d, "orch", "/p", { task = "x" }, "/w")
+  s.status = "running"
+  for i = 1, 50 do state.push_event(s, "chunk " .. i, 1000 + i) end
+  state.push_event(s, { type = "plan", entries = {} }, 1051)
+  for _ = 1, 3 do
+    local snap = state.drain(d, s, false)
+    t.eq(snap.events, nil, "a lean result shows no events")
+  end
+  t.eq(#s.rt.events, 51, "a lean drain takes nothing")
+  t.eq(type(s.rt.events[1]), "string", "a chunk stays its text (no table per chunk, no walk per lean drain)")
+  local snap = state.drain(d, s, true)
+  t.eq(#snap.events, 51)
+  t.eq(snap.events[50], { type = "agent_message_chunk", text = "chunk 50", t = 1050 })
+  t.eq(snap.events[51].type, "plan")
+  t.eq(#s.rt.events, 0, "a detailed drain takes them")
+end)
