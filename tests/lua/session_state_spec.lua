@@ -19,3 +19,22 @@ test("a lean drain leaves the buffered chunks as they are; a detailed one takes 
   t.eq(snap.events[51].type, "plan")
   t.eq(#s.rt.events, 0, "a detailed drain takes them")
 end)
+
+test("the whole-session texts are joined only when a result reads them", function(t)
+  local d = { sessions = {}, paths = { sessions = t.tmpdir("rmcp-state") } }
+  local s = state.create(d, "orch", "/p", { task = "x" }, "/w")
+  s.status = "running"
+  for _, piece in ipairs({ "one ", "two ", "three" }) do state.buf_add(s.rt.full_text, piece, 1000) end
+  state.buf_add(s.rt.full_thought, "hmm", 1000)
+  local snap = state.drain(d, s, false)
+  t.eq(#s.rt.full_text.parts, 3, "a drain does not join the session's whole text")
+  t.eq(rawget(snap, "full_text"), nil)
+  t.eq(snap.full_text, "one two three", "a shaping that reads it gets it")
+  t.eq(snap.full_thought, "hmm")
+  -- a finished session's buffers are released at its drain; its snapshot still reads them
+  state.buf_add(s.rt.full_text, " four", 1000)
+  s.status = "exited"
+  snap = state.drain(d, s, false)
+  t.eq(s.rt.full_text.parts, {}, "released")
+  t.eq(snap.full_text, "one two three four")
+end)

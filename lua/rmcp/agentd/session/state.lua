@@ -418,8 +418,7 @@ function M.drain(d, s, with_events)
     events = with_events and rt.events or nil, events_overflow = with_events and rt.events_overflow or nil,
     plan = s.plan, plan_changed = rt.plan_rev ~= rt.plan_seen, current_work = M.current_work(s),
     permission_request = first and M.decision_view(first) or nil,
-    full_text = not rt.released and buf_text(rt.full_text) or nil,
-    full_thought = buf_text(rt.full_thought), transcript_path = s.transcript_path, changes = s.changes,
+    transcript_path = s.transcript_path, changes = s.changes,
     text_cut = rt.text.cut, thought_cut = rt.thought.cut, full_text_cut = rt.full_text.cut, full_thought_cut = rt.full_thought.cut,
     counters = rt.counters, config = M.effective_config(s),
     last_turn_text = (s.status == "idle" or s.status == "exited" or s.status == "orphaned") and s.last_text or nil,
@@ -437,16 +436,20 @@ function M.drain(d, s, with_events)
     s.turns_drained = s.turns_total
     M.persist(d, s, "later")
   end
-  if rt.released then
-    -- read from disk only when a shaping asks for it (a detailed poll with include_full)
-    setmetatable(snap, { __index = function(t, k)
-      if k ~= "full_text" then return nil end
-      t.full_text = journal_text(s, config.limits_now().max_full_text)
+  -- the whole-session texts (up to max_full_text each) are joined, or read from disk for a released
+  -- tombstone, only when a shaping asks for them (a detailed poll with include_full): a watch or
+  -- lean poll of a long session must not copy them each time
+  local released, full_text, full_thought = rt.released, rt.full_text, rt.full_thought
+  setmetatable(snap, { __index = function(t, k)
+    if k == "full_text" then
+      t.full_text = released and journal_text(s, config.limits_now().max_full_text) or buf_text(full_text)
       return t.full_text
-    end })
-  elseif not live_status[s.status] then
-    release(s)
-  end
+    elseif k == "full_thought" then
+      t.full_thought = buf_text(full_thought)
+      return t.full_thought
+    end
+  end })
+  if not released and not live_status[s.status] then release(s) end
   return snap
 end
 
