@@ -137,36 +137,36 @@ test("a worktree a dead daemon left half-made is removed at the next start, lock
   end)
 end)
 
-test("worktrees of one repository made and removed all at once: each add and removal has the repository to itself", function(t)
+-- Runs fn(item) for every item at once, each in its own task, and waits until all are done.
+local function all_at_once(t, items, fn, what)
   local async = require "rmcp.lib.async"
+  t.await(function(done)
+    local left = #items
+    for _, item in ipairs(items) do
+      async.run(function()
+        fn(item)
+        left = left - 1
+        if left == 0 then done() end
+      end)
+    end
+  end, 60000, what)
+end
+
+test("worktrees of one repository made and removed all at once: each add and removal has the repository to itself", function(t)
   local r, d, root = repo(t)
   with_root(t, root, function()
-    local n, made, errors = 8, {}, {}
-    t.await(function(done)
-      local left = n
-      for i = 1, n do
-        async.run(function()
-          local s = { id = "rx-many-" .. i }
-          local cwd, err = worktree.create(d, s, uv.fs_realpath(r), function() return true end)
-          if cwd then made[#made + 1] = s.worktree else errors[#errors + 1] = tostring(err and err.message) end
-          left = left - 1
-          if left == 0 then done() end
-        end)
-      end
-    end, 60000, "the creations")
+    local made, errors = {}, {}
+    all_at_once(t, { 1, 2, 3, 4, 5, 6, 7, 8 }, function(i)
+      local s = { id = "rx-many-" .. i }
+      local cwd, err = worktree.create(d, s, uv.fs_realpath(r), function() return true end)
+      if cwd then made[#made + 1] = s.worktree else errors[#errors + 1] = tostring(err and err.message) end
+    end, "the creations")
     t.eq(errors, {}, "every add succeeded (git reads .git/worktrees/* during an add)")
-    t.eq(#made, n)
-    t.await(function(done)
-      local left = #made
-      for _, wt in ipairs(made) do
-        async.run(function()
-          local res, err = worktree.remove(wt, true)
-          if not res then errors[#errors + 1] = tostring(err) end
-          left = left - 1
-          if left == 0 then done() end
-        end)
-      end
-    end, 60000, "the removals")
+    t.eq(#made, 8)
+    all_at_once(t, made, function(wt)
+      local res, err = worktree.remove(wt, true)
+      if not res then errors[#errors + 1] = tostring(err) end
+    end, "the removals")
     t.eq(errors, {}, "every removal succeeded")
     t.eq(out("git -C " .. r .. " worktree list | wc -l"):match("%d+"), "1", "only the main tree is left")
   end)
