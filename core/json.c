@@ -47,6 +47,7 @@ typedef struct enc {
   int fixes;      /* table: replacement JSON text per sentinel number */
   int saved_slot, fixes_slot;
   int nsaved, nfixes;
+  size_t fix_bytes; /* the length of every replacement text, for sizing the output at once */
   int array_mt, raw_mt;
   const char *prefix;
   size_t prefix_len;
@@ -275,6 +276,7 @@ static void json_fix(enc_t *e, int t)
     e->saved = e->saved_slot;
     e->fixes = e->fixes_slot;
   }
+  e->fix_bytes += lua_rawlen(L, -1);
   lua_rawseti(L, e->fixes, ++e->nfixes);
   int key = lua_gettop(L) - 1;
   lua_pushvalue(L, t);
@@ -540,7 +542,7 @@ static int json_encode(lua_State *L)
   const char *out = lua_tolstring(L, -1, &n);
   if (e.nfixes == 0 && !json_needs_rewrite(out, n)) return 1;
   luaL_Buffer b;
-  luaL_buffinit(L, &b);
+  luaL_buffinitsize(L, &b, n + e.fix_bytes); /* enough for all of it: never grown by doubling */
   json_rewrite(L, &b, out, n, prefix, e.nfixes ? e.fixes : 0);
   luaL_pushresult(&b);
   return 1;
