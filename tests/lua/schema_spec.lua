@@ -44,6 +44,14 @@ test("each refusal names the field and says what was expected", function(t)
   t.eq(why({ task = "x", nested = { flag = "yes" } }), 'nested.flag must be boolean, got "yes"')
   t.eq(why({ task = "x", colour = 1 }), "unknown argument colour (expected one of: id, ids, mode, n, nested, task, x)")
   t.eq(why({ task = "x", ids = { k = 1 } }), "ids must be array, got an object")
+  -- several bad arguments: the first by name is named, whatever the table's order
+  local bad = { task = "x", zeta = 1, alpha = 2, n = "q", mode = 3 }
+  for _ = 1, 5 do
+    t.eq(why(bad), "unknown argument alpha (expected one of: id, ids, mode, n, nested, task, x)")
+    bad.alpha = nil
+    t.eq(why(bad), "mode must be string, got 3")
+    bad.alpha, bad["zz" .. _] = 2, 0 -- rehash: another order
+  end
 end)
 
 test("json_type tells arrays, objects and empty tables apart", function(t)
