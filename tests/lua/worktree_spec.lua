@@ -154,11 +154,14 @@ end
 
 test("worktrees of one repository made and removed all at once: each add and removal has the repository to itself", function(t)
   local r, d, root = repo(t)
+  -- half the spawns start in a linked worktree of the same repository: they share its .git
+  local linked = root .. "/linked"
+  sh(t, string.format("git -C %s worktree add -q -b side %s", r, linked))
   with_root(t, root, function()
     local made, errors = {}, {}
     all_at_once(t, { 1, 2, 3, 4, 5, 6, 7, 8 }, function(i)
       local s = { id = "rx-many-" .. i }
-      local cwd, err = worktree.create(d, s, uv.fs_realpath(r), function() return true end)
+      local cwd, err = worktree.create(d, s, uv.fs_realpath(i % 2 == 0 and linked or r), function() return true end)
       if cwd then made[#made + 1] = s.worktree else errors[#errors + 1] = tostring(err and err.message) end
     end, "the creations")
     t.eq(errors, {}, "every add succeeded (git reads .git/worktrees/* during an add)")
@@ -168,6 +171,40 @@ test("worktrees of one repository made and removed all at once: each add and rem
       if not res then errors[#errors + 1] = tostring(err) end
     end, "the removals")
     t.eq(errors, {}, "every removal succeeded")
-    t.eq(out("git -C " .. r .. " worktree list | wc -l"):match("%d+"), "1", "only the main tree is left")
+    t.eq(out("git -C " .. r .. " worktree list | wc -l"):match("%d+"), "2", "only the main tree and the linked one are left")
   end)
+end)
+
+test("a long queue of turns that end at once is worked through from the loop, never nested", function(t)
+  local async = require "rmcp.lib.async"
+  local key, release, order = t.tmpdir("rmcp-wt-turns"), nil, {}
+  t.await(function(done)
+    local left = 301
+    local function finished()
+      left = left - 1
+      if left == 0 then done() end
+    end
+    async.run(function() -- holds the turn until released
+      worktree.take_turns(key, function() async.await(function(resume) release = resume end) end)
+      finished()
+    end)
+    for i = 1, 300 do -- queue behind it; each ends at once, like a git that fails to start
+      async.run(function()
+        worktree.take_turns(key, function() order[#order + 1] = i end)
+        finished()
+      end)
+    end
+    release()
+  end, 30000, "the holder and the 300 queued calls")
+  t.eq(#order, 300, "every queued call had its turn")
+  t.eq(order[1], 1)
+  t.eq(order[300], 300, "in order")
+  local again = false
+  t.await(function(done)
+    async.run(function()
+      worktree.take_turns(key, function() again = true end)
+      done()
+    end)
+  end, 5000, "a later call")
+  t.ok(again, "the key is free again")
 end)

@@ -45,26 +45,48 @@ local function git(dir, args, timeout_ms)
 end
 M.git = git
 
--- The repositories whose worktrees a call here is adding or removing: top -> the resumes of the
--- calls waiting their turn, in order. This module's one piece of state.
+-- The repositories whose worktrees a call here is adding or removing: the repository's common git
+-- dir -> the resumes of the calls waiting their turn, in order. This module's one piece of state.
 local busy = {}
 
--- Runs fn() (coroutine) while no other call here adds or removes a worktree of repository top: a
--- `git worktree add` reads every entry under .git/worktrees, and one that a concurrent add has made
--- but not filled yet fails it ("failed to read .git/worktrees/<name>/commondir"). Returns what fn
--- returns; an error in fn is raised again after the next call got its turn.
-local function exclusive(top, fn)
-  local waiting = busy[top]
+-- The key of repository top's turns: its common git dir (what every worktree of it shares, so a
+-- checkout and a linked worktree of one repository take turns too), else top. Coroutine.
+local function repository_of(top)
+  local common = git(top, { "rev-parse", "--path-format=absolute", "--git-common-dir" })
+  return common and (uv.fs_realpath(common) or common) or top
+end
+
+-- Runs fn() (coroutine) once every earlier call for key has had its turn, and returns what fn
+-- returns; an error in fn is raised again after the next call got its turn. The next call starts
+-- from the loop, not from inside this one, so a long queue of calls that end at once (git failing
+-- to start) is worked through without nesting.
+function M.take_turns(key, fn)
+  local waiting = busy[key]
   if waiting then
     async.await(function(resume) waiting[#waiting + 1] = resume end)
   else
-    busy[top] = {}
+    busy[key] = {}
   end
   local results = table.pack(pcall(fn))
-  local next_turn = table.remove(busy[top], 1)
-  if next_turn then next_turn() else busy[top] = nil end
+  local next_turn = table.remove(busy[key], 1)
+  if next_turn then
+    local timer = uv.new_timer()
+    timer:start(0, 0, function()
+      timer:close()
+      next_turn()
+    end)
+  else
+    busy[key] = nil
+  end
   if not results[1] then error(results[2], 0) end
   return table.unpack(results, 2, results.n)
+end
+
+-- Runs fn() (coroutine) while no other call here adds or removes a worktree of the repository at
+-- top: a `git worktree add` reads every entry under .git/worktrees, and one that a concurrent add
+-- has made but not filled yet fails it ("failed to read .git/worktrees/<name>/commondir").
+function M.exclusive(top, fn)
+  return M.take_turns(repository_of(top), fn)
 end
 
 -- A refusal of the isolate option, as the spawn's error.
@@ -103,7 +125,7 @@ function M.create(d, s, cwd, save)
   s.worktree = { state = "creating", path = dir, branch = branch, base = base, repo = top, rel = rel, head = head }
   local saved, serr = save()
   if not saved then s.worktree = nil; return refuse("cannot save the session first: %s", tostring(serr)) end
-  local _, aerr = exclusive(top, function()
+  local _, aerr = M.exclusive(top, function()
     return git(top, { "worktree", "add", "--quiet", "-b", branch, dir, base }, 120000)
   end)
   if aerr then
@@ -129,7 +151,7 @@ end
 -- Removes a worktree (however far it got) and its branch when that has no commit of its own; used
 -- for a failed or interrupted creation. Coroutine.
 function M.discard(wt)
-  exclusive(wt.repo, function()
+  M.exclusive(wt.repo, function()
     git(wt.repo, { "worktree", "remove", "--force", "--force", wt.path })
     command.run("rm", { "-rf", "--", wt.path }, { timeout_ms = 120000 }) -- a child: agentd's loop goes on
     git(wt.repo, { "worktree", "prune" })
@@ -201,7 +223,7 @@ end
 -- delete_branch. Returns {removed, branch, branch_kept, commits, merge?, patch?}. Coroutine.
 function M.remove(wt, delete_branch)
   local count = tonumber(git(wt.repo, { "rev-list", "--count", wt.base .. ".." .. wt.branch }) or "0") or 0
-  local _, rerr = exclusive(wt.repo, function()
+  local _, rerr = M.exclusive(wt.repo, function()
     local _, err = git(wt.repo, { "worktree", "remove", "--force", wt.path })
     if err and uv.fs_stat(wt.path) then return nil, err end
     git(wt.repo, { "worktree", "prune" })
