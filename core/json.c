@@ -542,7 +542,9 @@ static int json_encode(lua_State *L)
   const char *out = lua_tolstring(L, -1, &n);
   if (e.nfixes == 0 && !json_needs_rewrite(out, n)) return 1;
   luaL_Buffer b;
-  luaL_buffinitsize(L, &b, n + e.fix_bytes); /* enough for all of it: never grown by doubling */
+  /* sized for cjson's output and every fix once: grown only when a fix is written more than once
+   * (a table reached along two paths) or invalid UTF-8 becomes \ufffd */
+  luaL_buffinitsize(L, &b, n + e.fix_bytes);
   json_rewrite(L, &b, out, n, prefix, e.nfixes ? e.fixes : 0);
   luaL_pushresult(&b);
   return 1;

@@ -86,7 +86,7 @@ local encoded_rows = setmetatable({}, { __mode = "k" })
 -- again and again is mostly settled sessions.
 function M.row_text(s, opts)
   if opts.detail or M.active[s.status] or (s.pending and #s.pending > 0) then return json.encode(M.row(s, opts)) end
-  local c, include_task = encoded_rows[s], opts.include_task == true
+  local c, include_task = encoded_rows[s], not not opts.include_task -- (M.row reads it as truthy)
   if c and c.include_task == include_task and same_inputs(c, s) then return c.text end
   local text, err = json.encode(M.row(s, opts))
   if not text then return nil, err end
