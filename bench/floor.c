@@ -49,6 +49,7 @@ typedef struct {
 } canned_t;
 
 static const char *dir;
+static int stamp_fd = -1; /* DIR/stamp, opened once: each stamp is written in place (fixed width) */
 static canned_t canned[MAX_CANNED];
 static int ncanned;
 
@@ -309,20 +310,21 @@ static void daemon_line(char *line, size_t len, void *arg) {
   daemon_answer(cl->in.fd, id, tool);
 }
 
-/* Answers a due stamp_watch: the answer first, then the stamp of the moment before it. */
+/* Answers a due stamp_watch: the answer first, then the stamp of the moment before it, written
+ * over the last one (no create or truncate keeps the woken reader waiting). */
 static void daemon_stamp(client_t *cl) {
   long long t = now_ns();
   daemon_answer(cl->in.fd, cl->stamp_id, "stamp_watch");
   cl->stamp_due = 0;
-  char path[4096], b[32];
-  snprintf(path, sizeof path, "%s/stamp", dir);
-  int n = snprintf(b, sizeof b, "%lld\n", t);
-  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd >= 0) {
-    struct iovec iov = { b, (size_t)n };
-    write_all(fd, &iov, 1);
-    close(fd);
+  if (stamp_fd < 0) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/stamp", dir);
+    stamp_fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    if (stamp_fd < 0) return;
   }
+  char b[32];
+  int n = snprintf(b, sizeof b, "%20lld\n", t);
+  if (pwrite(stamp_fd, b, (size_t)n, 0) != n) perror("floor: stamp");
 }
 
 /* The daemon: a listening socket, up to MAX_CLIENTS connections, stdin EOF ends it. */

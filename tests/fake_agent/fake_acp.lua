@@ -177,6 +177,15 @@ local function prompt_text(prompt)
   return table.concat(out)
 end
 
+-- Writes stamp (ns) over the last one in STAMP_FILE: one write to an fd opened once, in place and
+-- of a fixed width (spaces lead), so the reader the answer wakes is not kept waiting by a file
+-- being created or truncated.
+local stamp_fd
+local function write_stamp(stamp)
+  stamp_fd = stamp_fd or uv.fs_open(STAMP_FILE, "w", 384) -- 0600
+  if stamp_fd then uv.fs_write(stamp_fd, string.format("%20d\n", stamp), 0) end
+end
+
 -- Ends the running turn of s once with stopReason (or a JSON-RPC error); later calls do nothing.
 local function finish(s, stop_reason, err)
   local turn = s.turn
@@ -188,10 +197,7 @@ local function finish(s, stop_reason, err)
   local stamp = turn.stamp and uv.hrtime()
   if err then reply_error(turn.id, err.code, err.message)
   else reply(turn.id, { stopReason = stop_reason }) end
-  if stamp and STAMP_FILE then
-    local f = io.open(STAMP_FILE, "w")
-    if f then f:write(string.format("%d\n", stamp)); f:close() end
-  end
+  if stamp and STAMP_FILE then write_stamp(stamp) end
   if turn.on_finish then turn.on_finish() end
 end
 
