@@ -38,3 +38,32 @@ test("the whole-session texts are joined only when a result reads them", functio
   t.eq(s.rt.full_text.parts, {}, "released")
   t.eq(snap.full_text, "one two three four")
 end)
+
+test("a restore takes the turn ends its metadata missed from the journal (a death before the deferred save)", function(t)
+  local store = require "rmcp.agentd.store"
+  local dir = t.tmpdir("rmcp-state")
+  local d = { sessions = {}, paths = { sessions = dir } }
+  local s = state.create(d, "orch", "/p", { task = "x" }, "/w")
+  -- the record on disk still says the first turn runs; the journal has its end
+  state.journal(d, s, { type = "prompt", via = "prompt", text = "x" })
+  state.journal(d, s, { type = "turn_end", stop_reason = "end_turn", text = "done: x" })
+  local rec = { id = s.id, owner = "orch", project_dir = "/p", cwd = "/w", task = "x", status = "running",
+                turns_total = 0, turns_drained = 0, created_at = 1, updated_at = 1 }
+  local back = state.restore({ sessions = {}, paths = { sessions = dir } }, rec)
+  t.eq(back.turns_total, 1, "the journal's turn end counts")
+  t.eq(back.last_text, "done: x")
+  t.eq(back.stop_reason, "end_turn")
+  t.eq(back.status, "orphaned")
+  t.eq(back.interrupted_turn, nil, "its turn had ended: nothing to continue")
+  t.eq(#back.rt.turns, 1, "the turn is there for the next result")
+  t.eq(back.rt.turns[1].text, "done: x")
+
+  -- a turn started after that end was cut short by the death
+  state.journal(d, s, { type = "prompt", via = "prompt", text = "more" })
+  rec = { id = s.id, owner = "orch", project_dir = "/p", cwd = "/w", task = "x", status = "running",
+          turns_total = 0, turns_drained = 0, created_at = 1, updated_at = 1 }
+  back = state.restore({ sessions = {}, paths = { sessions = dir } }, rec)
+  t.eq(back.turns_total, 1)
+  t.eq(back.interrupted_turn, true, "the running turn is continued by resume_fleet")
+  store.close_journals()
+end)

@@ -4,6 +4,7 @@ local json = require "rmcp.lib.json"
 local jsonrpc = require "rmcp.lib.jsonrpc"
 local async = require "rmcp.lib.async"
 local log = require "rmcp.lib.log"
+local after_reply = require "rmcp.lib.after_reply"
 local flow = require "rmcp.lib.flow"
 local channel = require "rmcp.channel"
 local config = require "rmcp.config"
@@ -660,19 +661,24 @@ function methods.shutdown(d, conn, _, reply)
   d.shutdown("shutdown requested by " .. tostring(conn.orch))
 end
 
--- Sends agent_event for s to every connection of its orchestrator.
+-- Sends agent_event for s to every connection of its orchestrator: the event says what s is now,
+-- and goes out after the replies of this moment (a watch woken by the same change gets its
+-- result first), in the order the events happened.
 function M.emit(d, s, event, extra)
   local payload = { session_id = s.id, event = event, status = s.status, stop_reason = s.stop_reason,
                     transcript_path = s.transcript_path }
   for k, v in pairs(extra or {}) do payload[k] = v end
-  local n = 0
-  for conn in pairs(d.conns) do
-    if conn.hello and conn.orch == s.owner and not conn.peer.closed then
-      conn.peer:notify("agent_event", payload)
-      n = n + 1
+  local owner = s.owner
+  after_reply.queue(function()
+    local n = 0
+    for conn in pairs(d.conns) do
+      if conn.hello and conn.orch == owner and not conn.peer.closed then
+        conn.peer:notify("agent_event", payload)
+        n = n + 1
+      end
     end
-  end
-  log.info("agent_event %s %s (%s) → %d connection(s)", s.id, event, s.status, n)
+    log.info("agent_event %s %s (%s) → %d connection(s)", payload.session_id, event, payload.status, n)
+  end)
 end
 
 -- Routes a request or notification of conn to its handler.

@@ -11,6 +11,7 @@ local uv = require "luv"
 local json = require "rmcp.lib.json"
 local jsonrpc = require "rmcp.lib.jsonrpc"
 local log = require "rmcp.lib.log"
+local after_reply = require "rmcp.lib.after_reply"
 local config = require "rmcp.config"
 local sys = require "rmcp.sys"
 local session = require "rmcp.agentd.session"
@@ -119,6 +120,7 @@ function M.exec(d, exe, st, paused, reason)
     session.pause_cleanup(s)
     session.persist(d, s)
   end
+  after_reply.flush() -- the agent_events and saves still waiting
   store.flush()
   local env = {}
   for k, v in pairs(uv.os_environ()) do

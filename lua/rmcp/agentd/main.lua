@@ -5,6 +5,7 @@ local uv = require "luv"
 local sock = require "rmcp.sock"
 local sys = require "rmcp.sys"
 local log = require "rmcp.lib.log"
+local after_reply = require "rmcp.lib.after_reply"
 local config = require "rmcp.config"
 local store = require "rmcp.agentd.store"
 local daemon = require "rmcp.agentd.daemon"
@@ -119,6 +120,7 @@ local function shutdown(d, reason)
     if alive > 0 and uv.now() - started < 2000 then return end
     if alive > 0 then session.kill_all(d) end
     timer:close()
+    after_reply.flush() -- the agent_events still waiting go out before the connections close
     for conn in pairs(d.conns) do api.close(d, conn) end
     store.close_journals()
     for _, sig in ipairs(d.signals) do sig:close() end
@@ -156,7 +158,7 @@ function M.main(_)
     return sys.stop(1)
   end
   local d = daemon.new(paths, lock)
-  -- A waiting watch gets its reply first; the agent_event fan-out follows.
+  -- A waiting watch gets its reply first; the agent_event fan-out follows it (lib/after_reply).
   d.on_change = function(s, event, extra)
     watch.check(d, s)
     if event then api.emit(d, s, event, extra) end

@@ -4,6 +4,7 @@ local uv = require "luv"
 local json = require "rmcp.lib.json"
 local files = require "rmcp.lib.files"
 local log = require "rmcp.lib.log"
+local after_reply = require "rmcp.lib.after_reply"
 
 local M = {}
 
@@ -76,10 +77,9 @@ local function encode(s)
   return text .. "\n"
 end
 
--- Saves of live sessions waiting for the end of this loop iteration: metadata path ->
--- {s = session, on_error = fn(err) or nil}.
+-- Saves of live sessions waiting to be written after the replies of this moment (lib/after_reply):
+-- metadata path -> {s = session, on_error = fn(err) or nil}.
 local deferred = {}
-local flush_timer
 
 -- Open journal fds by session id (O_APPEND, close-on-exec), so an event costs one write, not an
 -- open, a seek, a write and a close; journal_n counts them (bounded by MAX_OPEN_JOURNALS).
@@ -99,6 +99,7 @@ end
 -- Writes every deferred save (each session once, however often it changed in the iteration); a
 -- failure goes to the on_error its save gave.
 local function flush_deferred()
+  if next(deferred) == nil then return end
   local batch = deferred
   deferred = {}
   for path, w in pairs(batch) do
@@ -110,20 +111,17 @@ end
 -- Persists the metadata of session s into dir; the file on disk is always a whole record (tmp +
 -- rename). now: written at once and fsynced (a session that ends, daemon shutdown), returning false
 -- and why when that failed (logged). Otherwise (a live session changing: several times per turn) the write
--- is deferred to the end of this loop iteration and coalesced, and not fsynced: it survives a
--- daemon crash at once, a power loss once the kernel writes it back; if it fails, on_error(err).
+-- waits until the replies of this moment are out (lib/after_reply: 1 to 2 ms),
+-- coalesced, and is not fsynced: it survives a daemon crash once written, a power loss once the
+-- kernel writes it back; if it fails, on_error(err).
 function M.save(dir, s, now, on_error)
   local path = M.meta_path(dir, s.id)
   if now then
     deferred[path] = nil
     return write_now(path, s, true)
   end
+  if next(deferred) == nil then after_reply.queue(flush_deferred) end
   deferred[path] = { s = s, on_error = on_error }
-  if not flush_timer then
-    flush_timer = uv.new_timer()
-    flush_timer:unref()
-  end
-  if not flush_timer:is_active() then flush_timer:start(0, 0, flush_deferred) end
   return true
 end
 

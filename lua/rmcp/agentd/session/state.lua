@@ -153,14 +153,22 @@ function M.add_turn(rt, text, stop_reason, cut)
 end
 
 -- Puts back the turns of s that ended after its last drain (poll or watch), read from its
--- journal, so a daemon death loses none of the per-turn history not yet delivered. A record from
--- before turns_drained was kept counts only its last turn as undelivered when a result is pending.
-local function undrained_turns(s)
+-- journal, so a daemon death loses none of the per-turn history not yet delivered and repeats
+-- none that was: a drain's "delivered" record is written at once, the metadata's turns_drained a
+-- moment later (store.save). A record from before turns_drained was kept counts only its last
+-- turn as undelivered when a result is pending.
+local function undrained_turns(s, records)
   local drained = s.turns_drained
   if drained == nil then drained = s.terminal_pending and s.turns_total - 1 or s.turns_total end
   if drained >= s.turns_total then return end
+  records = records or store.read_journal(s.transcript_path)
+  for _, rec in ipairs(records) do
+    if rec.type == "delivered" and math.type(rec.turns) == "integer" and rec.turns > drained then drained = rec.turns end
+  end
+  s.turns_drained = drained
+  if drained >= s.turns_total then return end
   local n = 0
-  for _, rec in ipairs(store.read_journal(s.transcript_path)) do
+  for _, rec in ipairs(records) do
     if rec.type == "turn_end" then
       n = n + 1
       if n > drained then
@@ -169,6 +177,33 @@ local function undrained_turns(s)
       end
     end
   end
+end
+
+-- The prompt records that start a turn (a steer or a queued message joins the running one).
+local turn_starts = { prompt = true, recovery = true, queued_turn = true }
+
+-- Brings the metadata of s, live when its daemon died, up to its journal: a live session's save
+-- follows the replies it wakes by a millisecond or two (store.save), while the journal is written
+-- at once, so a turn that ended just before the death may be in the journal only. Its end counts
+-- (turns_total, last_text, stop_reason), and a session whose last turn had ended was idle, not cut
+-- short. Returns the journal's records.
+local function catch_up(s, records)
+  local ended, last_end, running = 0, nil, nil
+  for _, rec in ipairs(records) do
+    if rec.type == "turn_end" then
+      ended, last_end, running = ended + 1, rec, false
+    elseif rec.type == "prompt" and turn_starts[rec.via] then
+      running = true
+    end
+  end
+  if ended <= (s.turns_total or 0) then return records end
+  log.info("session %s: its journal has %d turn end(s) its metadata missed (the daemon died before saving them)",
+    s.id, ended - (s.turns_total or 0))
+  s.turns_total = ended
+  if type(last_end.text) == "string" then s.last_text = last_end.text end
+  if type(last_end.stop_reason) == "string" then s.stop_reason = last_end.stop_reason end
+  if running == false then s.status = "idle" end
+  return records
 end
 
 -- Rebuilds a session from its persisted record after a daemon start (fields of the wrong type
@@ -182,14 +217,16 @@ function M.restore(d, rec)
   s.skipped_options = only(s.skipped_options, "string")
   if s.posture and type(s.posture.allow_write) == "table" then json.array(s.posture.allow_write) end
   s.transcript_path = store.journal_path(d.paths.sessions, s.id)
+  local records
   if live_status[s.status] then
+    records = catch_up(s, store.read_journal(s.transcript_path))
     s.interrupted_turn = s.status ~= "idle" or nil -- a turn was cut short: resume_fleet continues it
     s.status = "orphaned"
     s.exit_reason = "daemon_died"
     s.terminal_pending = true
   end
   s.rt.released = true -- a restored session's text is its journal's
-  undrained_turns(s)
+  undrained_turns(s, records)
   d.sessions[s.id] = s
   return s
 end
@@ -431,9 +468,10 @@ function M.drain(d, s, with_events)
   rt.plan_seen, rt.error_seen = rt.plan_rev, rt.error_rev
   rt.wait_dirty = false
   if s.turns_drained ~= s.turns_total then
-    -- what was delivered is saved, so a daemon death neither loses nor repeats a turn; a queued
-    -- daemon reload counts the turn's result as delivered
+    -- what was delivered is journaled at once (and saved after the reply), so a daemon death
+    -- neither loses nor repeats a turn; a queued daemon reload counts the turn's result as delivered
     s.turns_drained = s.turns_total
+    M.journal(d, s, { type = "delivered", turns = s.turns_drained })
     M.persist(d, s, "later")
   end
   -- the whole-session texts (up to max_full_text each) are joined, or read from disk for a released
