@@ -1,9 +1,10 @@
 -- What the dashboard's look at agentd costs: a session's journal read only from where the last look
 -- ended (a line still being written left for later, a journal that started over read anew), the
--- running text cut on a whole character, and change nudges sent at once, then at most one per window while a session keeps changing.
+-- running text cut on a whole character, and change nudges sent at once (after the replies of the moment), then at most one per window while a session keeps changing.
 local uv = require "luv"
 local store = require "rmcp.agentd.store"
 local observe = require "rmcp.agentd.observe"
+local after_reply = require "rmcp.lib.after_reply"
 
 -- Writes text to path (replacing it).
 local function write(path, text)
@@ -54,21 +55,29 @@ test("nudges: the first at once, then one per window while a session keeps chang
   uv.update_time()
   local t0 = uv.now()
   observe.changed(d, s)
-  t.eq(#sent, 1, "at once")
+  t.eq(#sent, 0, "not before the replies of the moment")
+  after_reply.flush()
+  t.eq(#sent, 1, "at once after them")
   for _ = 1, 5 do observe.changed(d, s) end
+  after_reply.flush()
   t.eq(#sent, 1, "within the window: held")
   t.wait_for(function() return #sent == 2 end, 2000, "the held change is sent at the window's end", 5)
   t.ok(sent[2][3] - t0 >= observe.nudge_ms - 1, "not before the window ends")
   observe.changed(d, s)
+  after_reply.flush()
   t.eq(#sent, 2, "held again")
   s.status = "idle"
   observe.changed(d, s)
+  s.status = "running"
+  after_reply.flush()
   t.eq(#sent, 3, "a new status (a turn's end) goes at once")
-  t.eq(sent[3][4], "idle")
+  t.eq(sent[3][4], "idle", "the status of the moment it changed")
   t.wait_for(function() return #sent == 4 end, 2000, "the held change still follows", 5)
   observe.changed(d, { id = "s2", owner = "o", status = "idle" })
+  after_reply.flush()
   t.eq(#sent, 5, "another session has its own window")
   observe.remove(d, conn)
   observe.changed(d, { id = "s3", owner = "o", status = "idle" })
+  after_reply.flush()
   t.eq(#sent, 5, "no observer, no nudge")
 end)

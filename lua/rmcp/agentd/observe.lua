@@ -5,6 +5,7 @@
 -- word (api.lua: observe_act).
 local uv = require "luv"
 local json = require "rmcp.lib.json"
+local after_reply = require "rmcp.lib.after_reply"
 local store = require "rmcp.agentd.store"
 local rules_list = require "rmcp.rules.list"
 local session = require "rmcp.agentd.session"
@@ -96,7 +97,8 @@ end
 
 -- Tells the observer connections that s changed: at once when it has not in the last nudge_ms or
 -- its status is new (a turn's end is never held back), else once at the end of that window (the
--- page fetches what it shows).
+-- page fetches what it shows). "At once" is after the replies of the moment (lib/after_reply): a
+-- watch woken by the same change gets its result first.
 function M.changed(d, s)
   local obs = d.observers
   if not obs or next(obs.conns) == nil then return end
@@ -105,9 +107,12 @@ function M.changed(d, s)
   if obs.pending[s.id] and not new_status then return end
   local function nudge()
     obs.sent[s.id], obs.status[s.id] = uv.now(), s.status
-    for conn in pairs(obs.conns) do
-      if not conn.peer.closed then conn.peer:notify("observe_changed", { session_id = s.id, owner = s.owner, status = s.status }) end
-    end
+    local note = { session_id = s.id, owner = s.owner, status = s.status }
+    after_reply.queue(function()
+      for conn in pairs(obs.conns) do
+        if not conn.peer.closed then conn.peer:notify("observe_changed", note) end
+      end
+    end)
   end
   local wait = (obs.sent[s.id] or -M.nudge_ms) + M.nudge_ms - uv.now()
   if wait <= 0 or new_status then return nudge() end
