@@ -208,10 +208,11 @@ function Client:lost(peer, reason)
   if self.opts.on_disconnect and not self.closed then self.opts.on_disconnect(reason) end
 end
 
--- Writes request h on the live connection, with the client's id as its wire id.
+-- Writes request (or notification) h on the live connection, with the client's id as its wire id.
 function Client:send(h)
   local peer = self.peer
   if not peer or peer.closed then return self:dispatch(h) end
+  if h.notification then return peer:notify(h.method, h.params) end
   h.peer = peer
   self.inflight[h.id] = h
   peer.next_id = h.id - 1
@@ -256,6 +257,12 @@ function Client:request(method, params, cb, raw)
   local h = { id = self.next_id, method = method, params = params or {}, cb = cb, attempts = 0, raw = raw }
   self:dispatch(h)
   return h.id
+end
+
+-- Sends a notification now when connected, else once connected, in order with the requests
+-- queued before and after it.
+function Client:notify(method, params)
+  self:dispatch({ notification = true, method = method, params = params or {}, cb = function() end })
 end
 
 -- Sends a request and waits inside a coroutine; returns result or nil, error object.

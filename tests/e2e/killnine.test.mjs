@@ -4,7 +4,8 @@
 // launcher's business, sessions orphaned by a dead agentd are resumed. Every turn the agents finished
 // (their journals say so) must reach the client exactly once across all watch calls, every orphaned
 // session must resume and finish a turn, and no process of the private home may be left.
-// A second case makes certain the one window the random kills rarely hit: see its comment.
+// Two more cases make certain the windows the random kills rarely hit (a server's death, a
+// launcher's): see their comments.
 // Replay a failure with RMCP_CHAOS_SEED=<seed printed below>; RMCP_CHAOS_TRIALS sets the kill count.
 // needs: agent python3 clients
 import { test } from 'node:test';
@@ -358,4 +359,44 @@ test('a watch answer the server never read is delivered after the server dies', 
   }
   const r = await withTimeout(watch, 10000, 'the re-sent watch returns the turn result');
   assert.deepEqual(tokensIn(r.structuredContent.results[sid].message), ['a9.t0.r0']);
+});
+
+// The window a launcher death opens, made certain: agentd answers a watch, the server passes the
+// answer on, but the launcher (stopped) never writes it to the host, and then dies, taking its
+// server along. The host starts a new launcher and watches again: a new request, with a new key.
+// agentd kept the answer until the launcher said it reached the host; the connection it went out
+// on closed without that word, so the next watch gets it.
+test('a watch answer the launcher never relayed is delivered after the launcher dies', async (t) => {
+  const start = async () => {
+    const transport = new StdioClientTransport({ command: BIN, args: [], env: fx.env({ REASONIX_MCP_PROGRESS_INTERVAL_MS: '100' }), cwd: fx.sb.ws, stderr: 'pipe' });
+    const client = new Client({ name: 'killnine-unrelayed', version: '1.0.0' }, { capabilities: {} });
+    await withTimeout(client.connect(transport), 15000, 'MCP initialize through the launcher');
+    t.after(() => client.close().catch(() => {}));
+    return { client, transport };
+  };
+  const first = await start();
+  const spawned = await first.client.callTool({ name: 'reasonix_spawn', arguments: { task: 'CHAOS-TURN tok=a8.t0.r0;' } });
+  const { session_id: sid, transcript_path: journal } = spawned.structuredContent;
+  let blocked;
+  const inAgentd = new Promise((r) => { blocked = r; });
+  const lostCall = first.client.callTool({ name: 'reasonix_watch', arguments: { session_ids: [sid] } }, undefined,
+    { timeout: 60000, resetTimeoutOnProgress: true, onprogress: () => blocked() });
+  lostCall.catch(() => {}); // its transport dies with the launcher
+  await withTimeout(inAgentd, 20000, 'the watch blocks in agentd');
+  const launcher = first.transport.pid;
+  process.kill(launcher, 'SIGSTOP');
+  try {
+    // agentd journals what a watch delivered as it answers
+    await until(() => { try { return readFileSync(journal, 'utf8').includes('"delivered"'); } catch { return false; } }, 30000, 'agentd answers the watch while the launcher is stopped');
+  } finally {
+    process.kill(launcher, 'SIGKILL');
+  }
+  await until(() => !alive(launcher), 5000, 'the launcher is gone');
+  const second = await start();
+  const r = await withTimeout(second.client.callTool({ name: 'reasonix_watch', arguments: { session_ids: [sid], timeout: 20 } }),
+    30000, 'the new launcher\'s watch');
+  assert.notEqual(r.structuredContent.timed_out, true, 'the answer the host never got is given again');
+  assert.deepEqual(tokensIn(r.structuredContent.results[sid].message), ['a8.t0.r0']);
+  const again = await second.client.callTool({ name: 'reasonix_watch', arguments: { session_ids: [sid], timeout: 1 } });
+  assert.equal(again.structuredContent.timed_out, true, 'once delivered, not again');
 });

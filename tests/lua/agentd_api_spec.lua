@@ -181,6 +181,39 @@ test("watch: a newer watch supersedes, $/cancel and a dropped connection release
   t.eq(#res.message, 80)
 end)
 
+test("a keyed watch answer is kept until confirmed: its key gets it again, any watch once it is lost", function(t)
+  local ctx = support.setup(t, { scenario = { rules = {
+    { last_role = "user", user_contains = "TURN", text = "over: ", echo = "last_user" },
+  } } })
+  local a, b = ctx.client(), ctx.client()
+  local sid = ctx.call(a, "spawn", { task = "TURN one", keep_alive = true }).session_id
+  local function watch(c, key, timeout)
+    return ctx.call(c, "watch", { session_ids = { sid }, delivery_key = key, timeout = timeout })
+  end
+  local first = watch(a, "L/n:1").results[sid]
+  t.match(first.message, "TURN one")
+  t.eq(watch(b, "L/n:2", 0).timed_out, true, "on its way (its connection lives): no other watch gets it")
+  t.eq(watch(a, "L/n:1", 0).results[sid], first, "the same host request again: the same answer")
+  a:notify("undelivered", { key = "L/n:1" })
+  t.eq(watch(b, "L/n:3", 0).results[sid], first, "lost: the next watch gets it")
+  b:notify("delivered", { key = "L/n:3" })
+  t.eq(watch(b, "L/n:4", 0).timed_out, true, "confirmed: forgotten")
+  -- the next turn's answer goes out on a, whose connection then closes with no word
+  ctx.call(b, "send", { session_id = sid, message = "TURN two" })
+  local second = watch(a, "L/n:5").results[sid]
+  t.match(second.message, "TURN two")
+  local waiting = table.pack(t.await(function(done)
+    b:request("watch", { session_ids = { sid }, delivery_key = "L/n:6" }, done)
+    ctx.call(b, "list", {}) -- b's lines are read in order: its watch now waits in agentd
+    a:close()
+  end, 5000, "the waiting watch to get the answer a's connection took down"))
+  t.eq(waiting[1].results[sid], second)
+  b:notify("undelivered", { key = "L/n:6" })
+  local plain = ctx.client()
+  t.eq(ctx.call(plain, "watch", { session_ids = { sid }, timeout = 0 }).results[sid], second, "a watch without a key gets a lost answer")
+  t.eq(ctx.call(plain, "watch", { session_ids = { sid }, timeout = 0 }).timed_out, true, "and getting it was its confirmation")
+end)
+
 test("ctl lists and polls the fleet over the same API; doctor checks the setup", function(t)
   local ctx = support.setup(t, { scenario = { rules = { { last_role = "user", text = "from ctl" } } } })
   local c = ctx.client("ctl-orch")

@@ -380,3 +380,49 @@ test("a request whose id cannot be routed (object, array, fraction) goes to the 
   a:exit(0)
   t.eq(#r.host, seen, "no late error for them at shutdown")
 end)
+
+test("a watch answer's fate goes to its server after the replies or before the next host line, again through the next server", function(t)
+  local r = rig()
+  local a = handshake(r)
+  local function fates(c)
+    local out = {}
+    for _, m in ipairs(got(c, "$/rmcp/answered")) do out[#out + 1] = { m.params.id, m.params.delivered } end
+    return out
+  end
+  r.send(call(5, "reasonix_watch"))
+  a:say({ jsonrpc = "2.0", id = 5, result = { structuredContent = { results = { s = { status = "idle" } } } } })
+  t.eq(#r.answers(5), 1)
+  t.eq(fates(a), {}, "not while the host is being woken")
+  r.send({ jsonrpc = "2.0", id = 6, method = "ping" })
+  a:say({ jsonrpc = "2.0", id = 6, result = {} })
+  t.eq(fates(a), { { 5, true } }, "ahead of the next host line")
+  t.eq(a.got[#a.got].method, "ping")
+  r.send(call(7, "reasonix_watch"))
+  a:say({ jsonrpc = "2.0", id = 7, result = { structuredContent = { results = { s = {} } } } })
+  t.wait_for(function() return #fates(a) == 2 end, 1000, "the fate a moment after the answer")
+  r.send(call(8, "reasonix_list"))
+  a:say({ jsonrpc = "2.0", id = 8, result = { structuredContent = { sessions = {} } } })
+  r.send({ jsonrpc = "2.0", id = 9, method = "ping" })
+  a:say({ jsonrpc = "2.0", id = 9, result = {} })
+  t.eq(#fates(a), 2, "only watch answers have a fate")
+  -- cancelled by the host before its answer came: dropped, and said so
+  r.send(call(10, "reasonix_watch"))
+  r.send({ jsonrpc = "2.0", method = "notifications/cancelled", params = { requestId = 10 } })
+  a:say({ jsonrpc = "2.0", id = 10, result = { structuredContent = { results = { s = {} } } } })
+  t.eq(#r.answers(10), 0)
+  r.send({ jsonrpc = "2.0", id = 11, method = "ping" })
+  a:say({ jsonrpc = "2.0", id = 11, result = {} })
+  t.eq(fates(a), { { 5, true }, { 7, true }, { 10, false } })
+  -- the server dies, maybe before passing them on: the next one gets them first
+  r.send(call(12, "reasonix_watch"))
+  a:exit(137)
+  local b = t.wait_for(function() return r.kids[2] end, 2000, "the restart")
+  b:answer_init()
+  t.eq(fates(b), { { 5, true }, { 7, true }, { 10, false } })
+  local order = {}
+  for _, m in ipairs(b.got) do order[#order + 1] = m.method end
+  t.eq(order, { "initialize", "notifications/initialized", "$/rmcp/answered", "$/rmcp/answered", "$/rmcp/answered", "tools/call" })
+  -- the host cannot speak for the launcher
+  r.send({ jsonrpc = "2.0", method = "$/rmcp/answered", params = { id = 12, delivered = false } })
+  t.eq(#fates(b), 3)
+end)

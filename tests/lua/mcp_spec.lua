@@ -13,8 +13,9 @@ require("rmcp.lib.log").set_sink(function() end) -- the server's info lines are 
 -- every request with answer(method, params, raw) -> result, err (nil, nil: no answer yet);
 -- supervised: as under the launcher.
 local function server(t, answer, supervised)
-  local out, calls, cancelled, links = {}, {}, {}, {}
+  local out, calls, cancelled, links, notes = {}, {}, {}, {}, {}
   local link = { conn = true }
+  function link.notify(_, method, params) notes[#notes + 1] = { method = method, params = params } end
   function link.request(_, method, params, cb, raw)
     calls[#calls + 1] = { method = method, params = params, raw = raw, cb = cb }
     local result, err = answer(method, params, raw)
@@ -33,7 +34,7 @@ local function server(t, answer, supervised)
     project_dir = "/tmp/project", version = "9.9.9", supervised = supervised,
     link = function(_, orch) links[#links + 1] = orch; return link end,
   }
-  local ctx = { s = s, out = out, calls = calls, cancelled = cancelled, next_id = 0, links = links }
+  local ctx = { s = s, out = out, calls = calls, cancelled = cancelled, next_id = 0, links = links, notes = notes }
   -- Sends a request and returns the server's answer (the last line written for its id).
   function ctx.request(method, params)
     ctx.next_id = ctx.next_id + 1
@@ -343,5 +344,30 @@ test("a watch under the launcher carries the host request's delivery key, writte
     unsupervised.init("2025-11-25")
     unsupervised.request("tools/call", { name = "reasonix_watch", arguments = { session_ids = { "rx-1" }, timeout = 0 } })
     t.eq(unsupervised.calls[#unsupervised.calls].params.delivery_key, nil, "no launcher: no key")
+  end)
+end)
+
+test("the launcher's word on a watch answer reaches agentd by the request's key; a cancelled call's late answer is undelivered", function(t)
+  with_env({ REASONIX_MCP_LAUNCHER_PID = "4242" }, function()
+    local c = server(t, function(method) if method == "watch" then return nil end return { results = {} } end, true)
+    c.init("2025-11-25")
+    c.request("tools/call", { name = "reasonix_watch", arguments = { session_ids = { "rx-1" } } })
+    local id = c.next_id
+    c.calls[#c.calls].cb(json.raw('{"results":{"rx-1":{"status":"idle"}}}'))
+    c.notify("$/rmcp/answered", { id = id, delivered = true })
+    t.eq(c.notes[#c.notes], { method = "delivered", params = { key = "4242/n:" .. id } })
+    c.notify("$/rmcp/answered", { id = id, delivered = false })
+    t.eq(c.notes[#c.notes], { method = "undelivered", params = { key = "4242/n:" .. id } })
+    -- the host cancels; agentd's answer was already on its way
+    c.request("tools/call", { name = "reasonix_watch", arguments = { session_ids = { "rx-1" } } })
+    local late = c.next_id
+    c.notify("notifications/cancelled", { requestId = late })
+    c.calls[#c.calls].cb(json.raw('{"results":{"rx-1":{"status":"idle"}}}'))
+    t.eq(c.notes[#c.notes], { method = "undelivered", params = { key = "4242/n:" .. late } })
+    t.eq(c.out[#c.out].id ~= late, true, "no answer to a cancelled call")
+    local unsupervised = server(t, function() return { results = {} } end)
+    unsupervised.init("2025-11-25")
+    unsupervised.notify("$/rmcp/answered", { id = 1, delivered = true })
+    t.eq(#unsupervised.notes, 0, "no launcher: no key, nothing to say")
   end)
 end)

@@ -393,6 +393,20 @@ function methods.watch(d, conn, p, reply, req_id)
   watch.watch(d, conn, req_id, ids, p, o, reply)
 end
 
+-- delivered (a notification): the launcher wrote the answer to host request key to the host.
+function methods.delivered(d, conn, p, reply)
+  if type(p.key) ~= "string" then return reply(nil, bad("key must be a string")) end
+  watch.confirm(d, conn.orch, p.key)
+  reply()
+end
+
+-- undelivered (a notification): the answer to host request key did not reach the host.
+function methods.undelivered(d, conn, p, reply)
+  if type(p.key) ~= "string" then return reply(nil, bad("key must be a string")) end
+  watch.unconfirm(d, conn.orch, p.key)
+  reply()
+end
+
 -- wait: blocks until a session has new output, a turn end or a decision.
 function methods.wait(d, conn, p, reply, req_id)
   local ids, err = owned_ids(d, conn, p)

@@ -1,6 +1,14 @@
 -- Long requests: watch (one per session; a newer one supersedes the older) and wait. Both end on a
 -- ready session, a timeout, $/cancel or the connection dropping. The registry is d.watch_by_session
 -- and d.waits (agentd/daemon.lua).
+--
+-- A watch answer with results consumes them, but it reaches the host only through the MCP server
+-- and its launcher, and either can die with it in hand. So an answer to a watch with a delivery_key
+-- (the host request's key) is kept per session in d.unconfirmed until the launcher says it wrote it
+-- to the host (`delivered {key}`). A kept answer is given again to a watch with the same key (the
+-- launcher re-sent the request after its server died), and to any watch of the session once it was
+-- lost: the connection it went out on closed (the launcher died with the server), or the host
+-- cancelled the request before it got it (`undelivered {key}`).
 local uv = require "luv"
 local json = require "rmcp.lib.json"
 local jsonrpc = require "rmcp.lib.jsonrpc"
@@ -36,18 +44,30 @@ local function finish(d, w, result, err)
   w.reply(result, err)
 end
 
--- Delivers the ready sessions of watch w, if any: compact (or poll-shaped) results, consuming
--- undelivered terminal state and decisions. Detailed results share one result budget
--- (max_result_bytes). Returns true when it ended the watch.
+-- True when watch w is to get u, a kept answer of one of its sessions: w is the request u answered,
+-- sent again, or u was lost on its way to the host.
+local function takes_again(w, u)
+  return u.conn == nil or (w.key ~= nil and u.key == w.key)
+end
+
+-- Delivers the ready sessions of watch w, if any: kept answers it is to get again as they were, then
+-- compact (or poll-shaped) results of the others, consuming undelivered terminal state and
+-- decisions. Detailed results share one result budget (max_result_bytes). Returns true when it
+-- ended the watch.
 local function try_watch(d, w)
-  local ready = {}
+  local results, again, ready = {}, 0, {}
   for _, sid in ipairs(w.ids) do
-    local s = d.sessions[sid]
-    if s and rules_watch.ready(s) then ready[#ready + 1] = s end
+    local u = d.unconfirmed[sid]
+    if u and takes_again(w, u) then
+      results[sid], again = u.result, again + 1
+    else
+      local s = d.sessions[sid]
+      if s and rules_watch.ready(s) then ready[#ready + 1] = s end
+    end
   end
-  if #ready == 0 then return false end
-  if w.detail then w.poll_opts.budget = rules_caps.limit("max_result_bytes") // #ready end
-  local results = {}
+  if #ready + again == 0 then return false end
+  if again > 0 then log.info("watch %s: %d answer(s) the host may not have got, given again", tostring(w.key), again) end
+  if w.detail and #ready > 0 then w.poll_opts.budget = rules_caps.limit("max_result_bytes") // (#ready + again) end
   for _, s in ipairs(ready) do
     local repeated = rules_watch.decision_repeated(s)
     local snap = session.drain(d, s, w.detail)
@@ -60,7 +80,9 @@ local function try_watch(d, w)
     if repeated then results[s.id].decision_repeated = true end
     session.mark_delivered(d, s)
   end
-  if w.key then d.last_watch[w.conn.orch] = { key = w.key, result = { results = results } } end
+  for sid, result in pairs(results) do
+    d.unconfirmed[sid] = w.key and { key = w.key, orch = w.conn.orch, result = result, conn = w.conn } or nil
+  end
   finish(d, w, { results = results })
   return true
 end
@@ -116,17 +138,10 @@ local function arm(d, w, params, on_timeout)
   end
 end
 
--- Starts a watch for conn (request req_id) on sessions ids (already ownership-checked). A watch
--- whose params.delivery_key is that of its orchestrator's last answered watch is the same host
--- request sent again (its answer died with the MCP server): it gets that answer again, once more.
+-- Starts a watch for conn (request req_id) on sessions ids (already ownership-checked);
+-- params.delivery_key names the host request (see the top of this file).
 function M.watch(d, conn, req_id, ids, params, poll_opts, reply)
   local key = type(params.delivery_key) == "string" and params.delivery_key or nil
-  local last = key and d.last_watch[conn.orch]
-  if last and last.key == key and last.result then
-    -- the same host request again: the server that got our answer died before passing it on
-    log.info("watch %s was answered before; the answer again", key)
-    return reply(last.result)
-  end
   local w = { conn = conn, req_id = req_id, ids = ids, reply = reply, detail = poll_opts.detail,
               poll_opts = poll_opts, key = key }
   for _, sid in ipairs(ids) do
@@ -161,12 +176,47 @@ function M.check(d, s)
   end
 end
 
--- Ends every long request of a connection that went away (pending state stays undelivered).
+-- Marks kept answers lost (they may never have reached the host): those of d.unconfirmed that
+-- match(u) are offered to the watches waiting on their sessions.
+local function lose(d, match)
+  local sids = {}
+  for sid, u in pairs(d.unconfirmed) do
+    if u.conn and match(u) then
+      u.conn = nil
+      sids[#sids + 1] = sid
+    end
+  end
+  for _, sid in ipairs(sids) do
+    local w = d.watch_by_session[sid]
+    if w and not w.done then try_watch(d, w) end
+  end
+end
+
+-- The launcher of orchestrator orch wrote the answer to host request key to the host: its kept
+-- answers are forgotten.
+function M.confirm(d, orch, key)
+  for sid, u in pairs(d.unconfirmed) do
+    if u.key == key and u.orch == orch then d.unconfirmed[sid] = nil end
+  end
+end
+
+-- The answer to host request key of orchestrator orch did not reach the host (it cancelled the
+-- request first): its kept answers go to the next watch of their sessions.
+function M.unconfirm(d, orch, key)
+  lose(d, function(u) return u.key == key and u.orch == orch end)
+end
+
+-- Ends every long request of a connection that went away (pending state stays undelivered); the
+-- answers it carried and nobody confirmed are lost, and those of sessions that are gone forgotten.
 function M.drop_conn(d, conn)
   for id, cancel in pairs(conn.requests) do
     conn.requests[id] = nil
     cancel()
   end
+  for sid in pairs(d.unconfirmed) do
+    if not d.sessions[sid] then d.unconfirmed[sid] = nil end
+  end
+  lose(d, function(u) return u.conn == conn end)
 end
 
 return M

@@ -10,6 +10,7 @@ local log = require "rmcp.lib.log"
 local config = require "rmcp.config"
 local wire = require "rmcp.launcher.wire"
 local child_mod = require "rmcp.launcher.child"
+local after_reply = require "rmcp.lib.after_reply"
 local uv = require "luv"
 
 local after, cancel_timer = child_mod.after, child_mod.cancel_timer
@@ -28,6 +29,11 @@ M.defaults = {
   drain_ms = 10000,        -- how long a replaced server may take to finish non-repeatable calls
   stop_grace_ms = 2000,    -- after closing a server's stdin: TERM, then KILL as long again later
 }
+
+-- How many answer fates a server is sent again when it dies (see Proxy:answer_fate), and how many
+-- cancelled watches wait for a late answer.
+local FATES_RESENT = 32
+local CANCELLED_KEPT = 64
 
 -- A tunable, honouring REASONIX_MCP_LAUNCHER_<NAME>.
 local function tunable(name)
@@ -65,6 +71,9 @@ function M.new(opts)
     next_own_id = 0,
     streak = 0,           -- quick crashes in a row
     stopping = false,
+    fates = {},           -- answer fates not sent yet: {child, line} (see answer_fate)
+    cancelled = {},       -- id_key -> watch entry the host cancelled while its server had it
+    cancelled_order = {}, -- their keys, oldest first (at most CANCELLED_KEPT)
   }, Proxy)
   if not self.spawn_child then
     local exe = assert(opts.exe, "proxy.new: exe or spawn_child required")
@@ -82,9 +91,10 @@ end
 
 -- ---- host → server ----
 
--- Feeds one line from the host.
+-- Feeds one line from the host (after the answer fates queued before it: see answer_fate).
 function Proxy:from_host(line)
   if self.stopping then return end
+  if #self.fates > 0 then self:send_fates() end
   local msg = json.decode(line)
   if type(msg) ~= "table" or msg[1] ~= nil then return self:to_server(line) end -- the server answers it
   local id = wire.normalize_id(msg.id)
@@ -121,6 +131,7 @@ function Proxy:host_request(line, msg, id)
   local entry = {
     key = jsonrpc.id_key(id), id = id, line = line, method = msg.method, seq = self.seq,
     repeatable = wire.repeatable(msg.method, params), label = wire.label(msg.method, params),
+    watch = msg.method == "tools/call" and params.name == "reasonix_watch",
     level = msg.method == "logging/setLevel" and params.level or nil,
   }
   local meta = type(params._meta) == "table" and params._meta or nil
@@ -149,15 +160,22 @@ function Proxy:dispatch(entry)
   end
 end
 
--- Handles a host notification: records notifications/initialized, routes cancellations.
+-- Handles a host notification: records notifications/initialized, routes cancellations; `$/rmcp/*`
+-- is the launcher's and its servers' own and never comes from the host.
 function Proxy:host_notification(line, msg)
   local params = type(msg.params) == "table" and msg.params or {}
-  if msg.method == "notifications/initialized" then
+  if type(msg.method) == "string" and msg.method:sub(1, 7) == "$/rmcp/" then
+    log.warn("dropped %s from the host: private to the launcher and its servers", msg.method)
+    return
+  elseif msg.method == "notifications/initialized" then
     self.hs.initialized_line = line
   elseif msg.method == "notifications/cancelled" then
     local entry = self.pending[jsonrpc.id_key(params.requestId)]
     if entry then
-      if entry.owner then entry.owner:send(line) end
+      if entry.owner then
+        entry.owner:send(line)
+        if entry.watch then self:remember_cancelled(entry) end
+      end
       self:settle(entry)
       return -- a buffered request is simply never sent
     end
@@ -229,19 +247,28 @@ function Proxy:child_response(child, line, id, kind)
     child.own[id] = nil
     return cb(json.decode(line) or {})
   end
-  local entry = self.pending[jsonrpc.id_key(id)]
+  local key = jsonrpc.id_key(id)
+  local entry = self.pending[key]
   if not entry then
+    local cancelled = self.cancelled[key]
+    if cancelled and cancelled.owner == child and kind == "result" then
+      -- the host cancelled this watch before its answer came: what it carried did not reach the host
+      self.cancelled[key] = nil
+      self:answer_fate(child, id, false)
+    end
     log.debug("dropped an answer to %s from server pid %d: not in flight any more", tostring(id), child.pid)
     return
   end
   if child == entry.owner then
     self:settle(entry, kind == "result" and line or nil)
     self.send_host(line)
+    if entry.watch and kind == "result" then self:answer_fate(child, id, true) end
   elseif child == entry.prev and not wire.superseded(json.decode(line)) then
     -- the replaced server answered before it saw our cancel: that answer is real (a watch result
     -- it already took from agentd); the copy on the new server is cancelled
     self:settle(entry, kind == "result" and line or nil)
     self.send_host(line)
+    if entry.watch and kind == "result" then self:answer_fate(child, id, true) end
     if entry.owner then entry.owner:send(wire.cancel_line(entry.id, "answered by the previous server")) end
   else
     log.debug("dropped an answer to %s from server pid %d: the request moved to another server", tostring(id), child.pid)
@@ -298,6 +325,60 @@ function Proxy:private(child, method, params)
     return self:swap("requested by the server (" .. why .. ")")
   end
   log.debug("ignored unknown private message %s from server pid %d", method, child.pid)
+end
+
+-- ---- what became of watch answers ----
+
+-- Tells child, the server that answered host request id, what became of its watch answer: written
+-- to the host (delivered), or dropped because the host had cancelled the request. agentd keeps each
+-- watch answer until it hears this, and gives a lost one again (agentd/PROTOCOL.md). The fate goes
+-- out after the replies of this moment (the host, woken by the answer, gets the CPU first) or
+-- before the next host line, whichever comes first; the last ones a server was sent go again
+-- through the next server when it dies (it may not have passed them on).
+function Proxy:answer_fate(child, id, delivered)
+  local line = json.encode({ jsonrpc = "2.0", method = "$/rmcp/answered", params = { id = id, delivered = delivered } })
+  self.fates[#self.fates + 1] = { child = child, line = line }
+  if #self.fates == 1 then after_reply.queue(function() self:send_fates() end) end
+end
+
+-- Sends the queued answer fates, each to the server that answered while it reads, else on to the
+-- next one.
+function Proxy:send_fates()
+  local fates = self.fates
+  self.fates = {}
+  for _, f in ipairs(fates) do
+    local c = f.child
+    if c.exited or c.stdin_closed then
+      self:to_server(f.line)
+    else
+      c:send(f.line)
+      c.fates_sent = c.fates_sent or {}
+      table.insert(c.fates_sent, f.line)
+      if #c.fates_sent > FATES_RESENT then table.remove(c.fates_sent, 1) end
+    end
+  end
+end
+
+-- The answer fates child was sent last or has waiting, oldest first, taken back (it died: they go
+-- to the next server, ahead of the requests it is sent again).
+function Proxy:take_fates(child)
+  local out, keep = child.fates_sent or {}, {}
+  child.fates_sent = nil
+  for _, f in ipairs(self.fates) do
+    if f.child == child then out[#out + 1] = f.line else keep[#keep + 1] = f end
+  end
+  self.fates = keep
+  return out
+end
+
+-- Remembers a watch the host cancelled while its server had it, so a late answer is reported dropped.
+function Proxy:remember_cancelled(entry)
+  self.cancelled[entry.key] = entry
+  local order = self.cancelled_order
+  order[#order + 1] = entry.key
+  if #order > CANCELLED_KEPT then
+    self.cancelled[table.remove(order, 1)] = nil -- its server never answered it
+  end
 end
 
 -- ---- requests in flight ----
@@ -519,6 +600,7 @@ end
 function Proxy:child_exited(child, code, signal)
   self.children[child] = nil
   self:withdraw(child, "the MCP server that asked exited")
+  local fates = self:take_fates(child)
   for _, e in pairs(self.pending) do
     if e.prev == child then e.prev = nil end
   end
@@ -550,6 +632,7 @@ function Proxy:child_exited(child, code, signal)
     end
     table.sort(moved, function(a, b) return a.seq < b.seq end)
     local buffer = {}
+    for _, line in ipairs(fates) do buffer[#buffer + 1] = { line = line } end
     for _, e in ipairs(moved) do buffer[#buffer + 1] = { entry = e } end
     for _, item in ipairs(self.buffer) do buffer[#buffer + 1] = item end
     self.buffer = buffer
@@ -562,6 +645,7 @@ function Proxy:child_exited(child, code, signal)
   if was_candidate then
     return self:candidate_failed(child, child.reason)
   end
+  for _, line in ipairs(fates) do self:to_server(line) end
 
   -- a retiring server: whatever it still owned is lost
   for _, e in pairs(self.pending) do
@@ -624,6 +708,7 @@ function Proxy:stop(code, why)
   self.exit_code = self.exit_code or code
   log.info("launcher stopping: %s", why)
   cancel_timer(self.restart_timer)
+  self:send_fates()
   self.on_stopping()
   for _, item in ipairs(self.buffer) do
     if item.entry then self:fail(item.entry, item.entry.label .. ": the MCP server is shutting down") end

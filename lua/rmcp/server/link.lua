@@ -62,6 +62,11 @@ function Link:request(method, params, cb, raw)
   end, raw)
 end
 
+-- Sends a notification to agentd when connected (dropped otherwise).
+function Link:notify(method, params)
+  if self.conn then self.conn:notify(method, params) end
+end
+
 -- Releases a blocked watch/wait in agentd ($/cancel).
 function Link:cancel(id)
   if self.conn and id then self.conn:cancel(id) end

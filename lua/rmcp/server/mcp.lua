@@ -361,19 +361,37 @@ function Server:describe_tool(tool)
   return d
 end
 
+-- The key of host request id under our launcher, the same when the launcher sends the request again
+-- to the server that replaces us (an integer id is written "n:<id>", as every earlier version wrote
+-- it); nil without a launcher.
+function Server:request_key(id)
+  local key = jsonrpc.id_key(id)
+  if not self.supervised or key == nil then return nil end
+  return os.getenv("REASONIX_MCP_LAUNCHER_PID") .. "/" .. (math.type(key) == "integer" and "n:" .. key or key)
+end
+
+-- Tells agentd what became of our answer to host request id (agentd/PROTOCOL.md, kept watch
+-- answers): the launcher wrote it to the host (delivered), or it never reached the host. Every link
+-- hears it (the key names the request; agentd ignores keys it does not keep); with none yet (a
+-- server started after a crash), the host orchestrator's link, made for it.
+function Server:answer_fate(id, delivered)
+  local key = self:request_key(id)
+  if not key then return end
+  local method = delivered and "delivered" or "undelivered"
+  if next(self.links) == nil then self:link() end
+  for _, link in pairs(self.links) do link:notify(method, { key = key }) end
+end
+
 -- The ctx a tool handler(args, ctx) gets (lua/POLICY.md): agentd access for this orchestrator that
 -- waits inside the handler's coroutine, the project dir, the orchestrator id, this call's progress
 -- token, and (under a launcher) request_key: the same for this host request when the launcher
 -- sends it again to the server that replaces us, so agentd can answer it again. agentd's long
 -- requests made for the call are cancelled with it and carry its progress.
 local function tool_ctx(server, call)
-  local key = jsonrpc.id_key(call.id)
   local ctx = {
     project_dir = server.project_dir, orchestrator_id = call.orchestrator,
     progress_token = call.progress_token, progress_interval_ms = tonumber(os.getenv("REASONIX_MCP_PROGRESS_INTERVAL_MS") or ""),
-    -- (an integer id is written "n:<id>", as every earlier version wrote its key)
-    request_key = server.supervised and key and (os.getenv("REASONIX_MCP_LAUNCHER_PID") .. "/"
-      .. (math.type(key) == "integer" and "n:" .. key or key)) or nil,
+    request_key = server:request_key(call.id),
   }
   -- Sends method to agentd and returns cb-style: cb(result, err); raw: the result as agentd's JSON text.
   local function send(method, params, raw, cb)
@@ -586,6 +604,7 @@ M.methods["tools/call"] = function(self, params, reply)
     if key and self.calls[key] == call then self.calls[key] = nil end
     if call.cancelled then
       log.info("tool %s: result dropped, the client cancelled request %s", name, tostring(request_id))
+      if tool.long and derr == nil then self:answer_fate(request_id, false) end
       return
     end
     if derr ~= nil then reply(self:with_warnings(self:tool_error(name, derr)))
@@ -607,6 +626,9 @@ function Server:on_notification(method, params)
     self.client_ready = true
   elseif method == "notifications/cancelled" then
     self:cancel(params.requestId, params.reason)
+  elseif method == "$/rmcp/answered" then
+    -- from our launcher: it wrote our answer to params.id to the host, or dropped it (cancelled)
+    self:answer_fate(params.id, params.delivered == true)
   elseif method == "notifications/roots/list_changed" or method == "notifications/progress" then
     -- nothing to do: the project dir is the server's cwd
   else
