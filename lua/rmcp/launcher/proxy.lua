@@ -10,7 +10,6 @@ local log = require "rmcp.lib.log"
 local config = require "rmcp.config"
 local wire = require "rmcp.launcher.wire"
 local child_mod = require "rmcp.launcher.child"
-local after_reply = require "rmcp.lib.after_reply"
 local uv = require "luv"
 
 local after, cancel_timer = child_mod.after, child_mod.cancel_timer
@@ -71,7 +70,6 @@ function M.new(opts)
     next_own_id = 0,
     streak = 0,           -- quick crashes in a row
     stopping = false,
-    fates = {},           -- answer fates not sent yet: {child, line} (see answer_fate)
     cancelled = {},       -- id_key -> watch entry the host cancelled while its server had it
     cancelled_order = {}, -- their keys, oldest first (at most CANCELLED_KEPT)
   }, Proxy)
@@ -91,10 +89,9 @@ end
 
 -- ---- host → server ----
 
--- Feeds one line from the host (after the answer fates queued before it: see answer_fate).
+-- Feeds one line from the host.
 function Proxy:from_host(line)
   if self.stopping then return end
-  if #self.fates > 0 then self:send_fates() end
   local msg = json.decode(line)
   if type(msg) ~= "table" or msg[1] ~= nil then return self:to_server(line) end -- the server answers it
   local id = wire.normalize_id(msg.id)
@@ -331,44 +328,18 @@ end
 
 -- Tells child, the server that answered host request id, what became of its watch answer: written
 -- to the host (delivered), or dropped because the host had cancelled the request. agentd keeps each
--- watch answer until it hears this, and gives a lost one again (agentd/PROTOCOL.md). The fate goes
--- out after the replies of this moment (the host, woken by the answer, gets the CPU first) or
--- before the next host line, whichever comes first; the last ones a server was sent go again
--- through the next server when it dies (it may not have passed them on).
+-- watch answer until it hears this, and gives a lost one again (agentd/PROTOCOL.md). It goes out
+-- right behind the answer (a launcher killed in between makes agentd give the answer twice; the
+-- window is two writes wide) and so ahead of the host's next request; the last ones a server was
+-- sent go again through the next server when it dies (it may not have passed them on).
 function Proxy:answer_fate(child, id, delivered)
   local line = json.encode({ jsonrpc = "2.0", method = "$/rmcp/answered", params = { id = id, delivered = delivered } })
-  self.fates[#self.fates + 1] = { child = child, line = line }
-  if #self.fates == 1 then after_reply.queue(function() self:send_fates() end) end
-end
-
--- Sends the queued answer fates, each to the server that answered while it reads, else on to the
--- next one.
-function Proxy:send_fates()
-  local fates = self.fates
-  self.fates = {}
-  for _, f in ipairs(fates) do
-    local c = f.child
-    if c.exited or c.stdin_closed then
-      self:to_server(f.line)
-    else
-      c:send(f.line)
-      c.fates_sent = c.fates_sent or {}
-      table.insert(c.fates_sent, f.line)
-      if #c.fates_sent > FATES_RESENT then table.remove(c.fates_sent, 1) end
-    end
-  end
-end
-
--- The answer fates child was sent last or has waiting, oldest first, taken back (it died: they go
--- to the next server, ahead of the requests it is sent again).
-function Proxy:take_fates(child)
-  local out, keep = child.fates_sent or {}, {}
-  child.fates_sent = nil
-  for _, f in ipairs(self.fates) do
-    if f.child == child then out[#out + 1] = f.line else keep[#keep + 1] = f end
-  end
-  self.fates = keep
-  return out
+  if child.exited or child.stdin_closed then return self:to_server(line) end
+  child:send(line)
+  local sent = child.fates_sent or {}
+  child.fates_sent = sent
+  sent[#sent + 1] = line
+  if #sent > FATES_RESENT then table.remove(sent, 1) end
 end
 
 -- Remembers a watch the host cancelled while its server had it, so a late answer is reported dropped.
@@ -600,7 +571,7 @@ end
 function Proxy:child_exited(child, code, signal)
   self.children[child] = nil
   self:withdraw(child, "the MCP server that asked exited")
-  local fates = self:take_fates(child)
+  local fates = child.fates_sent or {} -- it may have died before passing them on
   for _, e in pairs(self.pending) do
     if e.prev == child then e.prev = nil end
   end
@@ -708,7 +679,6 @@ function Proxy:stop(code, why)
   self.exit_code = self.exit_code or code
   log.info("launcher stopping: %s", why)
   cancel_timer(self.restart_timer)
-  self:send_fates()
   self.on_stopping()
   for _, item in ipairs(self.buffer) do
     if item.entry then self:fail(item.entry, item.entry.label .. ": the MCP server is shutting down") end
