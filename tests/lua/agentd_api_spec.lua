@@ -185,10 +185,16 @@ test("a keyed watch answer is kept until confirmed: its key gets it again, any w
   local ctx = support.setup(t, { scenario = { rules = {
     { last_role = "user", user_contains = "TURN", text = "over: ", echo = "last_user" },
   } } })
-  local a, b = ctx.client(), ctx.client()
+  local a, b, plain = ctx.client(), ctx.client(), ctx.client()
   local sid = ctx.call(a, "spawn", { task = "TURN one", keep_alive = true }).session_id
-  local function watch(c, key, timeout)
-    return ctx.call(c, "watch", { session_ids = { sid }, delivery_key = key, timeout = timeout })
+  local function watch(c, key, timeout, confirm)
+    return ctx.call(c, "watch", { session_ids = { sid }, delivery_key = key, confirm = confirm ~= false, timeout = timeout })
+  end
+  local function turn(text, c, key, confirm)
+    ctx.call(b, "send", { session_id = sid, message = text })
+    local r = watch(c, key, nil, confirm).results[sid]
+    t.match(r.message, text)
+    return r
   end
   local first = watch(a, "L/n:1").results[sid]
   t.match(first.message, "TURN one")
@@ -198,20 +204,25 @@ test("a keyed watch answer is kept until confirmed: its key gets it again, any w
   t.eq(watch(b, "L/n:3", 0).results[sid], first, "lost: the next watch gets it")
   b:notify("delivered", { key = "L/n:3" })
   t.eq(watch(b, "L/n:4", 0).timed_out, true, "confirmed: forgotten")
-  -- the next turn's answer goes out on a, whose connection then closes with no word
-  ctx.call(b, "send", { session_id = sid, message = "TURN two" })
-  local second = watch(a, "L/n:5").results[sid]
-  t.match(second.message, "TURN two")
+  -- the next answer goes out on a and stays on its way; a newer one on b does not push it out
+  local second = turn("TURN two", a, "L/n:5")
+  turn("TURN three", b, "L/n:6")
+  b:notify("delivered", { key = "L/n:6" })
+  -- a's connection closes with no word: the watch already waiting gets the answer at once
   local waiting = table.pack(t.await(function(done)
-    b:request("watch", { session_ids = { sid }, delivery_key = "L/n:6" }, done)
+    b:request("watch", { session_ids = { sid }, delivery_key = "L/n:7", confirm = true }, done)
     ctx.call(b, "list", {}) -- b's lines are read in order: its watch now waits in agentd
     a:close()
   end, 5000, "the waiting watch to get the answer a's connection took down"))
   t.eq(waiting[1].results[sid], second)
-  b:notify("undelivered", { key = "L/n:6" })
-  local plain = ctx.client()
+  b:notify("undelivered", { key = "L/n:7" })
   t.eq(ctx.call(plain, "watch", { session_ids = { sid }, timeout = 0 }).results[sid], second, "a watch without a key gets a lost answer")
   t.eq(ctx.call(plain, "watch", { session_ids = { sid }, timeout = 0 }).timed_out, true, "and getting it was its confirmation")
+  -- a launcher that never confirms (confirm absent): its answer is kept for its own re-send only
+  local fourth = turn("TURN four", b, "L/n:8", false)
+  b:notify("undelivered", { key = "L/n:8" })
+  t.eq(ctx.call(plain, "watch", { session_ids = { sid }, timeout = 0 }).timed_out, true, "never lost")
+  t.eq(watch(b, "L/n:8", 0, false).results[sid], fourth, "its re-send gets it again")
 end)
 
 test("ctl lists and polls the fleet over the same API; doctor checks the setup", function(t)

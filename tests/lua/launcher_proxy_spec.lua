@@ -28,6 +28,11 @@ local function rig()
       }
       function c:send(line)
         if self.exited or self.stdin_closed then return false end
+        if line:find('"$/rmcp/launcher"', 1, true) then
+          -- what the launcher does for its servers: said before anything else, kept out of got
+          self.greeted = #self.raw == 0
+          return true
+        end
         self.raw[#self.raw + 1] = line
         self.got[#self.got + 1] = assert(json.decode(line))
         return true
@@ -396,22 +401,35 @@ test("a watch answer's fate goes to its server right behind the answer, and agai
   r.send(call(8, "reasonix_list"))
   a:say({ jsonrpc = "2.0", id = 8, result = { structuredContent = { sessions = {} } } })
   t.eq(#fates(a), 1, "only watch answers have a fate")
+  -- a conversation's watch: its fate names the conversation (the server's orchestrator for it)
+  local threaded = call(9, "reasonix_watch")
+  threaded.params._meta = { threadId = "th-1" }
+  r.send(threaded)
+  a:say({ jsonrpc = "2.0", id = 9, result = { structuredContent = { results = { s = {} } } } })
+  local last = got(a, "$/rmcp/answered")
+  t.eq(last[#last].params, { id = 9, delivered = true, thread_id = "th-1" })
+  -- the host sends id 9 again (MCP forbids it, some do): the old fate is not sent for the new one
+  r.send(call(9, "reasonix_watch"))
   -- cancelled by the host before its answer came: dropped, and said so
   r.send(call(10, "reasonix_watch"))
   r.send({ jsonrpc = "2.0", method = "notifications/cancelled", params = { requestId = 10 } })
   a:say({ jsonrpc = "2.0", id = 10, result = { structuredContent = { results = { s = {} } } } })
   t.eq(#r.answers(10), 0)
-  t.eq(fates(a), { { 5, true }, { 10, false } })
+  t.eq(fates(a), { { 5, true }, { 9, true }, { 10, false } })
   -- the server dies, maybe before passing them on: the next one gets them first
   r.send(call(12, "reasonix_watch"))
   a:exit(137)
   local b = t.wait_for(function() return r.kids[2] end, 2000, "the restart")
   b:answer_init()
-  t.eq(fates(b), { { 5, true }, { 10, false } })
+  t.eq(b.greeted, true, "every server hears first that its launcher sends answer fates")
+  t.eq(fates(b), { { 5, true }, { 10, false } }, "sent again, but not the reused id's")
   local order = {}
-  for _, m in ipairs(b.got) do order[#order + 1] = m.method end
-  t.eq(order, { "initialize", "notifications/initialized", "$/rmcp/answered", "$/rmcp/answered", "tools/call" })
+  for _, m in ipairs(b.got) do order[#order + 1] = m.method .. (m.id and ("#" .. tostring(m.id)) or "") end
+  t.eq(order, { "initialize#" .. b.got[1].id, "notifications/initialized", "$/rmcp/answered", "$/rmcp/answered",
+                "tools/call#9", "tools/call#12" })
   -- the host cannot speak for the launcher
   r.send({ jsonrpc = "2.0", method = "$/rmcp/answered", params = { id = 12, delivered = false } })
+  r.send({ jsonrpc = "2.0", method = "$/rmcp/launcher", params = { answer_fates = false } })
   t.eq(#fates(b), 2)
+  t.eq(#b.got, 6, "neither reached the server")
 end)

@@ -340,6 +340,10 @@ test("a watch under the launcher carries the host request's delivery key, writte
     t.ok(r.result, "answered")
     t.eq(c.calls[#c.calls].method, "watch")
     t.eq(c.calls[#c.calls].params.delivery_key, "4242/n:" .. c.next_id, "an integer id: n:<id>")
+    t.eq(c.calls[#c.calls].params.confirm, nil, "a launcher that sends no answer fates: nothing to wait for")
+    c.notify("$/rmcp/launcher", { answer_fates = true })
+    c.request("tools/call", { name = "reasonix_watch", arguments = { session_ids = { "rx-1" }, timeout = 0 } })
+    t.eq(c.calls[#c.calls].params.confirm, true, "one that does: agentd keeps the answer until its word")
     local unsupervised = server(t, function() return { results = {} } end)
     unsupervised.init("2025-11-25")
     unsupervised.request("tools/call", { name = "reasonix_watch", arguments = { session_ids = { "rx-1" }, timeout = 0 } })
@@ -358,6 +362,10 @@ test("the launcher's word on a watch answer reaches agentd by the request's key;
     t.eq(c.notes[#c.notes], { method = "delivered", params = { key = "4242/n:" .. id } })
     c.notify("$/rmcp/answered", { id = id, delivered = false })
     t.eq(c.notes[#c.notes], { method = "undelivered", params = { key = "4242/n:" .. id } })
+    t.eq(#c.links, 1, "both on the host orchestrator's link")
+    c.notify("$/rmcp/answered", { id = id, delivered = true, thread_id = "thread-a" })
+    t.eq(#c.links, 2, "a conversation's answer: its orchestrator's link")
+    t.ok(c.links[2]:find(c.links[1] .. "-c", 1, true) == 1, "derived from the host's")
     -- the host cancels; agentd's answer was already on its way
     c.request("tools/call", { name = "reasonix_watch", arguments = { session_ids = { "rx-1" } } })
     local late = c.next_id

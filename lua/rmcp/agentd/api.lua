@@ -11,6 +11,7 @@ local config = require "rmcp.config"
 local session = require "rmcp.agentd.session"
 local store = require "rmcp.agentd.store"
 local watch = require "rmcp.agentd.watch"
+local kept = require "rmcp.agentd.kept"
 local ownership = require "rmcp.agentd.ownership"
 local transcript = require "rmcp.agentd.transcript"
 local models = require "rmcp.agentd.models"
@@ -396,7 +397,7 @@ end
 -- delivered (a notification): the launcher wrote the answer to host request key to the host.
 function methods.delivered(d, conn, p, reply)
   if type(p.key) ~= "string" then return reply(nil, bad("key must be a string")) end
-  watch.confirm(d, conn.orch, p.key)
+  kept.confirm(d, conn.orch, p.key)
   reply()
 end
 

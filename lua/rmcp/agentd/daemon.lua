@@ -17,7 +17,7 @@ local M = {}
 ---@field shutting_down boolean        shutdown or a reload's last step began (main.lua, upgrade.lua)
 ---@field watch_by_session table<string, table> the watch waiting on each session (watch.lua)
 ---@field waits table<table, boolean>  pending waits (watch.lua)
----@field unconfirmed table<string, table> per session, the last keyed watch answer the launcher has not said it delivered: {key, orch, result, conn} (watch.lua)
+---@field unconfirmed table<string, table> per session, the watch answers the host may not have yet (kept.lua)
 ---@field upgrade table?               the daemon-reload state: exe, watcher, pending, grace, … (upgrade.lua)
 ---@field idle_exit table?             the idle-exit timer state (idle_exit.lua)
 ---@field models_cache table?          the last models answer (models.lua)

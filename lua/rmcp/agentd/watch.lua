@@ -1,14 +1,6 @@
 -- Long requests: watch (one per session; a newer one supersedes the older) and wait. Both end on a
 -- ready session, a timeout, $/cancel or the connection dropping. The registry is d.watch_by_session
--- and d.waits (agentd/daemon.lua).
---
--- A watch answer with results consumes them, but it reaches the host only through the MCP server
--- and its launcher, and either can die with it in hand. So an answer to a watch with a delivery_key
--- (the host request's key) is kept per session in d.unconfirmed until the launcher says it wrote it
--- to the host (`delivered {key}`). A kept answer is given again to a watch with the same key (the
--- launcher re-sent the request after its server died), and to any watch of the session once it was
--- lost: the connection it went out on closed (the launcher died with the server), or the host
--- cancelled the request before it got it (`undelivered {key}`).
+-- and d.waits (agentd/daemon.lua). Answers are kept until the host has them (agentd/kept.lua).
 local uv = require "luv"
 local json = require "rmcp.lib.json"
 local jsonrpc = require "rmcp.lib.jsonrpc"
@@ -18,6 +10,7 @@ local rules_watch = require "rmcp.rules.watch"
 local rules_poll = require "rmcp.rules.poll"
 local rules_caps = require "rmcp.rules.caps"
 local health = require "rmcp.agentd.health"
+local kept = require "rmcp.agentd.kept"
 
 local M = {}
 
@@ -44,22 +37,16 @@ local function finish(d, w, result, err)
   w.reply(result, err)
 end
 
--- True when watch w is to get u, a kept answer of one of its sessions: w is the request u answered,
--- sent again, or u was lost on its way to the host.
-local function takes_again(w, u)
-  return u.conn == nil or (w.key ~= nil and u.key == w.key)
-end
-
 -- Delivers the ready sessions of watch w, if any: kept answers it is to get again as they were, then
 -- compact (or poll-shaped) results of the others, consuming undelivered terminal state and
 -- decisions. Detailed results share one result budget (max_result_bytes). Returns true when it
 -- ended the watch.
 local function try_watch(d, w)
-  local results, again, ready = {}, 0, {}
+  local results, given, again, ready = {}, {}, 0, {}
   for _, sid in ipairs(w.ids) do
-    local u = d.unconfirmed[sid]
-    if u and takes_again(w, u) then
-      results[sid], again = u.result, again + 1
+    local u = kept.due(d, w, sid)
+    if u then
+      results[sid], given[sid], again = u.result, u, again + 1
     else
       local s = d.sessions[sid]
       if s and rules_watch.ready(s) then ready[#ready + 1] = s end
@@ -80,9 +67,7 @@ local function try_watch(d, w)
     if repeated then results[s.id].decision_repeated = true end
     session.mark_delivered(d, s)
   end
-  for sid, result in pairs(results) do
-    d.unconfirmed[sid] = w.key and { key = w.key, orch = w.conn.orch, result = result, conn = w.conn } or nil
-  end
+  for sid, result in pairs(results) do kept.answered(d, w, sid, given[sid], result) end
   finish(d, w, { results = results })
   return true
 end
@@ -143,7 +128,7 @@ end
 function M.watch(d, conn, req_id, ids, params, poll_opts, reply)
   local key = type(params.delivery_key) == "string" and params.delivery_key or nil
   local w = { conn = conn, req_id = req_id, ids = ids, reply = reply, detail = poll_opts.detail,
-              poll_opts = poll_opts, key = key }
+              poll_opts = poll_opts, key = key, confirm = key ~= nil and params.confirm == true }
   for _, sid in ipairs(ids) do
     local old = d.watch_by_session[sid]
     if old then
@@ -176,47 +161,29 @@ function M.check(d, s)
   end
 end
 
--- Marks kept answers lost (they may never have reached the host): those of d.unconfirmed that
--- match(u) are offered to the watches waiting on their sessions.
-local function lose(d, match)
-  local sids = {}
-  for sid, u in pairs(d.unconfirmed) do
-    if u.conn and match(u) then
-      u.conn = nil
-      sids[#sids + 1] = sid
-    end
-  end
+-- Offers the kept answers lost just now (kept.lose) to the watches waiting on their sessions.
+local function offer(d, sids)
   for _, sid in ipairs(sids) do
     local w = d.watch_by_session[sid]
     if w and not w.done then try_watch(d, w) end
   end
 end
 
--- The launcher of orchestrator orch wrote the answer to host request key to the host: its kept
--- answers are forgotten.
-function M.confirm(d, orch, key)
-  for sid, u in pairs(d.unconfirmed) do
-    if u.key == key and u.orch == orch then d.unconfirmed[sid] = nil end
-  end
-end
-
 -- The answer to host request key of orchestrator orch did not reach the host (it cancelled the
 -- request first): its kept answers go to the next watch of their sessions.
 function M.unconfirm(d, orch, key)
-  lose(d, function(u) return u.key == key and u.orch == orch end)
+  offer(d, kept.lose(d, function(u) return u.key == key and u.orch == orch end))
 end
 
 -- Ends every long request of a connection that went away (pending state stays undelivered); the
--- answers it carried and nobody confirmed are lost, and those of sessions that are gone forgotten.
+-- answers it carried and nobody confirmed are lost.
 function M.drop_conn(d, conn)
   for id, cancel in pairs(conn.requests) do
     conn.requests[id] = nil
     cancel()
   end
-  for sid in pairs(d.unconfirmed) do
-    if not d.sessions[sid] then d.unconfirmed[sid] = nil end
-  end
-  lose(d, function(u) return u.conn == conn end)
+  kept.prune(d)
+  offer(d, kept.lose(d, function(u) return u.conn == conn end))
 end
 
 return M

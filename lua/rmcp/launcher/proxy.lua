@@ -34,6 +34,9 @@ M.defaults = {
 local FATES_RESENT = 32
 local CANCELLED_KEPT = 64
 
+-- The first line every server gets from us: what we do for it (answer fates).
+local LAUNCHER_HELLO = '{"jsonrpc":"2.0","method":"$/rmcp/launcher","params":{"answer_fates":true}}'
+
 -- A tunable, honouring REASONIX_MCP_LAUNCHER_<NAME>.
 local function tunable(name)
   return config.limit("launcher_" .. name) or M.defaults[name]
@@ -132,6 +135,10 @@ function Proxy:host_request(line, msg, id)
     level = msg.method == "logging/setLevel" and params.level or nil,
   }
   local meta = type(params._meta) == "table" and params._meta or nil
+  if entry.watch then
+    entry.thread = meta and type(meta.threadId) == "string" and meta.threadId or nil
+    self:forget_fates(entry.key) -- a reused id: an old fate must not confirm this request's answer
+  end
   local token = meta and jsonrpc.id_key(meta.progressToken)
   if token then
     entry.token = token
@@ -251,7 +258,7 @@ function Proxy:child_response(child, line, id, kind)
     if cancelled and cancelled.owner == child and kind == "result" then
       -- the host cancelled this watch before its answer came: what it carried did not reach the host
       self.cancelled[key] = nil
-      self:answer_fate(child, id, false)
+      self:answer_fate(child, cancelled, false)
     end
     log.debug("dropped an answer to %s from server pid %d: not in flight any more", tostring(id), child.pid)
     return
@@ -259,13 +266,13 @@ function Proxy:child_response(child, line, id, kind)
   if child == entry.owner then
     self:settle(entry, kind == "result" and line or nil)
     self.send_host(line)
-    if entry.watch and kind == "result" then self:answer_fate(child, id, true) end
+    if entry.watch and kind == "result" then self:answer_fate(child, entry, true) end
   elseif child == entry.prev and not wire.superseded(json.decode(line)) then
     -- the replaced server answered before it saw our cancel: that answer is real (a watch result
     -- it already took from agentd); the copy on the new server is cancelled
     self:settle(entry, kind == "result" and line or nil)
     self.send_host(line)
-    if entry.watch and kind == "result" then self:answer_fate(child, id, true) end
+    if entry.watch and kind == "result" then self:answer_fate(child, entry, true) end
     if entry.owner then entry.owner:send(wire.cancel_line(entry.id, "answered by the previous server")) end
   else
     log.debug("dropped an answer to %s from server pid %d: the request moved to another server", tostring(id), child.pid)
@@ -326,20 +333,41 @@ end
 
 -- ---- what became of watch answers ----
 
--- Tells child, the server that answered host request id, what became of its watch answer: written
--- to the host (delivered), or dropped because the host had cancelled the request. agentd keeps each
--- watch answer until it hears this, and gives a lost one again (agentd/PROTOCOL.md). It goes out
--- right behind the answer (a launcher killed in between makes agentd give the answer twice; the
--- window is two writes wide) and so ahead of the host's next request; the last ones a server was
--- sent go again through the next server when it dies (it may not have passed them on).
-function Proxy:answer_fate(child, id, delivered)
-  local line = json.encode({ jsonrpc = "2.0", method = "$/rmcp/answered", params = { id = id, delivered = delivered } })
-  if child.exited or child.stdin_closed then return self:to_server(line) end
-  child:send(line)
+-- Tells child, the server that answered watch entry, what became of its answer: written to the
+-- host (delivered), or dropped because the host had cancelled the request. agentd keeps each watch
+-- answer until it hears this, and gives a lost one again (agentd/kept.lua). It goes out right
+-- behind the answer (a launcher killed in between makes agentd give the answer twice; the window is
+-- two writes wide) and so ahead of the host's next request.
+function Proxy:answer_fate(child, entry, delivered)
+  local line = json.encode({ jsonrpc = "2.0", method = "$/rmcp/answered",
+                             params = { id = entry.id, delivered = delivered, thread_id = entry.thread } })
+  self:send_fate(child, { key = entry.key, line = line })
+end
+
+-- Writes fate f {key, line} to child, or while child cannot read to the active server, or keeps it
+-- for the next ready one. The last FATES_RESENT a server was sent go again to the next one when it
+-- dies: it may not have passed them on.
+function Proxy:send_fate(child, f)
+  if not child or child.exited or child.stdin_closed then child = self.active end
+  if not child or child.exited or child.stdin_closed then
+    self.buffer[#self.buffer + 1] = { fate = f }
+    return
+  end
+  child:send(f.line)
   local sent = child.fates_sent or {}
   child.fates_sent = sent
-  sent[#sent + 1] = line
+  sent[#sent + 1] = f
   if #sent > FATES_RESENT then table.remove(sent, 1) end
+end
+
+-- Drops the fates of host request key that servers were sent (the host sends the id again).
+function Proxy:forget_fates(key)
+  for c in pairs(self.children) do
+    local sent = c.fates_sent
+    for i = #(sent or {}), 1, -1 do
+      if sent[i].key == key then table.remove(sent, i) end
+    end
+  end
 end
 
 -- Remembers a watch the host cancelled while its server had it, so a late answer is reported dropped.
@@ -434,6 +462,7 @@ function Proxy:start_candidate(reason)
     return self:candidate_failed({ n = n, started = uv.now(), failed = tostring(err) }, reason)
   end
   child.reason = reason
+  child:send(LAUNCHER_HELLO)
   self.children[child] = true
   self.candidate = child
   log.info("started MCP server pid %d (%s)", child.pid, reason)
@@ -513,6 +542,8 @@ function Proxy:promote(child)
   for _, item in ipairs(buffered) do
     if item.entry then
       if not item.entry.done then self:dispatch(item.entry) end
+    elseif item.fate then
+      self:send_fate(child, item.fate)
     else
       child:send(item.line)
     end
@@ -572,6 +603,7 @@ function Proxy:child_exited(child, code, signal)
   self.children[child] = nil
   self:withdraw(child, "the MCP server that asked exited")
   local fates = child.fates_sent or {} -- it may have died before passing them on
+  child.fates_sent = nil
   for _, e in pairs(self.pending) do
     if e.prev == child then e.prev = nil end
   end
@@ -603,7 +635,7 @@ function Proxy:child_exited(child, code, signal)
     end
     table.sort(moved, function(a, b) return a.seq < b.seq end)
     local buffer = {}
-    for _, line in ipairs(fates) do buffer[#buffer + 1] = { line = line } end
+    for _, f in ipairs(fates) do buffer[#buffer + 1] = { fate = f } end
     for _, e in ipairs(moved) do buffer[#buffer + 1] = { entry = e } end
     for _, item in ipairs(self.buffer) do buffer[#buffer + 1] = item end
     self.buffer = buffer
@@ -616,7 +648,7 @@ function Proxy:child_exited(child, code, signal)
   if was_candidate then
     return self:candidate_failed(child, child.reason)
   end
-  for _, line in ipairs(fates) do self:to_server(line) end
+  for _, f in ipairs(fates) do self:send_fate(nil, f) end
 
   -- a retiring server: whatever it still owned is lost
   for _, e in pairs(self.pending) do

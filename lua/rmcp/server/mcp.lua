@@ -370,16 +370,12 @@ function Server:request_key(id)
   return os.getenv("REASONIX_MCP_LAUNCHER_PID") .. "/" .. (math.type(key) == "integer" and "n:" .. key or key)
 end
 
--- Tells agentd what became of our answer to host request id (agentd/PROTOCOL.md, kept watch
--- answers): the launcher wrote it to the host (delivered), or it never reached the host. Every link
--- hears it (the key names the request; agentd ignores keys it does not keep); with none yet (a
--- server started after a crash), the host orchestrator's link, made for it.
-function Server:answer_fate(id, delivered)
+-- Tells agentd what became of our answer to host request id, a call for orchestrator orch
+-- (agentd/kept.lua): the launcher wrote it to the host (delivered), or it never reached the host.
+function Server:answer_fate(id, delivered, orch)
   local key = self:request_key(id)
   if not key then return end
-  local method = delivered and "delivered" or "undelivered"
-  if next(self.links) == nil then self:link() end
-  for _, link in pairs(self.links) do link:notify(method, { key = key }) end
+  self:link(orch):notify(delivered and "delivered" or "undelivered", { key = key })
 end
 
 -- The ctx a tool handler(args, ctx) gets (lua/POLICY.md): agentd access for this orchestrator that
@@ -392,6 +388,8 @@ local function tool_ctx(server, call)
     project_dir = server.project_dir, orchestrator_id = call.orchestrator,
     progress_token = call.progress_token, progress_interval_ms = tonumber(os.getenv("REASONIX_MCP_PROGRESS_INTERVAL_MS") or ""),
     request_key = server:request_key(call.id),
+    -- the launcher tells us what became of each watch answer (agentd keeps it until then)
+    answer_fates = server.supervised and server.launcher_fates or nil,
   }
   -- Sends method to agentd and returns cb-style: cb(result, err); raw: the result as agentd's JSON text.
   local function send(method, params, raw, cb)
@@ -604,7 +602,7 @@ M.methods["tools/call"] = function(self, params, reply)
     if key and self.calls[key] == call then self.calls[key] = nil end
     if call.cancelled then
       log.info("tool %s: result dropped, the client cancelled request %s", name, tostring(request_id))
-      if tool.long and derr == nil then self:answer_fate(request_id, false) end
+      if tool.long and derr == nil then self:answer_fate(request_id, false, call.orchestrator) end
       return
     end
     if derr ~= nil then reply(self:with_warnings(self:tool_error(name, derr)))
@@ -626,9 +624,13 @@ function Server:on_notification(method, params)
     self.client_ready = true
   elseif method == "notifications/cancelled" then
     self:cancel(params.requestId, params.reason)
+  elseif method == "$/rmcp/launcher" then
+    -- from our launcher, before any host line: what it does for us
+    self.launcher_fates = params.answer_fates == true
   elseif method == "$/rmcp/answered" then
-    -- from our launcher: it wrote our answer to params.id to the host, or dropped it (cancelled)
-    self:answer_fate(params.id, params.delivered == true)
+    -- from our launcher: it wrote our answer to params.id to the host, or dropped it (cancelled);
+    -- thread_id is the request's _meta.threadId, which names its orchestrator
+    self:answer_fate(params.id, params.delivered == true, self:call_orchestrator({ threadId = params.thread_id }))
   elseif method == "notifications/roots/list_changed" or method == "notifications/progress" then
     -- nothing to do: the project dir is the server's cwd
   else

@@ -14,10 +14,11 @@ return {
   inputSchema = common.object(properties, { "session_ids" }),
   annotations = { readOnlyHint = false, destructiveHint = false, idempotentHint = false, openWorldHint = false },
   long = true,
-  -- the request key lets agentd answer again a watch whose answer died with the server
+  -- the request key lets agentd keep the answer until the launcher says the host has it (agentd/kept.lua)
   handler = common.forward("watch", function(args, ctx)
     local params = common.blocking(args, ctx)
     params.delivery_key = ctx.request_key
+    params.confirm = ctx.answer_fates
     return params
   end),
 }

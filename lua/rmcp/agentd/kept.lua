@@ -1,0 +1,100 @@
+-- Watch answers kept until the host has them. A watch answer consumes the session's results, but it
+-- reaches the host only through the MCP server and its launcher, and either can die with it in
+-- hand. So an answer to a watch with a delivery_key (the host request's key) is kept here, per
+-- session, until the launcher says it wrote it to the host (`delivered {key}`, for a watch sent
+-- with confirm = true). A kept answer is given again to a watch with the same key (the launcher
+-- re-sent the request after its server died) and, once lost, to any watch of its session, oldest
+-- first: lost means the connection it went out on closed unconfirmed (the launcher died with its
+-- server), or `undelivered {key}` (the host cancelled the request first). A launcher that never
+-- confirms (one started before confirmations existed: confirm absent) gets its answers kept only
+-- for its own re-send, the session's latest one, never lost.
+--
+-- State: d.unconfirmed[sid] = list, oldest first, of {key, orch, result, conn, confirm}; conn is
+-- nil once the answer is lost. The watch registry (watch.lua) asks and tells this module.
+local log = require "rmcp.lib.log"
+
+local M = {}
+
+-- Answers kept per session at most; past it the oldest goes (with a warning): a host that loses
+-- eight answers of one session in a row without watching it again has stopped watching.
+M.MAX_PER_SESSION = 8
+
+-- True when watch w is to get kept answer u: w is the request u answered, sent again, or u was lost.
+local function takes(w, u)
+  return u.conn == nil or (w.key ~= nil and u.key == w.key)
+end
+
+-- The oldest kept answer of sid that watch w is to get, and its place in the list; nil when none.
+function M.due(d, w, sid)
+  local list = d.unconfirmed[sid]
+  if not list then return nil end
+  for i, u in ipairs(list) do
+    if takes(w, u) then return u, i end
+  end
+end
+
+-- Records what watch w answered for sid: given (a kept answer it got again, from M.due) or a fresh
+-- result. A keyed watch keeps it under its own key until confirmed; a watch without a key
+-- confirmed it by getting it.
+function M.answered(d, w, sid, given, fresh)
+  local list = d.unconfirmed[sid]
+  if given then
+    if w.key then
+      given.key, given.orch, given.conn, given.confirm = w.key, w.conn.orch, w.conn, w.confirm
+    else
+      for i, u in ipairs(list) do
+        if u == given then table.remove(list, i); break end
+      end
+    end
+  elseif w.key then
+    list = list or {}
+    if not w.confirm then
+      -- no word will come for it: only the latest answer is kept, for the launcher's re-send
+      for i = #list, 1, -1 do
+        if not list[i].confirm then table.remove(list, i) end
+      end
+    end
+    list[#list + 1] = { key = w.key, orch = w.conn.orch, result = fresh, conn = w.conn, confirm = w.confirm }
+    if #list > M.MAX_PER_SESSION then
+      log.warn("session %s: %d watch answers the host may not have got; the oldest is dropped", sid, #list)
+      table.remove(list, 1)
+    end
+  end
+  d.unconfirmed[sid] = list and #list > 0 and list or nil
+end
+
+-- Forgets the kept answers of orchestrator orch to host request key: the launcher wrote it to the host.
+function M.confirm(d, orch, key)
+  for sid, list in pairs(d.unconfirmed) do
+    for i = #list, 1, -1 do
+      if list[i].key == key and list[i].orch == orch then table.remove(list, i) end
+    end
+    if #list == 0 then d.unconfirmed[sid] = nil end
+  end
+end
+
+-- Marks lost the confirmable answers on their way for which match(u) holds; returns the ids of
+-- their sessions (their waiting watches may take them now).
+function M.lose(d, match)
+  local sids = {}
+  for sid, list in pairs(d.unconfirmed) do
+    local any = false
+    for _, u in ipairs(list) do
+      if u.conn and u.confirm and match(u) then
+        u.conn = nil
+        any = true
+      end
+    end
+    if any then sids[#sids + 1] = sid end
+  end
+  return sids
+end
+
+-- Forgets the kept answers of sessions that are gone.
+function M.prune(d)
+  for sid in pairs(d.unconfirmed) do
+    if not d.sessions[sid] then d.unconfirmed[sid] = nil end
+  end
+end
+
+return M
