@@ -185,7 +185,7 @@ test("a keyed watch answer is kept until confirmed: its key gets it again, any w
   local ctx = support.setup(t, { scenario = { rules = {
     { last_role = "user", user_contains = "TURN", text = "over: ", echo = "last_user" },
   } } })
-  local a, b, plain = ctx.client(), ctx.client(), ctx.client()
+  local a, b, plain, a2 = ctx.client(), ctx.client(), ctx.client(), ctx.client()
   local sid = ctx.call(a, "spawn", { task = "TURN one", keep_alive = true }).session_id
   local function watch(c, key, timeout, confirm)
     return ctx.call(c, "watch", { session_ids = { sid }, delivery_key = key, confirm = confirm ~= false, timeout = timeout })
@@ -218,6 +218,14 @@ test("a keyed watch answer is kept until confirmed: its key gets it again, any w
   b:notify("undelivered", { key = "L/n:7" })
   t.eq(ctx.call(plain, "watch", { session_ids = { sid }, timeout = 0 }).results[sid], second, "a watch without a key gets a lost answer")
   t.eq(ctx.call(plain, "watch", { session_ids = { sid }, timeout = 0 }).timed_out, true, "and getting it was its confirmation")
+  -- a request sent again gets its own answer even when an older one is lost
+  local fifth = turn("TURN five", a2, "L/n:9")
+  local sixth = turn("TURN six", a2, "L/n:10")
+  b:notify("undelivered", { key = "L/n:9" })
+  t.eq(watch(a2, "L/n:10", 0).results[sid], sixth, "its own first")
+  a2:notify("delivered", { key = "L/n:10" })
+  t.eq(watch(b, "L/n:11", 0).results[sid], fifth, "then the lost one")
+  b:notify("delivered", { key = "L/n:11" })
   -- a launcher that never confirms (confirm absent): its answer is kept for its own re-send only
   local fourth = turn("TURN four", b, "L/n:8", false)
   b:notify("undelivered", { key = "L/n:8" })

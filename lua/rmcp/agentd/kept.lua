@@ -3,8 +3,8 @@
 -- hand. So an answer to a watch with a delivery_key (the host request's key) is kept here, per
 -- session, until the launcher says it wrote it to the host (`delivered {key}`, for a watch sent
 -- with confirm = true). A kept answer is given again to a watch with the same key (the launcher
--- re-sent the request after its server died) and, once lost, to any watch of its session, oldest
--- first: lost means the connection it went out on closed unconfirmed (the launcher died with its
+-- re-sent the request after its server died) and, once lost, to any other watch of its session,
+-- oldest first: lost means the connection it went out on closed unconfirmed (the launcher died with its
 -- server), or `undelivered {key}` (the host cancelled the request first). A launcher that never
 -- confirms (one started before confirmations existed: confirm absent) gets its answers kept only
 -- for its own re-send, the session's latest one, never lost.
@@ -19,21 +19,20 @@ local M = {}
 -- eight answers of one session in a row without watching it again has stopped watching.
 M.MAX_PER_SESSION = 8
 
--- True when watch w is to get kept answer u: w is the request u answered, sent again, or u was lost.
-local function takes(w, u)
-  return u.conn == nil or (w.key ~= nil and u.key == w.key)
-end
-
--- The oldest kept answer of sid that watch w is to get, and its place in the list; nil when none.
+-- The kept answer of sid that watch w is to get, or nil: its own (w is the request it answered, sent
+-- again), else the oldest lost one.
 function M.due(d, w, sid)
   local list = d.unconfirmed[sid]
   if not list then return nil end
-  for i, u in ipairs(list) do
-    if takes(w, u) then return u, i end
+  local lost
+  for _, u in ipairs(list) do
+    if w.key ~= nil and u.key == w.key then return u end
+    if u.conn == nil and not lost then lost = u end
   end
+  return lost
 end
 
--- Records what watch w answered for sid: given (a kept answer it got again, from M.due) or a fresh
+-- Records what watch w answered for sid: given (a kept answer it got, from M.due) or a fresh
 -- result. A keyed watch keeps it under its own key until confirmed; a watch without a key
 -- confirmed it by getting it.
 function M.answered(d, w, sid, given, fresh)

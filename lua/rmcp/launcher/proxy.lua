@@ -137,7 +137,7 @@ function Proxy:host_request(line, msg, id)
   local meta = type(params._meta) == "table" and params._meta or nil
   if entry.watch then
     entry.thread = meta and type(meta.threadId) == "string" and meta.threadId or nil
-    self:forget_fates(entry.key) -- a reused id: an old fate must not confirm this request's answer
+    self:forget_fates(entry.key)
   end
   local token = meta and jsonrpc.id_key(meta.progressToken)
   if token then
@@ -258,7 +258,7 @@ function Proxy:child_response(child, line, id, kind)
     if cancelled and cancelled.owner == child and kind == "result" then
       -- the host cancelled this watch before its answer came: what it carried did not reach the host
       self.cancelled[key] = nil
-      self:answer_fate(child, cancelled, false)
+      self:answer_fate(cancelled, false)
     end
     log.debug("dropped an answer to %s from server pid %d: not in flight any more", tostring(id), child.pid)
     return
@@ -266,13 +266,13 @@ function Proxy:child_response(child, line, id, kind)
   if child == entry.owner then
     self:settle(entry, kind == "result" and line or nil)
     self.send_host(line)
-    if entry.watch and kind == "result" then self:answer_fate(child, entry, true) end
+    if entry.watch and kind == "result" then self:answer_fate(entry, true) end
   elseif child == entry.prev and not wire.superseded(json.decode(line)) then
     -- the replaced server answered before it saw our cancel: that answer is real (a watch result
     -- it already took from agentd); the copy on the new server is cancelled
     self:settle(entry, kind == "result" and line or nil)
     self.send_host(line)
-    if entry.watch and kind == "result" then self:answer_fate(child, entry, true) end
+    if entry.watch and kind == "result" then self:answer_fate(entry, true) end
     if entry.owner then entry.owner:send(wire.cancel_line(entry.id, "answered by the previous server")) end
   else
     log.debug("dropped an answer to %s from server pid %d: the request moved to another server", tostring(id), child.pid)
@@ -333,22 +333,22 @@ end
 
 -- ---- what became of watch answers ----
 
--- Tells child, the server that answered watch entry, what became of its answer: written to the
--- host (delivered), or dropped because the host had cancelled the request. agentd keeps each watch
--- answer until it hears this, and gives a lost one again (agentd/kept.lua). It goes out right
--- behind the answer (a launcher killed in between makes agentd give the answer twice; the window is
--- two writes wide) and so ahead of the host's next request.
-function Proxy:answer_fate(child, entry, delivered)
+-- Says what became of the answer to watch entry: written to the host (delivered), or dropped
+-- because the host had cancelled the request. agentd keeps each watch answer until it hears this,
+-- and gives a lost one again (agentd/kept.lua). It goes out right behind the answer (a launcher
+-- killed in between makes agentd give the answer twice; the window is two writes wide).
+function Proxy:answer_fate(entry, delivered)
   local line = json.encode({ jsonrpc = "2.0", method = "$/rmcp/answered",
                              params = { id = entry.id, delivered = delivered, thread_id = entry.thread } })
-  self:send_fate(child, { key = entry.key, line = line })
+  self:send_fate({ key = entry.key, line = line })
 end
 
--- Writes fate f {key, line} to child, or while child cannot read to the active server, or keeps it
--- for the next ready one. The last FATES_RESENT a server was sent go again to the next one when it
--- dies: it may not have passed them on.
-function Proxy:send_fate(child, f)
-  if not child or child.exited or child.stdin_closed then child = self.active end
+-- Writes fate f {key, line} to the active server, whichever server answered: the host's next
+-- request goes there too, after it. With none ready it waits for the next one, ahead of the
+-- requests sent again. The last FATES_RESENT a server was sent go again the same way when it dies:
+-- it may not have passed them on.
+function Proxy:send_fate(f)
+  local child = self.active
   if not child or child.exited or child.stdin_closed then
     self.buffer[#self.buffer + 1] = { fate = f }
     return
@@ -360,14 +360,17 @@ function Proxy:send_fate(child, f)
   if #sent > FATES_RESENT then table.remove(sent, 1) end
 end
 
--- Drops the fates of host request key that servers were sent (the host sends the id again).
+-- Drops the fates of host request key sent to servers or waiting for one (the host sends the id
+-- again: an old fate must not confirm the new request's answer).
 function Proxy:forget_fates(key)
-  for c in pairs(self.children) do
-    local sent = c.fates_sent
-    for i = #(sent or {}), 1, -1 do
-      if sent[i].key == key then table.remove(sent, i) end
+  local function drop(list, fate_of)
+    for i = #list, 1, -1 do
+      local f = fate_of(list[i])
+      if f and f.key == key then table.remove(list, i) end
     end
   end
+  for c in pairs(self.children) do drop(c.fates_sent or {}, function(f) return f end) end
+  drop(self.buffer, function(item) return item.fate end)
 end
 
 -- Remembers a watch the host cancelled while its server had it, so a late answer is reported dropped.
@@ -543,7 +546,7 @@ function Proxy:promote(child)
     if item.entry then
       if not item.entry.done then self:dispatch(item.entry) end
     elseif item.fate then
-      self:send_fate(child, item.fate)
+      self:send_fate(item.fate)
     else
       child:send(item.line)
     end
@@ -648,7 +651,7 @@ function Proxy:child_exited(child, code, signal)
   if was_candidate then
     return self:candidate_failed(child, child.reason)
   end
-  for _, f in ipairs(fates) do self:send_fate(nil, f) end
+  for _, f in ipairs(fates) do self:send_fate(f) end
 
   -- a retiring server: whatever it still owned is lost
   for _, e in pairs(self.pending) do
