@@ -4,10 +4,11 @@
 -- session, until the launcher says it wrote it to the host (`delivered {key}`, for a watch sent
 -- with confirm = true). A kept answer is given again to a watch with the same key (the launcher
 -- re-sent the request after its server died) and, once lost, to any other watch of its session,
--- oldest first: lost means the connection it went out on closed unconfirmed (the launcher died with its
--- server), or `undelivered {key}` (the host cancelled the request first). A launcher that never
--- confirms (one started before confirmations existed: confirm absent) gets its answers kept only
--- for its own re-send, the session's latest one, never lost.
+-- oldest first: lost means the connection it went out on closed unconfirmed (the launcher died
+-- with its server), or `undelivered {key}` (the host cancelled the request first). A launcher
+-- that never confirms (one started before confirmations existed: confirm absent) gets its answers
+-- kept only for its own re-send, the session's latest one, never lost. A watch whose own answer is
+-- kept gets that one before any lost one.
 --
 -- State: d.unconfirmed[sid] = list, oldest first, of {key, orch, result, conn, confirm}; conn is
 -- nil once the answer is lost. The watch registry (watch.lua) asks and tells this module.
