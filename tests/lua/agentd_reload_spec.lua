@@ -193,6 +193,66 @@ test("an undelivered result holds the reload until polled; a binary that does no
   t.eq(by[sid].exit_reason, "daemon_reload")
 end)
 
+test("a watch answer the host may not have got holds the reload: on its way, then lost, until a watch takes it and it is confirmed", function(t)
+  local ctx = support.setup(t, { env = reload_env, scenario = scenario() })
+  local exe = install_copy(t)
+  local c = ctx.client("orch-a", nil, { exe = exe })
+  local sid = ctx.call(c, "spawn", { task = "hello" }).session_id
+  local first = ctx.watch_until(c, { sid }, function(_, x) return x.status == "idle" end)
+  -- the next turn's answer goes to a watch of a launcher that confirms, and no word comes yet
+  ctx.call(c, "send", { session_id = sid, message = "again" })
+  local answer = ctx.call(c, "watch", { session_ids = { sid }, delivery_key = "L/n:1", confirm = true }).results[sid]
+  t.eq(answer.message, first.message)
+  t.eq(answer.status, "idle")
+  local old = c.info.agentd_pid
+  replace(exe)
+  wait_blockers(t, ctx, c, { [sid .. ": result on its way to the host"] = true }, "the reload to wait for the answer on its way")
+  c:notify("undelivered", { key = "L/n:1" })
+  wait_blockers(t, ctx, c, { [sid .. ": result lost on its way to the host (the next watch gets it)"] = true },
+    "the reload to wait for the lost answer")
+  t.eq(ctx.call(c, "watch", { session_ids = { sid }, delivery_key = "L/n:2", confirm = true, timeout = 0 }).results[sid], answer,
+    "the next watch gets the lost answer")
+  t.ok(support.alive(old), "still the same daemon while the answer is on its way again")
+  c:notify("delivered", { key = "L/n:2" })
+  t.wait_for(function() return not support.alive(old) end, 5000, "the old agentd to hand over once the host has it")
+  t.eq(rows(ctx, c)[sid].exit_reason, "daemon_reload")
+end)
+
+test("live handover waits for a watch answer on its way and takes a lost one along to the new image", function(t)
+  local env = { REASONIX_MCP_LIVE_HANDOVER = "1" }
+  for k, v in pairs(reload_env) do env[k] = v end
+  local ctx = support.setup(t, { env = env, scenario = scenario() })
+  t.defer(function() uv.os_unsetenv("REASONIX_MCP_LIVE_HANDOVER") end)
+  local exe = install_copy(t)
+  local c = ctx.client("orch-a", nil, { exe = exe })
+  local lost = ctx.call(c, "spawn", { task = "lost one", keep_alive = true }).session_id
+  local sent = ctx.call(c, "spawn", { task = "sent one", keep_alive = true }).session_id
+  for _, sid in ipairs({ lost, sent }) do ctx.watch_until(c, { sid }, function(_, x) return x.status == "idle" end) end
+  local function turn(sid, key)
+    ctx.call(c, "send", { session_id = sid, message = "ok " .. key })
+    return ctx.call(c, "watch", { session_ids = { sid }, delivery_key = key, confirm = true }).results[sid]
+  end
+  local lost_answer = turn(lost, "L/n:1")
+  c:notify("undelivered", { key = "L/n:1" })
+  turn(sent, "L/n:2")
+  local old_ino = uv.fs_stat(string.format("/proc/%d/exe", c.info.agentd_pid)).ino
+  replace(exe)
+  wait_blockers(t, ctx, c, { [sent .. ": a watch answer on its way to the host"] = true }, "the handover to wait for the answer on its way")
+  t.eq(uv.fs_stat(string.format("/proc/%d/exe", c.info.agentd_pid)).ino, old_ino, "not handed over yet")
+  c:notify("delivered", { key = "L/n:2" })
+  local new_ino = uv.fs_stat(exe).ino
+  local pid = c.info.agentd_pid
+  t.wait_for(function()
+    local st = uv.fs_stat(string.format("/proc/%d/exe", pid))
+    return st and st.ino == new_ino
+  end, 5000, "agentd to re-execute the new binary")
+  t.eq(ctx.call(c, "watch", { session_ids = { lost }, delivery_key = "L/n:3", confirm = true, timeout = 0 }).results[lost], lost_answer,
+    "the new image gives the lost answer to the next watch")
+  c:notify("delivered", { key = "L/n:3" })
+  t.eq(ctx.call(c, "watch", { session_ids = { lost, sent }, timeout = 0 }).timed_out, true, "nothing else was carried over")
+  t.eq(c.info.agentd_pid, pid, "the same pid: exec")
+end)
+
 test("an install behind a symlink: repointing it reloads agentd into the new target", function(t)
   local ctx = support.setup(t, { env = reload_env, scenario = scenario() })
   local dir = t.tmpdir("rmcp-links")

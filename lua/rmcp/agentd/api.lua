@@ -582,7 +582,7 @@ function methods.restart(d, conn, p, reply)
   local recoverable, checkpointed = json.array(), json.array()
   for _, id in ipairs(live_sessions(d, function(s) return s.owner == conn.orch end)) do
     recoverable[#recoverable + 1] = id
-    if upgrade.blocker(d.sessions[id]) then checkpointed[#checkpointed + 1] = id end
+    if upgrade.blocker(d, d.sessions[id]) then checkpointed[#checkpointed + 1] = id end
   end
   log.info("restart requested by %s%s; closing %d of its agents", conn.orch, p.force == true and " (force)" or "", #recoverable)
   upgrade.handover(d, {

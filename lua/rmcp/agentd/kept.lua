@@ -8,10 +8,12 @@
 -- with its server), or `undelivered {key}` (the host cancelled the request first). A launcher
 -- that never confirms (one started before confirmations existed: confirm absent) gets its answers
 -- kept only for its own re-send, the session's latest one, never lost. A watch whose own answer is
--- kept gets that one before any lost one.
+-- kept gets that one before any lost one. A daemon reload waits while a confirmable answer is kept
+-- (upgrade.lua); a live handover waits while one is on its way and takes the rest along.
 --
 -- State: d.unconfirmed[sid] = list, oldest first, of {key, orch, result, conn, confirm}; conn is
--- nil once the answer is lost. The watch registry (watch.lua) asks and tells this module.
+-- nil once the answer is lost (or, for one without confirm, once it came through a handover). The
+-- watch registry (watch.lua) asks and tells this module.
 local log = require "rmcp.lib.log"
 
 local M = {}
@@ -28,7 +30,7 @@ function M.due(d, w, sid)
   local lost
   for _, u in ipairs(list) do
     if w.key ~= nil and u.key == w.key then return u end
-    if u.conn == nil and not lost then lost = u end
+    if u.confirm and u.conn == nil and not lost then lost = u end
   end
   return lost
 end
@@ -88,6 +90,47 @@ function M.lose(d, match)
     if any then sids[#sids + 1] = sid end
   end
   return sids
+end
+
+-- True while a confirmable answer of sid is on its way: the launcher has not said what became of it.
+function M.on_its_way(d, sid)
+  for _, u in ipairs(d.unconfirmed[sid] or {}) do
+    if u.confirm and u.conn then return true end
+  end
+  return false
+end
+
+-- True while sid has a lost answer that waits for the session's next watch.
+function M.waiting_lost(d, sid)
+  for _, u in ipairs(d.unconfirmed[sid] or {}) do
+    if u.confirm and not u.conn then return true end
+  end
+  return false
+end
+
+-- The kept answers as a live handover's state: {[sid] = {{key, orch, confirm, result}, ...}}. The
+-- connections do not survive the exec, so every confirmable answer arrives lost.
+function M.export(d)
+  local out = {}
+  for sid, list in pairs(d.unconfirmed) do
+    local l = {}
+    for i, u in ipairs(list) do l[i] = { key = u.key, orch = u.orch, confirm = u.confirm, result = u.result } end
+    out[sid] = l
+  end
+  return out
+end
+
+-- Takes the kept answers of a handover's state (from M.export) for the sessions that exist here.
+function M.import(d, state)
+  for sid, l in pairs(type(state) == "table" and state or {}) do
+    if d.sessions[sid] and type(l) == "table" and #l > 0 then
+      local list = {}
+      for i, u in ipairs(l) do
+        list[i] = { key = u.key, orch = u.orch, confirm = u.confirm == true, result = u.result }
+      end
+      d.unconfirmed[sid] = list
+    end
+  end
 end
 
 -- Forgets the kept answers of sessions that are gone.

@@ -1,13 +1,14 @@
 -- Daemon reload on upgrade (not Lua hot reload, which is rmcp.lib.reload): agentd watches its own
 -- binary and, when a new one lands, queues a safe restart. It waits until no agent is working
 -- (starting, running, awaiting a decision, stopping), every live agent's terminal result was
--- delivered (watch or poll), and no keep_alive agent is live; then, after a short grace, it checks
--- that the new binary runs, closes the idle agents (exited, exit_reason "daemon_reload", resumable),
--- persists, releases socket and lock, starts a fresh daemon from the binary and exits. Servers
--- reconnect on their next call. The explicit `restart` method takes the same handover path at once
+-- delivered (watch or poll), every watch answer reached the host, and no keep_alive agent is live;
+-- then, after a short grace, it checks that the new binary runs, closes the idle agents (exited,
+-- exit_reason "daemon_reload", resumable), persists, releases socket and lock, starts a fresh daemon
+-- from the binary and exits. Servers reconnect on their next call. The explicit `restart` method takes the same handover path at once
 -- (force: every agent is stopped first, exit_reason "daemon_restart"). With
 -- REASONIX_MCP_LIVE_HANDOVER=1 a new binary instead takes the live agents along (handover.lua),
--- waiting only for what cannot move (an agent starting or stopping, a request in flight).
+-- waiting only for what cannot move (an agent starting or stopping, a request in flight, a watch
+-- answer on its way).
 -- State lives in d.upgrade, so reloading this module's code loses nothing.
 local uv = require "luv"
 local log = require "rmcp.lib.log"
@@ -16,6 +17,7 @@ local proc = require "rmcp.proc"
 local sys = require "rmcp.sys"
 local session = require "rmcp.agentd.session"
 local handover = require "rmcp.agentd.handover"
+local kept = require "rmcp.agentd.kept"
 local binwatch = require "rmcp.lib.binwatch"
 
 local M = {}
@@ -27,9 +29,12 @@ local function has_agent(s)
   return s.rt.agent ~= nil and not s.rt.agent.exited
 end
 
--- Why s keeps a queued reload waiting, or nil when it does not.
-function M.blocker(s)
+-- Why s keeps a queued reload waiting, or nil when it does not. A watch answer kept until the host
+-- has it (kept.lua) holds it too, whether the agent lives or not: it exists only in this daemon.
+function M.blocker(d, s)
   if busy[s.status] then return s.status end
+  if kept.on_its_way(d, s.id) then return "result on its way to the host" end
+  if kept.waiting_lost(d, s.id) then return "result lost on its way to the host (the next watch gets it)" end
   if not has_agent(s) then return nil end
   if s.rt.stopping then return "stopping" end
   if s.keep_alive then return "keep_alive" end
@@ -49,7 +54,7 @@ function M.blockers(d)
     return out
   end
   for id, s in pairs(d.sessions) do
-    local why = M.blocker(s)
+    local why = M.blocker(d, s)
     if why then out[#out + 1] = { id = id, owner = s.owner, why = why } end
   end
   table.sort(out, function(a, b) return a.id < b.id end)
