@@ -100,10 +100,12 @@ local function encoded_size(value)
   return #(json.encode(value) or "")
 end
 
--- Cuts the text field of r (flagged by flag) to lose at least over bytes, keeping its tail.
+-- Cuts the text field of r (flagged by flag) to lose at least over bytes, keeping its tail; a flag
+-- not set yet costs its own bytes too (,"flag":true).
 local function cut_text(r, field, flag, over)
   local text = r[field]
   if type(text) ~= "string" or text == "" then return end
+  if not r[flag] then over = over + #flag + 8 end
   r[field] = caps.tail(text, math.max(0, #text - over))
   r[flag] = true
 end
@@ -153,17 +155,20 @@ local cuts = {
   end,
   cut_events,
   function(r, over) cut_text(r, "text", "text_truncated", over) end,
+  -- the last resort of a result that shares its budget with many (a detailed watch of a fleet)
+  function(r, over) cut_text(r, "message", "message_truncated", over) end,
 }
 
 -- Cuts result r until it encodes in at most budget bytes (a host drops or cuts a tool result over
 -- its output cap): full thought, thought, full text, the older turns' texts, the text's head (to
--- half the budget), the oldest events, the rest of the text; each cut flagged as the shaping flags
--- it, and result_truncated set. A result that fits is returned as it is.
+-- half the budget), the oldest events, the rest of the text, the message's head; each cut flagged
+-- as the shaping flags it, and result_truncated set. A result that fits is returned as it is.
 function M.fit(r, budget)
+  if encoded_size(r) <= budget then return r end
+  r.result_truncated = true -- (first: its bytes count too)
   for _, cut in ipairs(cuts) do
     local over = encoded_size(r) - budget
     if over <= 0 then return r end
-    r.result_truncated = true
     cut(r, over, budget)
   end
   return r
