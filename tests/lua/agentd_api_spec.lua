@@ -233,6 +233,32 @@ test("a keyed watch answer is kept until confirmed: its key gets it again, any w
   t.eq(watch(b, "L/n:8", 0, false).results[sid], fourth, "its re-send gets it again")
 end)
 
+test("answers given again share the watch's max_result_bytes, each cut and flagged, down to the message", function(t)
+  local ctx = support.setup(t, { env = { REASONIX_MCP_MAX_RESULT_BYTES = "9000" }, scenario = { rules = {
+    { last_role = "user", user_contains = "LONG", text = string.rep("x", 3000) },
+  } } })
+  local a, b = ctx.client(), ctx.client()
+  local ids = {}
+  for i = 1, 3 do
+    ids[i] = ctx.call(a, "spawn", { task = "LONG " .. i, keep_alive = true }).session_id
+    -- a detailed watch of its own: its whole budget for the one result (the turn's copy of the
+    -- text is cut first)
+    local r = ctx.call(a, "watch", { session_ids = { ids[i] }, detail = true, delivery_key = "L/n:" .. i, confirm = true })
+    local whole = r.results[ids[i]]
+    t.eq(#whole.text, 3000, "alone its text fits whole")
+    a:notify("undelivered", { key = "L/n:" .. i })
+  end
+  local r = ctx.call(b, "watch", { session_ids = ids, detail = true, delivery_key = "L/n:4", confirm = true, timeout = 0 })
+  for _, sid in ipairs(ids) do
+    local one = r.results[sid]
+    t.ok(one, "every lost answer is given again")
+    t.eq(one.result_truncated, true)
+    t.eq(one.text_truncated, true)
+    t.eq(one.message_truncated, true, "a third of the budget does not hold the 3000-byte message")
+    t.ok(#json.encode(one) <= 3000, "each fits its third of the budget: " .. #json.encode(one))
+  end
+end)
+
 test("ctl lists and polls the fleet over the same API; doctor checks the setup", function(t)
   local ctx = support.setup(t, { scenario = { rules = { { last_role = "user", text = "from ctl" } } } })
   local c = ctx.client("ctl-orch")

@@ -39,8 +39,8 @@ end
 
 -- Delivers the ready sessions of watch w, if any: kept answers it is to get again as they were, then
 -- compact (or poll-shaped) results of the others, consuming undelivered terminal state and
--- decisions. Detailed results share one result budget (max_result_bytes). Returns true when it
--- ended the watch.
+-- decisions. Detailed results, and answers given again, share one result budget
+-- (max_result_bytes). Returns true when it ended the watch.
 local function try_watch(d, w)
   local results, given, again, ready = {}, {}, 0, {}
   for _, sid in ipairs(w.ids) do
@@ -53,8 +53,14 @@ local function try_watch(d, w)
     end
   end
   if #ready + again == 0 then return false end
-  if again > 0 then log.info("watch %s: %d answer(s) the host may not have got, given again", tostring(w.key), again) end
-  if w.detail and #ready > 0 then w.poll_opts.budget = rules_caps.limit("max_result_bytes") // (#ready + again) end
+  local share = (again > 0 or w.detail) and rules_caps.limit("max_result_bytes") // (#ready + again)
+  if again > 0 then
+    log.info("watch %s: %d answer(s) the host may not have got, given again", tostring(w.key), again)
+    -- each was fitted to the budget of the watch it first went to: now it gets its share of this one
+    -- (the kept copy is cut with it)
+    for sid, u in pairs(given) do results[sid] = rules_poll.fit(u.result, share) end
+  end
+  if w.detail and #ready > 0 then w.poll_opts.budget = share end
   for _, s in ipairs(ready) do
     local repeated = rules_watch.decision_repeated(s)
     local snap = session.drain(d, s, w.detail)
