@@ -233,6 +233,34 @@ test("a keyed watch answer is kept until confirmed: its key gets it again, any w
   t.eq(watch(b, "L/n:8", 0, false).results[sid], fourth, "its re-send gets it again")
 end)
 
+test("a keyed poll answer is kept like a watch's: its key gets it again, the next poll once it is lost, never a watch", function(t)
+  local ctx = support.setup(t, { scenario = { rules = {
+    { last_role = "user", user_contains = "TURN", text = "over: ", echo = "last_user" },
+  } } })
+  local a, b, plain = ctx.client(), ctx.client(), ctx.client()
+  local sid = ctx.call(a, "spawn", { task = "TURN one", keep_alive = true }).session_id
+  ctx.watch_until(a, { sid }, function(_, x) return x.status == "idle" end)
+  ctx.call(a, "send", { session_id = sid, message = "TURN two" })
+  t.wait_for(function()
+    return ctx.call(plain, "wait", { session_ids = { sid }, timeout = 1 }).sessions[sid].status == "idle"
+  end, 10000, "the second turn to end (a wait consumes nothing)")
+  local function poll(c, key)
+    return ctx.call(c, "poll", { session_id = sid, delivery_key = key, confirm = true })
+  end
+  local first = poll(a, "L/n:1")
+  t.match(first.message, "TURN two")
+  t.eq(ctx.call(plain, "watch", { session_ids = { sid }, timeout = 0 }).results[sid].status, "idle", "the turn's end, taken")
+  t.eq(poll(b, "L/n:2").message, nil, "on its way (its connection lives): no other poll gets it")
+  b:notify("delivered", { key = "L/n:2" })
+  t.eq(poll(a, "L/n:1"), first, "the same host request again: the same answer")
+  a:notify("undelivered", { key = "L/n:1" })
+  t.eq(ctx.call(b, "watch", { session_ids = { sid }, delivery_key = "L/n:3", confirm = true, timeout = 0 }).timed_out, true,
+    "a watch never gets a poll's answer")
+  t.eq(poll(b, "L/n:4"), first, "lost: the next poll gets it")
+  b:notify("delivered", { key = "L/n:4" })
+  t.eq(poll(b, "L/n:5").message, nil, "confirmed: forgotten")
+end)
+
 test("answers given again share the watch's max_result_bytes, each cut and flagged, down to the message", function(t)
   local ctx = support.setup(t, { env = { REASONIX_MCP_MAX_RESULT_BYTES = "9000" }, scenario = { rules = {
     { last_role = "user", user_contains = "LONG", text = string.rep("x", 3000) },

@@ -386,7 +386,7 @@ test("a request whose id cannot be routed (object, array, fraction) goes to the 
   t.eq(#r.host, seen, "no late error for them at shutdown")
 end)
 
-test("a watch answer's fate goes to its server right behind the answer, and again through the next server", function(t)
+test("a watch or poll answer's fate goes to its server right behind the answer, and again through the next server", function(t)
   local r = rig()
   local a = handshake(r)
   local function fates(c)
@@ -398,9 +398,12 @@ test("a watch answer's fate goes to its server right behind the answer, and agai
   a:say({ jsonrpc = "2.0", id = 5, result = { structuredContent = { results = { s = { status = "idle" } } } } })
   t.eq(#r.answers(5), 1)
   t.eq(fates(a), { { 5, true } })
+  r.send(call(6, "reasonix_poll"))
+  a:say({ jsonrpc = "2.0", id = 6, result = { structuredContent = { status = "idle" } } })
+  t.eq(fates(a), { { 5, true }, { 6, true } }, "a poll's answer is kept by agentd too")
   r.send(call(8, "reasonix_list"))
   a:say({ jsonrpc = "2.0", id = 8, result = { structuredContent = { sessions = {} } } })
-  t.eq(#fates(a), 1, "only watch answers have a fate")
+  t.eq(#fates(a), 2, "only watch and poll answers have a fate")
   -- a conversation's watch: its fate names the conversation (the server's orchestrator for it)
   local threaded = call(9, "reasonix_watch")
   threaded.params._meta = { threadId = "th-1" }
@@ -415,18 +418,18 @@ test("a watch answer's fate goes to its server right behind the answer, and agai
   r.send({ jsonrpc = "2.0", method = "notifications/cancelled", params = { requestId = 10 } })
   a:say({ jsonrpc = "2.0", id = 10, result = { structuredContent = { results = { s = {} } } } })
   t.eq(#r.answers(10), 0)
-  t.eq(fates(a), { { 5, true }, { 9, true }, { 10, false } })
+  t.eq(fates(a), { { 5, true }, { 6, true }, { 9, true }, { 10, false } })
   -- the server dies, maybe before passing them on: the next one gets them first
   r.send(call(12, "reasonix_watch"))
   a:exit(137)
   local b = t.wait_for(function() return r.kids[2] end, 2000, "the restart")
   b:answer_init()
   t.eq(b.greeted, true, "every server hears first that its launcher sends answer fates")
-  t.eq(fates(b), { { 5, true }, { 10, false } }, "sent again, but not the reused id's")
+  t.eq(fates(b), { { 5, true }, { 6, true }, { 10, false } }, "sent again, but not the reused id's")
   local order = {}
   for _, m in ipairs(b.got) do order[#order + 1] = m.method .. (m.id and ("#" .. tostring(m.id)) or "") end
   t.eq(order, { "initialize#" .. b.got[1].id, "notifications/initialized", "$/rmcp/answered", "$/rmcp/answered",
-                "tools/call#9", "tools/call#12" })
+                "$/rmcp/answered", "tools/call#9", "tools/call#12" })
   -- a fate waiting for a server is dropped too when its id comes again
   r.send(call(20, "reasonix_watch"))
   b:say({ jsonrpc = "2.0", id = 20, result = { structuredContent = { results = { s = {} } } } })
@@ -436,7 +439,7 @@ test("a watch answer's fate goes to its server right behind the answer, and agai
   c:answer_init()
   local ids = {}
   for _, m in ipairs(got(c, "$/rmcp/answered")) do ids[#ids + 1] = m.params.id end
-  t.eq(ids, { 5, 10 }, "b's fates again, but not the old one of id 20")
+  t.eq(ids, { 5, 6, 10 }, "b's fates again, but not the old one of id 20")
   -- the host cannot speak for the launcher
   local before = #c.got
   r.send({ jsonrpc = "2.0", method = "$/rmcp/answered", params = { id = 12, delivered = false } })

@@ -367,9 +367,19 @@ function methods.poll(d, conn, p, reply)
   if not s then return reply(nil, err) end
   local o, oerr = rules_poll.options(p)
   if not o then return reply(nil, bad(oerr)) end
+  -- kept until the host has it, like a watch's answer (kept.lua); a lost one comes first, as it was
+  local asker = kept.asker("poll", conn, p)
+  local given = kept.due(d, asker, s.id)
+  if given then
+    log.info("poll %s: an answer the host may not have got, given again", tostring(asker.key))
+    kept.answered(d, asker, s.id, given)
+    return reply(given.result)
+  end
   local snap = session.drain(d, s, o.detail)
   snap.health = health.anomaly(d, s)
-  reply(rules_poll.shape(snap, o))
+  local result = rules_poll.shape(snap, o)
+  kept.answered(d, asker, s.id, nil, result)
+  reply(result)
 end
 
 -- transcript: what the agent did, from the journal.

@@ -132,9 +132,8 @@ end
 -- Starts a watch for conn (request req_id) on sessions ids (already ownership-checked);
 -- params.delivery_key names the host request (see the top of this file).
 function M.watch(d, conn, req_id, ids, params, poll_opts, reply)
-  local key = type(params.delivery_key) == "string" and params.delivery_key or nil
-  local w = { conn = conn, req_id = req_id, ids = ids, reply = reply, detail = poll_opts.detail,
-              poll_opts = poll_opts, key = key, confirm = key ~= nil and params.confirm == true }
+  local w = kept.asker("watch", conn, params)
+  w.req_id, w.ids, w.reply, w.detail, w.poll_opts = req_id, ids, reply, poll_opts.detail, poll_opts
   for _, sid in ipairs(ids) do
     local old = d.watch_by_session[sid]
     if old then

@@ -30,7 +30,7 @@ M.defaults = {
 }
 
 -- How many answer fates a server is sent again when it dies (see Proxy:answer_fate), and how many
--- cancelled watches wait for a late answer.
+-- cancelled watches and polls wait for a late answer.
 local FATES_RESENT = 32
 local CANCELLED_KEPT = 64
 
@@ -73,7 +73,7 @@ function M.new(opts)
     next_own_id = 0,
     streak = 0,           -- quick crashes in a row
     stopping = false,
-    cancelled = {},       -- id_key -> watch entry the host cancelled while its server had it
+    cancelled = {},       -- id_key -> watch or poll entry the host cancelled while its server had it
     cancelled_order = {}, -- their keys, oldest first (at most CANCELLED_KEPT)
   }, Proxy)
   if not self.spawn_child then
@@ -131,11 +131,11 @@ function Proxy:host_request(line, msg, id)
   local entry = {
     key = jsonrpc.id_key(id), id = id, line = line, method = msg.method, seq = self.seq,
     repeatable = wire.repeatable(msg.method, params), label = wire.label(msg.method, params),
-    watch = msg.method == "tools/call" and params.name == "reasonix_watch",
+    kept = msg.method == "tools/call" and wire.KEPT_ANSWER_TOOLS[params.name] == true,
     level = msg.method == "logging/setLevel" and params.level or nil,
   }
   local meta = type(params._meta) == "table" and params._meta or nil
-  if entry.watch then
+  if entry.kept then
     entry.thread = meta and type(meta.threadId) == "string" and meta.threadId or nil
     self:forget_fates(entry.key)
   end
@@ -178,7 +178,7 @@ function Proxy:host_notification(line, msg)
     if entry then
       if entry.owner then
         entry.owner:send(line)
-        if entry.watch then self:remember_cancelled(entry) end
+        if entry.kept then self:remember_cancelled(entry) end
       end
       self:settle(entry)
       return -- a buffered request is simply never sent
@@ -256,7 +256,7 @@ function Proxy:child_response(child, line, id, kind)
   if not entry then
     local cancelled = self.cancelled[key]
     if cancelled and cancelled.owner == child and kind == "result" then
-      -- the host cancelled this watch before its answer came: what it carried did not reach the host
+      -- the host cancelled this call before its answer came: what it carried did not reach the host
       self.cancelled[key] = nil
       self:answer_fate(cancelled, false)
     end
@@ -266,13 +266,13 @@ function Proxy:child_response(child, line, id, kind)
   if child == entry.owner then
     self:settle(entry, kind == "result" and line or nil)
     self.send_host(line)
-    if entry.watch and kind == "result" then self:answer_fate(entry, true) end
+    if entry.kept and kind == "result" then self:answer_fate(entry, true) end
   elseif child == entry.prev and not wire.superseded(json.decode(line)) then
     -- the replaced server answered before it saw our cancel: that answer is real (a watch result
     -- it already took from agentd); the copy on the new server is cancelled
     self:settle(entry, kind == "result" and line or nil)
     self.send_host(line)
-    if entry.watch and kind == "result" then self:answer_fate(entry, true) end
+    if entry.kept and kind == "result" then self:answer_fate(entry, true) end
     if entry.owner then entry.owner:send(wire.cancel_line(entry.id, "answered by the previous server")) end
   else
     log.debug("dropped an answer to %s from server pid %d: the request moved to another server", tostring(id), child.pid)
@@ -331,12 +331,12 @@ function Proxy:private(child, method, params)
   log.debug("ignored unknown private message %s from server pid %d", method, child.pid)
 end
 
--- ---- what became of watch answers ----
+-- ---- what became of watch and poll answers ----
 
--- Says what became of the answer to watch entry: written to the host (delivered), or dropped
--- because the host had cancelled the request. agentd keeps each watch answer until it hears this,
--- and gives a lost one again (agentd/kept.lua). It goes out right behind the answer (a launcher
--- killed in between makes agentd give the answer twice; the window is two writes wide).
+-- Says what became of the answer to a watch or poll entry: written to the host (delivered), or
+-- dropped because the host had cancelled the request. agentd keeps each such answer until it hears
+-- this, and gives a lost one again (agentd/kept.lua). It goes out right behind the answer (a
+-- launcher killed in between makes agentd give the answer twice; the window is two writes wide).
 function Proxy:answer_fate(entry, delivered)
   local line = json.encode({ jsonrpc = "2.0", method = "$/rmcp/answered",
                              params = { id = entry.id, delivered = delivered, thread_id = entry.thread } })
@@ -373,7 +373,8 @@ function Proxy:forget_fates(key)
   drop(self.buffer, function(item) return item.fate end)
 end
 
--- Remembers a watch the host cancelled while its server had it, so a late answer is reported dropped.
+-- Remembers a watch or poll the host cancelled while its server had it, so a late answer is reported
+-- dropped.
 function Proxy:remember_cancelled(entry)
   self.cancelled[entry.key] = entry
   local order = self.cancelled_order

@@ -602,7 +602,7 @@ M.methods["tools/call"] = function(self, params, reply)
     if key and self.calls[key] == call then self.calls[key] = nil end
     if call.cancelled then
       log.info("tool %s: result dropped, the client cancelled request %s", name, tostring(request_id))
-      if tool.long and derr == nil then self:answer_fate(request_id, false, call.orchestrator) end
+      if tool.answer_kept and derr == nil then self:answer_fate(request_id, false, call.orchestrator) end
       return
     end
     if derr ~= nil then reply(self:with_warnings(self:tool_error(name, derr)))

@@ -137,6 +137,15 @@ function M.blocking(args, ctx)
   return params
 end
 
+-- Asks agentd to keep the answer of a watch or poll until the launcher says the host has it
+-- (agentd/kept.lua): params get the host request's key and, when the launcher tells answer fates,
+-- confirm. Returns params. (Such a tool says answer_kept = true: see Server's tools/call.)
+function M.keep_answer(params, ctx)
+  params.delivery_key = ctx.request_key
+  params.confirm = ctx.answer_fates
+  return params
+end
+
 -- Makes a handler that sends the arguments to agentd method and returns its result as agentd
 -- wrote it (json.raw: the server passes it on without decoding it again).
 -- prepare(args, ctx) may adjust the params (returning nil, message refuses the call).

@@ -11,5 +11,6 @@ return {
   description = "One session's changes since the last poll, shaped as watch's. Prefer reasonix_watch.",
   inputSchema = common.object(properties, { "session_id" }),
   annotations = { readOnlyHint = true, openWorldHint = false },
-  handler = common.forward("poll"),
+  answer_kept = true,
+  handler = common.forward("poll", common.keep_answer),
 }

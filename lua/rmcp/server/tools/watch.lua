@@ -14,11 +14,8 @@ return {
   inputSchema = common.object(properties, { "session_ids" }),
   annotations = { readOnlyHint = false, destructiveHint = false, idempotentHint = false, openWorldHint = false },
   long = true,
-  -- the request key lets agentd keep the answer until the launcher says the host has it (agentd/kept.lua)
+  answer_kept = true,
   handler = common.forward("watch", function(args, ctx)
-    local params = common.blocking(args, ctx)
-    params.delivery_key = ctx.request_key
-    params.confirm = ctx.answer_fates
-    return params
+    return common.keep_answer(common.blocking(args, ctx), ctx)
   end),
 }
