@@ -237,7 +237,7 @@ test("live handover waits for a watch answer on its way and takes a lost one alo
   turn(sent, "L/n:2")
   local old_ino = uv.fs_stat(string.format("/proc/%d/exe", c.info.agentd_pid)).ino
   replace(exe)
-  wait_blockers(t, ctx, c, { [sent .. ": a watch answer on its way to the host"] = true }, "the handover to wait for the answer on its way")
+  wait_blockers(t, ctx, c, { [sent .. ": an answer on its way to the host"] = true }, "the handover to wait for the answer on its way")
   t.eq(uv.fs_stat(string.format("/proc/%d/exe", c.info.agentd_pid)).ino, old_ino, "not handed over yet")
   c:notify("delivered", { key = "L/n:2" })
   local new_ino = uv.fs_stat(exe).ino

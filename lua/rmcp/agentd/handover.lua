@@ -3,9 +3,9 @@
 -- waiting on a decision. The old image pauses the agents' pipes (nothing half-read), writes what the
 -- new one needs to $REASONIX_MCP_HOME/agentd.handover.json (each live session's runtime state, the
 -- agent's pid, pipe fds, next request id, the in-flight session/prompt and the agent's open
--- permission requests; the lock fd; the watch answers kept until the host has them, which arrive
--- lost), clears CLOEXEC on those fds and execs `<binary> agentd` with REASONIX_MCP_HANDOVER naming
--- the file. The new image keeps the lock, restores sessions as usual, then adopts the agents
+-- permission requests; the lock fd; the watch and poll answers kept until the host has them, which
+-- arrive lost), clears CLOEXEC on those fds and execs `<binary> agentd` with REASONIX_MCP_HANDOVER
+-- naming the file. The new image keeps the lock, restores sessions as usual, then adopts the agents
 -- (rmcp.proc.adopt) and re-attaches the prompt, the decisions and the kept answers.
 -- Opt-in: REASONIX_MCP_LIVE_HANDOVER=1 (a queued reload then waits only for what cannot be moved).
 local uv = require "luv"
@@ -64,7 +64,7 @@ function M.blocker(d)
       end
     end
     -- its fate comes over the connection the exec closes: wait for it (a lost one moves along)
-    if kept.on_its_way(d, id) then return s, "a watch answer on its way to the host" end
+    if kept.on_its_way(d, id) then return s, "an answer on its way to the host" end
   end
   local pid = stray_child(d)
   if pid then return nil, "helper process " .. pid .. " is still running" end

@@ -1,14 +1,14 @@
 -- Daemon reload on upgrade (not Lua hot reload, which is rmcp.lib.reload): agentd watches its own
 -- binary and, when a new one lands, queues a safe restart. It waits until no agent is working
 -- (starting, running, awaiting a decision, stopping), every live agent's terminal result was
--- delivered (watch or poll), every watch answer reached the host, and no keep_alive agent is live;
--- then, after a short grace, it checks that the new binary runs, closes the idle agents (exited,
--- exit_reason "daemon_reload", resumable), persists, releases socket and lock, starts a fresh daemon
--- from the binary and exits. Servers reconnect on their next call. The explicit `restart` method takes the same handover path at once
--- (force: every agent is stopped first, exit_reason "daemon_restart"). With
--- REASONIX_MCP_LIVE_HANDOVER=1 a new binary instead takes the live agents along (handover.lua),
--- waiting only for what cannot move (an agent starting or stopping, a request in flight, a watch
--- answer on its way).
+-- delivered (watch or poll), the watch and poll answers kept for the host reached it (kept.lua), and
+-- no keep_alive agent is live; then, after a short grace, it checks that the new binary runs, closes
+-- the idle agents (exited, exit_reason "daemon_reload", resumable), persists, releases socket and
+-- lock, starts a fresh daemon from the binary and exits. Servers reconnect on their next call. The
+-- explicit `restart` method takes the same handover path at once (force: every agent is stopped
+-- first, exit_reason "daemon_restart"). With REASONIX_MCP_LIVE_HANDOVER=1 a new binary instead takes
+-- the live agents along (handover.lua), waiting only for what cannot move (an agent starting or
+-- stopping, a request in flight, an answer on its way to the host).
 -- State lives in d.upgrade, so reloading this module's code loses nothing.
 local uv = require "luv"
 local log = require "rmcp.lib.log"
@@ -29,8 +29,9 @@ local function has_agent(s)
   return s.rt.agent ~= nil and not s.rt.agent.exited
 end
 
--- Why s keeps a queued reload waiting, or nil when it does not. A watch answer kept until the host
--- has it (kept.lua) holds it too, whether the agent lives or not: it exists only in this daemon.
+-- Why s keeps a queued reload waiting, or nil when it does not. An answer kept until the host has
+-- it (kept.lua: one on its way, a lost watch answer) holds it too, whether the agent lives or not:
+-- it exists only in this daemon.
 function M.blocker(d, s)
   if busy[s.status] then return s.status end
   if kept.on_its_way(d, s.id) then return "result on its way to the host" end
