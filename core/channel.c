@@ -338,7 +338,8 @@ static void channel_shutdown_now(channel_t *ch)
   }
 }
 
-/* uv_write completion: account for the bytes, fire on_drain when back under the mark. */
+/* uv_write completion: account for the bytes, fire on_drain when back under the mark and
+ * on_flushed when nothing is queued any more. */
 static void channel_write_cb(uv_write_t *req, int status)
 {
   channel_wreq *w = (channel_wreq *)req;
@@ -352,6 +353,8 @@ static void channel_write_cb(uv_write_t *req, int status)
     ch->high = 0;
     if (!ch->flushing && ch->cbs->on_drain) ch->cbs->on_drain(ch);
   }
+  if (ch->closed) return; /* (on_drain may close it) */
+  if (ch->queued == 0 && status == 0 && !ch->flushing && ch->cbs->on_flushed) ch->cbs->on_flushed(ch);
 }
 
 /* Blocking write for plain files (they are never "not ready"). */

@@ -17,6 +17,7 @@ typedef struct channel_cbs {
   void (*on_eof)(channel_t *ch, int err);  /* err 0: peer closed; else a negative uv error */
   void (*on_drain)(channel_t *ch);
   void (*on_closed)(channel_t *ch);         /* memory is about to be freed; no I/O allowed */
+  void (*on_flushed)(channel_t *ch);        /* the kernel took the last queued write (queued is 0) */
 } channel_cbs;
 
 typedef struct channel_opts {

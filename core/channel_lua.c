@@ -15,7 +15,7 @@ struct lchannel {
   channel_t *ch;   /* NULL once closed (or, borrowed, once its owner let go of it) */
   lua_State *L;    /* main thread */
   int borrowed;    /* C code owns ch and its callbacks: no refs, no keep-alive, no close on __gc */
-  int self, on_line, on_data, on_oversize, on_eof, on_drain;
+  int self, on_line, on_data, on_oversize, on_eof, on_drain, on_flushed;
 };
 
 /* Push the channel callback's Lua function and call it with nargs arguments. */
@@ -67,8 +67,16 @@ static void lchannel_on_drain(channel_t *ch)
   lchannel_call(ch, u->on_drain, 0);
 }
 
+/* on_flushed: the kernel took the last queued write. */
+static void lchannel_on_flushed(channel_t *ch)
+{
+  lchannel_t *u = channel_data(ch);
+  lchannel_call(ch, u->on_flushed, 0);
+}
+
 static const channel_cbs lchannel_cbs = {
   lchannel_on_line, lchannel_on_data, lchannel_on_oversize, lchannel_on_eof, lchannel_on_drain, NULL,
+  lchannel_on_flushed,
 };
 
 /* Check arg 1 is a channel userdata. */
@@ -93,6 +101,7 @@ static void lchannel_drop_refs(lua_State *L, lchannel_t *u)
   lua_host_unref(L, &u->on_oversize);
   lua_host_unref(L, &u->on_eof);
   lua_host_unref(L, &u->on_drain);
+  lua_host_unref(L, &u->on_flushed);
   lua_host_release(L, &u->self);
 }
 
@@ -127,7 +136,7 @@ static lchannel_t *lchannel_new(lua_State *L, lua_State *main, channel_t *ch)
   u->ch = ch;
   u->L = main;
   u->borrowed = 0;
-  u->self = u->on_line = u->on_data = u->on_oversize = u->on_eof = u->on_drain = LUA_NOREF;
+  u->self = u->on_line = u->on_data = u->on_oversize = u->on_eof = u->on_drain = u->on_flushed = LUA_NOREF;
   lchannel_metatable(L);
   lua_setmetatable(L, -2);
   return u;
@@ -182,6 +191,7 @@ static int lchannel_open(lua_State *L)
   u->on_oversize = lua_host_checkref(L, 2, "on_oversize");
   u->on_eof = lua_host_checkref(L, 2, "on_eof");
   u->on_drain = lua_host_checkref(L, 2, "on_drain");
+  u->on_flushed = lua_host_checkref(L, 2, "on_flushed");
   o.cbs = &lchannel_cbs;
   o.data = u;
   char what[32];

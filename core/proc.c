@@ -315,13 +315,13 @@ static void proc_channel_closed(channel_t *ch)
 }
 
 static const channel_cbs proc_out_cbs = {
-  proc_out_line, proc_out_data, proc_out_oversize, proc_pipe_eof, NULL, proc_channel_closed,
+  proc_out_line, proc_out_data, proc_out_oversize, proc_pipe_eof, NULL, proc_channel_closed, NULL,
 };
 static const channel_cbs proc_err_cbs = {
-  NULL, proc_err_data, NULL, proc_pipe_eof, NULL, proc_channel_closed,
+  NULL, proc_err_data, NULL, proc_pipe_eof, NULL, proc_channel_closed, NULL,
 };
 static const channel_cbs proc_in_cbs = {
-  NULL, NULL, NULL, NULL, NULL, proc_channel_closed,
+  NULL, NULL, NULL, NULL, NULL, proc_channel_closed, NULL,
 };
 
 /* Open the fd the child gets for stdio slot i; *parent gets our end of a pipe. */

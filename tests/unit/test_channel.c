@@ -16,7 +16,7 @@
 typedef struct {
   char log[8192];
   size_t bytes;
-  int lines, oversize, eof, eof_err, drains;
+  int lines, oversize, eof, eof_err, drains, flushes;
   int close_after_lines;   /* close inside on_line after this many lines (0: never) */
   int pause_after_lines;   /* pause inside on_line after this many lines (0: never) */
   channel_t *ch;
@@ -77,7 +77,14 @@ static void s_drain(channel_t *ch)
   s->drains++;
 }
 
-static const channel_cbs sink_cbs = {s_line, s_data, s_oversize, s_eof, s_drain, NULL};
+/* on_flushed: count. */
+static void s_flushed(channel_t *ch)
+{
+  sink *s = channel_data(ch);
+  s->flushes++;
+}
+
+static const channel_cbs sink_cbs = {s_line, s_data, s_oversize, s_eof, s_drain, NULL, s_flushed};
 
 /* Open a channel with a sink. */
 static channel_t *open_sink(uv_loop_t *loop, int fd, sink *s, int raw, size_t max, int rd, int wr)
@@ -93,7 +100,7 @@ static channel_t *open_sink(uv_loop_t *loop, int fd, sink *s, int raw, size_t ma
 
 static void test_backpressure(uv_loop_t *loop)
 {
-  TEST("back-pressure: queued grows while the reader is paused, on_drain fires after resume");
+  TEST("back-pressure: queued grows while the reader is paused, on_drain then on_flushed fire after resume");
   int p[2];
   REQUIRE(pipe2(p, O_CLOEXEC) == 0);
   sink w = {0}, r = {0};
@@ -109,10 +116,17 @@ static void test_backpressure(uv_loop_t *loop)
   }
   CHECKF(channel_queued(wc) >= CHANNEL_HIGH_WATER, "queued %zu", channel_queued(wc));
   uv_run(loop, UV_RUN_NOWAIT);
-  CHECK(w.drains == 0);
+  CHECK(w.drains == 0 && w.flushes == 0);
   channel_resume(rc);
   CHECK(run_until(loop, &w.drains, 10000));
   CHECK(channel_queued(wc) < CHANNEL_HIGH_WATER);
+  CHECK(run_until(loop, &w.flushes, 10000));
+  CHECKF(channel_queued(wc) == 0 && w.flushes == 1, "queued %zu, flushes %d", channel_queued(wc), w.flushes);
+  /* a write the pipe takes at once queues nothing and says nothing */
+  CHECK(channel_write(wc, "x", 1) == 0 && channel_queued(wc) == 0);
+  uv_run(loop, UV_RUN_NOWAIT);
+  CHECK(w.flushes == 1);
+  total += 1;
   CHECK(channel_shutdown(wc) == 0);  /* a pipe: closes after the flush, the reader sees EOF */
   CHECK(run_until(loop, &r.eof, 10000));
   CHECKF(r.bytes == total, "read %zu of %zu", r.bytes, total);
@@ -334,8 +348,8 @@ static void test_flood_fairness(uv_loop_t *loop)
   for (int i = 0; i < N; i++) len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%d\n", i);
   counter flood = {0}, quiet = {0};
   quiet.other_lines = &flood.lines;
-  static const channel_cbs flood_cbs = {c_line, NULL, NULL, c_eof, NULL, NULL};
-  static const channel_cbs quiet_cbs = {q_line, NULL, NULL, c_eof, NULL, NULL};
+  static const channel_cbs flood_cbs = {c_line, NULL, NULL, c_eof, NULL, NULL, NULL};
+  static const channel_cbs quiet_cbs = {q_line, NULL, NULL, c_eof, NULL, NULL, NULL};
   channel_opts fo = {0, 0, 1, 0, &flood_cbs, &flood}, qo = {0, 0, 1, 0, &quiet_cbs, &quiet};
   channel_t *fc = NULL, *qc = NULL;
   REQUIRE(channel_open(loop, a[0], &fo, &fc) == 0);

@@ -99,7 +99,7 @@ static void srv_eof(channel_t *ch, int err)
   s->ch = NULL;
 }
 
-static const channel_cbs srv_cbs = {srv_line, NULL, NULL, srv_eof, NULL, NULL};
+static const channel_cbs srv_cbs = {srv_line, NULL, NULL, srv_eof, NULL, NULL, NULL};
 
 typedef struct {
   char got[256];
@@ -122,7 +122,7 @@ static void cli_eof(channel_t *ch, int err)
   channel_close(ch);
 }
 
-static const channel_cbs cli_cbs = {cli_line, NULL, NULL, cli_eof, NULL, NULL};
+static const channel_cbs cli_cbs = {cli_line, NULL, NULL, cli_eof, NULL, NULL, NULL};
 
 static uv_loop_t *the_loop;
 
@@ -256,7 +256,7 @@ static void report_data(channel_t *ch, const char *p, size_t n)
   r->got = 1;
 }
 
-static const channel_cbs report_cbs = {NULL, report_data, NULL, NULL, NULL, NULL};
+static const channel_cbs report_cbs = {NULL, report_data, NULL, NULL, NULL, NULL, NULL};
 
 static void test_foreign_uid(uv_loop_t *loop)
 {
