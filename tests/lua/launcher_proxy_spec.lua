@@ -18,6 +18,7 @@ local function rig()
     send_host = function(line)
       r.raw[#r.raw + 1] = line
       r.host[#r.host + 1] = assert(json.decode(line))
+      return r.queued or 0 -- bytes left in the queue to the host (a test sets r.queued)
     end,
     on_exit = function(code) r.exit_code = code end,
     spawn_child = function(o)
@@ -440,6 +441,21 @@ test("a watch or poll answer's fate goes to its server right behind the answer, 
   local ids = {}
   for _, m in ipairs(got(c, "$/rmcp/answered")) do ids[#ids + 1] = m.params.id end
   t.eq(ids, { 5, 6, 10 }, "b's fates again, but not the old one of id 20")
+  -- an answer the host's pipe has not taken yet waits in our queue: its fate follows the flush
+  r.queued = 4096
+  local told = #got(c, "$/rmcp/answered")
+  r.send(call(30, "reasonix_poll"))
+  c:say({ jsonrpc = "2.0", id = 30, result = { structuredContent = { status = "idle" } } })
+  r.send(call(31, "reasonix_watch"))
+  c:say({ jsonrpc = "2.0", id = 31, result = { structuredContent = { results = { s = {} } } } })
+  t.eq(#r.answers(30), 1)
+  t.eq(#got(c, "$/rmcp/answered"), told, "no word while they are only queued")
+  r.send(call(31, "reasonix_watch")) -- (id 31 again: the queued answer's word is dropped)
+  r.queued = 0
+  r.p:host_flushed()
+  local flushed = got(c, "$/rmcp/answered")
+  t.eq(#flushed, told + 1)
+  t.eq(flushed[told + 1].params, { id = 30, delivered = true }, "delivered once the pipe took it")
   -- the host cannot speak for the launcher
   local before = #c.got
   r.send({ jsonrpc = "2.0", method = "$/rmcp/answered", params = { id = 12, delivered = false } })

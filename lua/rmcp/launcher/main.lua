@@ -50,6 +50,8 @@ function M.main(_args)
       if e and proxy then proxy:stop(0, "the host stopped reading stdout: " .. tostring(e)) end
     end,
     on_drain = function() gate:released() end,
+    -- an answer waiting in our queue is the host's only once the pipe took it (Proxy:relay_answer)
+    on_flushed = function() if proxy then proxy:host_flushed() end end,
   })
   if not out then
     log.error("cannot open stdout: %s", tostring(err))
@@ -65,7 +67,10 @@ function M.main(_args)
       end
       return child_mod.spawn{ exe = exe, n = o.n, on_line = o.on_line, on_exit = o.on_exit }
     end,
-    send_host = function(line) if not out:is_closed() then out:write(line) end end,
+    send_host = function(line)
+      if out:is_closed() then return nil end
+      return (out:write(line))
+    end,
     on_stopping = function()
       if input then input:close() end
       if watcher then watcher:close() end

@@ -47,7 +47,8 @@ local LEVELS = log.MCP_LEVELS
 local Proxy = {}
 Proxy.__index = Proxy
 
--- Creates the proxy. opts: send_host(line); spawn_child{n, on_line, on_exit} -> child | nil, err
+-- Creates the proxy. opts: send_host(line) -> bytes still queued for the host (0: all written) or
+-- nil when it cannot be written; spawn_child{n, on_line, on_exit} -> child | nil, err
 -- (default: child.spawn of opts.exe); on_stopping() (stop reading the host); on_exit(code) (all
 -- children are gone: exit the process); on_settled() (a host request left flight).
 function M.new(opts)
@@ -75,6 +76,7 @@ function M.new(opts)
     stopping = false,
     cancelled = {},       -- id_key -> watch or poll entry the host cancelled while its server had it
     cancelled_order = {}, -- their keys, oldest first (at most CANCELLED_KEPT)
+    unflushed = {},       -- watch and poll entries whose answer waits in our queue to the host
   }, Proxy)
   if not self.spawn_child then
     local exe = assert(opts.exe, "proxy.new: exe or spawn_child required")
@@ -265,14 +267,12 @@ function Proxy:child_response(child, line, id, kind)
   end
   if child == entry.owner then
     self:settle(entry, kind == "result" and line or nil)
-    self.send_host(line)
-    if entry.kept and kind == "result" then self:answer_fate(entry, true) end
+    self:relay_answer(entry, line, kind)
   elseif child == entry.prev and not wire.superseded(json.decode(line)) then
     -- the replaced server answered before it saw our cancel: that answer is real (a watch result
     -- it already took from agentd); the copy on the new server is cancelled
     self:settle(entry, kind == "result" and line or nil)
-    self.send_host(line)
-    if entry.kept and kind == "result" then self:answer_fate(entry, true) end
+    self:relay_answer(entry, line, kind)
     if entry.owner then entry.owner:send(wire.cancel_line(entry.id, "answered by the previous server")) end
   else
     log.debug("dropped an answer to %s from server pid %d: the request moved to another server", tostring(id), child.pid)
@@ -343,6 +343,25 @@ function Proxy:answer_fate(entry, delivered)
   self:send_fate({ key = entry.key, line = line })
 end
 
+-- Writes a server's answer (kind "result" or "error") to entry to the host. A watch or poll result
+-- is delivered once the host's pipe took all of it: at once, or when our queue to the host is
+-- flushed (a launcher killed with it still queued would lose what agentd let go); one that cannot
+-- be written at all is not.
+function Proxy:relay_answer(entry, line, kind)
+  local queued = self.send_host(line)
+  if not (entry.kept and kind == "result") then return end
+  if queued == nil then return self:answer_fate(entry, false) end
+  if queued == 0 then return self:answer_fate(entry, true) end
+  self.unflushed[#self.unflushed + 1] = entry
+end
+
+-- The host's pipe took everything we queued for it: the answers waiting in the queue are delivered.
+function Proxy:host_flushed()
+  local waiting = self.unflushed
+  self.unflushed = {}
+  for _, entry in ipairs(waiting) do self:answer_fate(entry, true) end
+end
+
 -- Writes fate f {key, line} to the active server, whichever server answered: the host's next
 -- request goes there too, after it. With none ready it waits for the next one, ahead of the
 -- requests sent again. The last FATES_RESENT a server was sent go again the same way when it dies:
@@ -360,8 +379,9 @@ function Proxy:send_fate(f)
   if #sent > FATES_RESENT then table.remove(sent, 1) end
 end
 
--- Drops the fates of host request key sent to servers or waiting for one (the host sends the id
--- again: an old fate must not confirm the new request's answer).
+-- Drops the fates of host request key sent to servers, waiting for one, or waiting for our queue
+-- to the host to flush (the host sends the id again: an old fate must not confirm the new request's
+-- answer).
 function Proxy:forget_fates(key)
   local function drop(list, fate_of)
     for i = #list, 1, -1 do
@@ -371,6 +391,7 @@ function Proxy:forget_fates(key)
   end
   for c in pairs(self.children) do drop(c.fates_sent or {}, function(f) return f end) end
   drop(self.buffer, function(item) return item.fate end)
+  drop(self.unflushed, function(entry) return entry end)
 end
 
 -- Remembers a watch or poll the host cancelled while its server had it, so a late answer is reported
