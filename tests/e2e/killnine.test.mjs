@@ -11,11 +11,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { spawn } from 'node:child_process';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
-import { useFixture, withTimeout, alive, until, agentdPid, agentProcesses, sandboxProcesses, shutdownAgentd, leftovers, BIN } from './helpers.mjs';
+import { useFixture, withTimeout, alive, until, agentdPid, agentProcesses, sandboxProcesses, shutdownAgentd, leftovers, rawServer, BIN } from './helpers.mjs';
 
 const SEED = process.env.RMCP_CHAOS_SEED ? Number(process.env.RMCP_CHAOS_SEED) : (Date.now() % 0x7fffffff);
 const TRIALS = Number(process.env.RMCP_CHAOS_TRIALS || 12);
@@ -406,41 +405,19 @@ test('a watch answer the launcher never relayed is delivered after the launcher 
 // and a watch answer waiting there is not the host's. Killed then, the launcher must not have told
 // agentd that the host has it: the next launcher's watch gets it.
 test('a watch answer still queued in the launcher for a slow host is delivered after the launcher dies', async (t) => {
-  const host = spawn(BIN, [], { env: fx.env(), cwd: fx.sb.ws, stdio: ['pipe', 'pipe', 'ignore'] });
-  t.after(() => { if (alive(host.pid)) process.kill(host.pid, 'SIGKILL'); });
-  let buf = '';
-  const answers = new Map();
-  const waiting = new Map();
-  host.stdout.setEncoding('utf8');
-  host.stdout.on('data', (chunk) => {
-    buf += chunk;
-    let nl;
-    while ((nl = buf.indexOf('\n')) >= 0) {
-      const msg = JSON.parse(buf.slice(0, nl));
-      buf = buf.slice(nl + 1);
-      if (msg.id === undefined || msg.method) continue;
-      answers.set(msg.id, msg);
-      waiting.get(msg.id)?.(msg);
-    }
-  });
-  const send = (msg) => host.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', ...msg })}\n`);
-  const request = (id, method, params) => {
-    send({ id, method, params });
-    return withTimeout(new Promise((resolve) => {
-      if (answers.has(id)) resolve(answers.get(id)); else waiting.set(id, resolve);
-    }), 20000, `the answer to ${method} ${id}`);
-  };
-  await request(1, 'initialize', { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'killnine-slow', version: '1.0.0' } });
-  send({ method: 'notifications/initialized' });
-  const spawned = await request(2, 'tools/call', { name: 'reasonix_spawn', arguments: { task: 'CHAOS-TURN tok=a7.t0.r0;' } });
+  const host = rawServer(fx.sb, { env: fx.env(), args: [] }); // the launcher, as a host runs it
+  const pid = host.child.pid;
+  t.after(() => { if (alive(pid)) process.kill(pid, 'SIGKILL'); });
+  await host.initialize({ clientInfo: { name: 'killnine-slow', version: '1.0.0' } });
+  const spawned = await host.request('tools/call', { name: 'reasonix_spawn', arguments: { task: 'CHAOS-TURN tok=a7.t0.r0;' } });
   const { session_id: sid, transcript_path: journal } = spawned.result.structuredContent;
-  send({ id: 3, method: 'tools/call', params: { name: 'reasonix_watch', arguments: { session_ids: [sid] } } });
+  host.send({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'reasonix_watch', arguments: { session_ids: [sid] } } });
   // the host stops reading; 40 tool lists (~310 KB) fill its pipe and the launcher's queue before
   // the ~1.2 s turn ends, so the watch answer is queued behind them
-  host.stdout.pause();
-  const read = () => Number(/^rchar: (\d+)/m.exec(readFileSync(`/proc/${host.pid}/io`, 'utf8'))[1]); // bytes the launcher read
+  host.child.stdout.pause();
+  const read = () => Number(/^rchar: (\d+)/m.exec(readFileSync(`/proc/${pid}/io`, 'utf8'))[1]); // bytes the launcher read
   const before = read();
-  for (let i = 0; i < 40; i++) send({ id: 100 + i, method: 'tools/list', params: {} });
+  for (let i = 0; i < 40; i++) host.send({ jsonrpc: '2.0', id: 100 + i, method: 'tools/list', params: {} });
   await until(() => read() >= before + 40 * 7000, 20000, 'the launcher reads the 40 tool lists from its server');
   const quiet = read();
   await until(() => { try { return readFileSync(journal, 'utf8').includes('"delivered"'); } catch { return false; } }, 30000,
@@ -448,9 +425,9 @@ test('a watch answer still queued in the launcher for a slow host is delivered a
   // nothing else comes from the server meanwhile (no progress token, no chunk relays): what the
   // launcher reads next starts with the watch answer, and it handles a line as it reads it
   await until(() => read() >= quiet + 200, 10000, 'the launcher reads the watch answer from its server');
-  assert.equal(answers.has(3), false, 'the host has not read the watch answer');
-  process.kill(host.pid, 'SIGKILL');
-  await until(() => !alive(host.pid), 5000, 'the launcher is gone');
+  assert.equal(host.frames.some((m) => m.id === 3), false, 'the host has not read the watch answer');
+  process.kill(pid, 'SIGKILL');
+  await until(() => !alive(pid), 5000, 'the launcher is gone');
   const transport = new StdioClientTransport({ command: BIN, args: [], env: fx.env(), cwd: fx.sb.ws, stderr: 'pipe' });
   const client = new Client({ name: 'killnine-slow', version: '1.0.0' }, { capabilities: {} });
   await withTimeout(client.connect(transport), 15000, 'MCP initialize through a new launcher');
