@@ -100,12 +100,17 @@ local function encoded_size(value)
   return #(json.encode(value) or "")
 end
 
+-- Bytes a true flag adds to an object's JSON: ,"flag":true.
+local function flag_bytes(flag)
+  return #flag + 8
+end
+
 -- Cuts the text field of r (flagged by flag) to lose at least over bytes, keeping its tail; a flag
--- not set yet costs its own bytes too (,"flag":true).
+-- not set yet costs its own bytes too.
 local function cut_text(r, field, flag, over)
   local text = r[field]
   if type(text) ~= "string" or text == "" then return end
-  if not r[flag] then over = over + #flag + 8 end
+  if not r[flag] then over = over + flag_bytes(flag) end
   r[field] = caps.tail(text, math.max(0, #text - over))
   r[flag] = true
 end
@@ -164,12 +169,14 @@ local cuts = {
 -- half the budget), the oldest events, the rest of the text, the message's head; each cut flagged
 -- as the shaping flags it, and result_truncated set. A result that fits is returned as it is.
 function M.fit(r, budget)
-  if encoded_size(r) <= budget then return r end
+  local over = encoded_size(r) - budget
+  if over <= 0 then return r end
   r.result_truncated = true -- (first: its bytes count too)
+  over = over + flag_bytes("result_truncated")
   for _, cut in ipairs(cuts) do
-    local over = encoded_size(r) - budget
-    if over <= 0 then return r end
     cut(r, over, budget)
+    over = encoded_size(r) - budget
+    if over <= 0 then return r end
   end
   return r
 end
