@@ -109,21 +109,23 @@ function M.lose(d, match)
   return sids
 end
 
--- True while a confirmable answer of sid is on its way: the launcher has not said what became of it.
-function M.on_its_way(d, sid)
+-- True when a confirmable kept answer of sid satisfies pred(u).
+local function any_confirmable(d, sid, pred)
   for _, u in ipairs(d.unconfirmed[sid] or {}) do
-    if u.confirm and u.conn then return true end
+    if u.confirm and pred(u) then return true end
   end
   return false
+end
+
+-- True while a confirmable answer of sid is on its way: the launcher has not said what became of it.
+function M.on_its_way(d, sid)
+  return any_confirmable(d, sid, function(u) return u.conn ~= nil end)
 end
 
 -- True while sid has a lost watch answer (a turn's result) that waits for the session's next watch.
 -- A lost poll answer is streamed output the transcript keeps, and a host may never poll again.
 function M.waiting_lost(d, sid)
-  for _, u in ipairs(d.unconfirmed[sid] or {}) do
-    if kind_of(u) == "watch" and u.confirm and not u.conn then return true end
-  end
-  return false
+  return any_confirmable(d, sid, function(u) return u.conn == nil and kind_of(u) == "watch" end)
 end
 
 -- The kept answers as a live handover's state: {[sid] = {{kind, key, orch, confirm, result}, ...}}.
