@@ -1,6 +1,6 @@
 -- Benchmark of reasonix-mcp: speed and memory of agentd and the MCP server, each measured next to a
 -- baseline taken in the same run on the same machine, printed as a table with ratios and targets.
--- Run: build/reasonix-mcp script bench/run.lua [--quick] [--strict] [--no-real] [--json FILE]
+-- Run: build/reasonix-mcp script bench/run.lua [--quick] [--strict] [--no-real] [--json FILE] [--ours EXE]
 --      (or: cmake --build build --target bench; RMCP_BENCH_ARGS=--quick for the short run)
 -- Baselines: a bare `reasonix-mcp script` (memory), the fake or real agent driven directly (spawn,
 -- ingest), and for every MCP row the Node SDK's reference server and the floor (bench/floor.c, a C
@@ -24,9 +24,10 @@ local host = require "rmcp.host"
 -- ---- options -------------------------------------------------------------------------------
 
 local QUICK, JSON_OUT, NO_REAL, STRICT = os.getenv("RMCP_BENCH_QUICK") == "1", nil, false, false
+local OURS_ARG = nil -- --ours: another build's reasonix-mcp measured as ours (before/after tables)
 local PHASES = { memory = true, spawn = true, ingest = true, mcp = true, dashboard = true, real = true }
 local USAGE = "usage: reasonix-mcp script bench/run.lua [--quick] [--strict] [--no-real] [--json FILE] "
-  .. "[--only memory,spawn,ingest,mcp,dashboard,real]\n"
+  .. "[--only memory,spawn,ingest,mcp,dashboard,real] [--ours EXE]\n"
 do
   -- RMCP_BENCH_ARGS adds arguments (the cmake target passes none: RMCP_BENCH_ARGS=--quick there)
   local args = {}
@@ -39,6 +40,7 @@ do
     elseif a == "--json" and args[i + 1] then JSON_OUT = args[i + 1]; i = i + 1
     elseif a == "--no-real" then NO_REAL = true
     elseif a == "--strict" then STRICT = true
+    elseif a == "--ours" and args[i + 1] then OURS_ARG = args[i + 1]; i = i + 1
     elseif a == "--only" and args[i + 1] then
       PHASES = {}
       for name in args[i + 1]:gmatch("[^,]+") do PHASES[name] = true end
@@ -72,6 +74,13 @@ package.path = REPO .. "/tests/support/?.lua;" .. package.path
 local procs = require "procs"
 local EXE = host.exe
 local BUILD = EXE:match("^(.*)/[^/]*$") or "."
+-- What the rows measure as ours: this build, or --ours EXE (its launcher, MCP server, agentd and
+-- dashboard). The harness, the fake agent, the bare-script baseline and the floor stay on this build.
+local OURS = OURS_ARG and (uv.fs_realpath(OURS_ARG) or OURS_ARG) or EXE
+if not uv.fs_access(OURS, "X") then
+  io.stderr:write("--ours " .. OURS .. ": not an executable file\n")
+  return sys.stop(2)
+end
 local FAKE = REPO .. "/tests/fake_agent/fake_acp.lua"
 local CLIENT = BUILD .. "/bench-client"
 local FLOOR = BUILD .. "/bench-floor"
@@ -406,7 +415,8 @@ local daemons = {} -- home -> { pid, clients }
 
 local function connect(home, project, orch)
   local c = client.connect({ home = home, orchestrator_id = orch or "bench", project_dir = project,
-    client_info = { name = "bench", version = "0" }, on_notification = on_notification, start_timeout_ms = 10000 })
+    client_info = { name = "bench", version = "0" }, on_notification = on_notification, start_timeout_ms = 10000,
+    exe = OURS_ARG and OURS or nil })
   local ok, err = c:wait_connected()
   assert(ok, "agentd: " .. tostring(err))
   daemons[home] = daemons[home] or { pid = math.tointeger(c.info.agentd_pid) or c.info.agentd_pid, clients = {} }
@@ -509,7 +519,7 @@ local function tool_call(name, args) return request("tools/call", { name = name,
 -- The plan lines that start the three servers (ours through the launcher, as a host runs it).
 local function plan_servers(which)
   local all_servers = {
-    ours = { "server", "ours", EXE },
+    ours = { "server", "ours", OURS },
     peer = { "server", "peer", NODE or "node", PEER_JS, "stdio" },
     floor = { "server", "floor", FLOOR, "launch", FLOOR_DIR .. "/s.sock", FLOOR_DIR },
   }
@@ -555,10 +565,15 @@ local function run_client(mode, plan, rounds, warm, env)
   return out
 end
 
--- The result value of a reply line our server wrote ({"jsonrpc":"2.0","id":N,"result":R}).
+-- The result value of a reply line our server wrote ({"jsonrpc":"2.0","id":N,"result":R}; a build
+-- measured with --ours may order the members otherwise: its result is then encoded again).
 local function result_of(path)
   local line = assert(files.read(path), "no reply captured in " .. path):gsub("\n$", "")
   local res = line:match('^{"jsonrpc":"2%.0","id":%d+,"result":(.*)}$')
+  if not res and OURS_ARG then
+    local msg = json.decode(line)
+    res = type(msg) == "table" and msg.result ~= nil and json.encode(msg.result) or nil
+  end
   assert(res and json.decode(res), "unexpected reply envelope: " .. line:sub(1, 200))
   return res
 end
@@ -749,7 +764,7 @@ local function run_dashboard(c, apid)
   watch_all(c, ids)
   local port, password = free_port(), "bench-" .. RUN_ID
   local url = string.format("http://127.0.0.1:%d/", port)
-  local dash = assert(proc.spawn({ file = EXE, args = { "dashboard" }, cwd = WS, stdin = "null", stdout = "null",
+  local dash = assert(proc.spawn({ file = OURS, args = { "dashboard" }, cwd = WS, stdin = "null", stdout = "null",
     stderr = { file = DIR .. "/dashboard.err", append = true }, on_exit = function() end,
     env = env_list(env_with({ REASONIX_MCP_DASHBOARD_PORT = tostring(port), REASONIX_MCP_DASHBOARD_PASSWORD = password })) }))
   cleanups[#cleanups + 1] = function() dash:kill("TERM") end
@@ -1070,9 +1085,17 @@ local function report(crashed, left)
   for i, h in ipairs(head) do w[i] = #h end
   for _, c in ipairs(cells) do for i, v in ipairs(c) do w[i] = math.max(w[i], #v) end end
   local out = {}
-  local rev = ""
-  local gp = io.popen("git -C " .. sh_quote(REPO) .. " rev-parse --short HEAD 2>/dev/null")
-  if gp then rev = gp:read("l") or ""; gp:close() end
+  -- The short commit of the git tree at path tree ("" when it has none).
+  local function rev_of(tree)
+    local gp = io.popen("git -C " .. sh_quote(tree) .. " rev-parse --short HEAD 2>/dev/null")
+    if not gp then return "" end
+    local r = gp:read("l") or ""
+    gp:close()
+    return r
+  end
+  local rev = rev_of(REPO)
+  -- a build measured with --ours: the commit of the tree its build directory sits in
+  if OURS_ARG then rev = string.format("%s, ours %s (%s)", rev, rev_of((OURS:match("^(.*)/[^/]*$") or ".") .. "/.."), OURS) end
   local un = uv.os_uname()
   local l1 = uv.loadavg()
   out[#out + 1] = string.format("reasonix-mcp bench (%s) %s  %s %s, %d cpu(s), load %.1f at start, %.1f at end  %s",
