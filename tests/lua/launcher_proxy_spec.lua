@@ -128,6 +128,17 @@ test("wire: the top-level id is found and replaced in place; nested ids, strings
   t.ok(not wire.superseded({ result = { structuredContent = { results = {} } } }))
 end)
 
+test("wire: the tools whose answers get a fate are the built-in tools that say answer_kept", function(t)
+  -- two processes hold this fact: the launcher's list and the server's tool definitions
+  local builtin = {}
+  for _, mod in ipairs(require("rmcp.server.tools").modules) do
+    local tool = require("rmcp.server.tools." .. mod)
+    if tool.answer_kept then builtin[tool.name] = true end
+  end
+  t.eq(builtin, wire.KEPT_ANSWER_TOOLS)
+  t.ok(builtin.reasonix_watch and builtin.reasonix_poll, "watch and poll keep their answers")
+end)
+
 test("a swap replays the handshake verbatim, swallows its answers and moves a watch; spawn drains on the old server", function(t)
   local r = rig()
   local a = handshake(r)

@@ -388,7 +388,7 @@ local function tool_ctx(server, call)
     project_dir = server.project_dir, orchestrator_id = call.orchestrator,
     progress_token = call.progress_token, progress_interval_ms = tonumber(os.getenv("REASONIX_MCP_PROGRESS_INTERVAL_MS") or ""),
     request_key = server:request_key(call.id),
-    -- the launcher tells us what became of each watch answer (agentd keeps it until then)
+    -- the launcher tells us what became of each watch and poll answer (agentd keeps it until then)
     answer_fates = server.supervised and server.launcher_fates or nil,
   }
   -- Sends method to agentd and returns cb-style: cb(result, err); raw: the result as agentd's JSON text.
