@@ -35,3 +35,28 @@ test("the MCP server answers initialize without loading the tool modules", funct
   t.match(sent[1], '"protocolVersion":"2025%-06%-18"')
   t.eq(package.loaded[tools_name], nil, "the tool modules were not loaded to answer initialize")
 end)
+
+test("agentd starts without the agent setup, models, transcript and fleet modules", function(t)
+  local late = { "rmcp.agentd.session.setup", "rmcp.acp.client", "rmcp.agentd.posture", "rmcp.agentd.models",
+                 "rmcp.agentd.transcript", "rmcp.rules.fleet" }
+  local saved = {}
+  for name, m in pairs(package.loaded) do
+    if name:match("^rmcp%.") then saved[name] = m end
+  end
+  t.defer(function()
+    for name in pairs(package.loaded) do
+      if name:match("^rmcp%.") then package.loaded[name] = nil end
+    end
+    for name, m in pairs(saved) do package.loaded[name] = m end
+  end)
+  for name in pairs(saved) do
+    if name:match("^rmcp%.agentd") or name:match("^rmcp%.rules") or name:match("^rmcp%.acp") then package.loaded[name] = nil end
+  end
+  require "rmcp.agentd.main"
+  t.ok(package.loaded["rmcp.agentd.api"] ~= nil and package.loaded["rmcp.agentd.session"] ~= nil, "the daemon's modules loaded")
+  for _, name in ipairs(late) do t.eq(package.loaded[name], nil, name .. " waits for its first use") end
+  -- the first use loads it
+  local session = require "rmcp.agentd.session"
+  t.eq(type(session.handover_state), "function")
+  t.eq(package.loaded["rmcp.agentd.session.setup"], nil, "reading the facade loads nothing")
+end)

@@ -86,10 +86,12 @@
 ---@field config_options table?    what the agent advertises
 ---@field counters table           chunks, tool_calls, turns, steers, prompts, decisions
 
+local lazy = require "rmcp.lib.lazy"
 local state = require "rmcp.agentd.session.state"
 local events = require "rmcp.agentd.session.events"
 local turns = require "rmcp.agentd.session.turns"
-local setup = require "rmcp.agentd.session.setup"
+-- (loaded on the first spawn, resume, handover or shutdown with agents: an idle daemon stays small)
+local setup = lazy "rmcp.agentd.session.setup"
 local configure = require "rmcp.agentd.session.configure"
 
 return {
@@ -99,15 +101,15 @@ return {
   effective_config = state.effective_config,
   turn_text = state.turn_text,
   turn_thought = state.turn_thought,
-  handover_state = setup.handover_state,
+  handover_state = function(...) return setup.handover_state(...) end,
   -- the daemon's life
   restore = state.restore,
   persist = state.persist,
   policy_changed = turns.policy_changed,
-  kill_all = setup.kill_all,
+  kill_all = function(...) return setup.kill_all(...) end,
   -- verbs of the API
-  spawn = setup.spawn,
-  resume = setup.resume,
+  spawn = function(...) return setup.spawn(...) end,
+  resume = function(...) return setup.resume(...) end,
   configure = configure.configure,
   send = turns.send,
   respond = events.respond,
@@ -116,6 +118,6 @@ return {
   current_work = state.current_work,
   forget = state.discard,
   mark_delivered = state.mark_delivered,
-  adopt = setup.adopt,
+  adopt = function(...) return setup.adopt(...) end,
   pause_cleanup = state.cancel_cleanup,
 }
