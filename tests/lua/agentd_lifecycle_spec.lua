@@ -130,6 +130,42 @@ test("after agentd is killed and restarted, list shows every session and resume 
   t.eq(tr.last_text:sub(1, 9), "recalled:")
 end)
 
+test("resuming after agentd died: a death notice the host may have got is not given again, a queued new turn is not doubled", function(t)
+  local ctx = support.setup(t, { scenario = { rules = {
+    { last_role = "user", user_contains = "TURN", text = "over: ", echo = "last_user" },
+  } } })
+  local a, b = ctx.client(), ctx.client()
+  local sid = ctx.call(a, "spawn", { task = "TURN one", keep_alive = true }).session_id
+  ctx.watch_until(a, { sid }, function(_, x) return x.status == "idle" end)
+  local daemon = a.info.agentd_pid
+  uv.kill(daemon, "sigkill")
+  t.wait_for(function() return not support.alive(daemon) end, 2000, "agentd gone")
+  -- the death notice goes out on a, and the launcher's word on it is lost with its server
+  local notice = ctx.call(a, "watch", { session_ids = { sid }, delivery_key = "L/n:1", confirm = true }).results[sid]
+  t.eq(notice.status, "orphaned")
+  a:notify("undelivered", { key = "L/n:1" })
+  -- the host resumes it (so it had the notice) and sends two new turns while the agent starts
+  local answers = {}
+  t.await(function(done)
+    local function answered(name)
+      return function(r, e)
+        answers[name] = { r, e }
+        if answers.resume and answers.first and answers.second then done() end
+      end
+    end
+    b:request("resume", { session_id = sid }, answered("resume"))
+    b:request("send", { session_id = sid, message = "TURN two", expect = "new_turn" }, answered("first"))
+    b:request("send", { session_id = sid, message = "TURN three", expect = "new_turn" }, answered("second"))
+  end, 20000, "the resume and both sends answered")
+  t.ok(answers.resume and answers.resume[1], "resumed")
+  t.eq(answers.first[1].delivered, "new_turn", "the first message sent while starting starts the next turn")
+  t.eq(answers.second[2] and answers.second[2].code, -32004, "a second expect=new_turn would be steered into it: refused")
+  local w = ctx.call(b, "watch", { session_ids = { sid }, delivery_key = "L/n:2", confirm = true }).results[sid]
+  t.eq(w.status, "idle", "the next watch gets the new turn, not the death notice again")
+  t.match(w.message, "TURN two")
+  t.eq(w.message:find("TURN three", 1, true), nil, "the refused message went nowhere")
+end)
+
 test("a request written after agentd died, before its EOF was read, goes on a new connection (any method)", function(t)
   local ctx = support.setup(t)
   local c = ctx.client()

@@ -9,9 +9,10 @@
 -- server), or `undelivered {key}` (the host cancelled the request first). A launcher that never
 -- confirms (one started before confirmations existed: confirm absent) gets its answers kept only
 -- for its own re-send, the session's latest one of each kind, never lost. A request whose own
--- answer is kept gets that one before any lost one. A daemon reload waits while an answer is on its
--- way, and while a watch answer is lost (upgrade.lua); a live handover waits while one is on its
--- way and takes the rest along.
+-- answer is kept gets that one before any lost one. A resume of a session forgets its kept death
+-- notices (exited, orphaned): the host that resumes it knows. A daemon reload waits while an
+-- answer is on its way, and while a watch answer is lost (upgrade.lua); a live handover waits while
+-- one is on its way and takes the rest along.
 --
 -- State: d.unconfirmed[sid] = list, oldest first, of {kind, key, orch, result, conn, confirm}; kind
 -- is "watch" or "poll"; conn is nil once the answer is lost (or, for one without confirm, once it
@@ -152,6 +153,19 @@ function M.import(d, state)
       d.unconfirmed[sid] = list
     end
   end
+end
+
+-- Forgets the kept answers of sid that report it exited or orphaned: it is being resumed, so the
+-- host knows it died, and such an answer given again would have the host resume it and repeat its
+-- last message once more. (The turn text one carried stays in the session's journal.)
+function M.forget_death_notices(d, sid)
+  local list = d.unconfirmed[sid]
+  if not list then return end
+  for i = #list, 1, -1 do
+    local status = type(list[i].result) == "table" and list[i].result.status
+    if status == "exited" or status == "orphaned" then table.remove(list, i) end
+  end
+  if #list == 0 then d.unconfirmed[sid] = nil end
 end
 
 -- Forgets the kept answers of sessions that are gone.

@@ -15,6 +15,7 @@ local state = require "rmcp.agentd.session.state"
 local events = require "rmcp.agentd.session.events"
 local turns = require "rmcp.agentd.session.turns"
 local configure = require "rmcp.agentd.session.configure"
+local kept = require "rmcp.agentd.kept"
 
 local M = {}
 
@@ -294,6 +295,7 @@ function M.resume(d, s, changes, env, cb)
   s.rt.resuming = true
   s.pending = {}
   s.status = "starting"
+  kept.forget_death_notices(d, s.id) -- the host knows it died: it resumes it
   async.run(function()
     local ok, err = start_agent(d, s, o, s.acp_session_id and "resume" or "new")
     if not ok then

@@ -262,11 +262,18 @@ function M.send(d, s, message, expect, cb)
     if expect == "new_turn" and s.status == "starting" and not rt.resuming then
       return cb(nil, jsonrpc.error(state.EXPECT_NOT_MET, "expect=new_turn: the first turn is starting; the message would be steered into it"))
     end
+    -- while resuming (or reporting a turn's end) the first queued message starts the next turn and
+    -- the later ones are steered into it
+    local starts_turn = (rt.resuming or rt.finishing) and #rt.queued == 0
+    if expect == "new_turn" and (rt.resuming or rt.finishing) and not starts_turn then
+      return cb(nil, jsonrpc.error(state.EXPECT_NOT_MET, "expect=new_turn: a message sent before this one will start "
+        .. "the next turn; this one would be steered into it (not delivered)"))
+    end
     if expect == "steer" and rt.finishing then
       return cb(nil, jsonrpc.error(state.EXPECT_NOT_MET, "expect=steer: the turn has ended; the message was not delivered"))
     end
     rt.queued[#rt.queued + 1] = message
-    return done((rt.resuming or rt.finishing) and "new_turn" or "steer")
+    return done(starts_turn and "new_turn" or "steer")
   end
   if rt.prompt_active then
     if expect == "new_turn" then
