@@ -130,6 +130,7 @@ test('kill -9 of launcher, server or agentd at random moments: every result exac
   const problems = [];
   const agentsLog = []; // per agent: {sid, turnsDone, resumes, turnsAfterResume}
   let stopping = false;
+  let agentdKills = 0; // agentd kills started (counted before the signal goes)
   const kills = { launcher: 0, server: 0, agentd: 0 };
   let watchCalls = 0;
   let exitedNotices = 0; // sessions that came back exited rather than orphaned (an agent lost while starting)
@@ -184,11 +185,15 @@ test('kill -9 of launcher, server or agentd at random moments: every result exac
   }
 
   // Resumes an orphaned session; a resume cut off by a kill is checked against the row and repeated.
+  // A resume answered without error notes how many agentd kills had started before it was sent:
+  // the session lives, so only a later kill can orphan it again.
   async function resume(a) {
+    a.liveSinceKills = undefined;
     for (let attempt = 0; ; attempt++) {
+      const killsBefore = agentdKills;
       try {
         const { result } = await host.call('reasonix_resume', { session_id: a.sid }, false);
-        if (!result.isError) return;
+        if (!result.isError) { a.liveSinceKills = killsBefore; return; }
       } catch { /* cut off by a kill */ }
       const r = await row(a.sid);
       if (r && !['orphaned', 'exited'].includes(r.status)) return;
@@ -197,7 +202,7 @@ test('kill -9 of launcher, server or agentd at random moments: every result exac
   }
 
   // One agent's life: watch; an ended turn starts the next (until the chaos stops), an orphaned
-  // session is resumed and given its turn again under a new token.
+  // session is resumed and given its turn again (under the same token: that turn never finished).
   async function drive(a) {
     for (;;) {
       watchCalls++;
@@ -208,6 +213,11 @@ test('kill -9 of launcher, server or agentd at random moments: every result exac
       const r = data.results?.[a.sid];
       if (!r) { problems.push(`${a.sid}: a watch returned without this session's result: ${JSON.stringify(data)}`); return; }
       const tok = record(a, r);
+      if (r.status === 'orphaned' && a.liveSinceKills === agentdKills) {
+        // a death notice given again after the host resumed the session would have it resume and
+        // send its turn once more
+        problems.push(`${a.sid}: an orphaned notice after a resume and no agentd kill since: ${JSON.stringify(r)}`);
+      }
       if (r.status === 'orphaned' || r.status === 'exited') {
         if (r.status === 'orphaned' && r.exit_reason !== 'daemon_died') problems.push(`${a.sid}: orphaned for ${r.exit_reason}`);
         if (r.status === 'exited') exitedNotices++;
@@ -265,6 +275,7 @@ test('kill -9 of launcher, server or agentd at random moments: every result exac
       await until(() => agentdPid(fx.sb), 15000, 'a running agentd');
       const pid = agentdPid(fx.sb);
       const agents = agentProcesses(fx.sb).filter((p) => p.ppid === pid).map((p) => p.pid);
+      agentdKills++;
       process.kill(pid, 'SIGKILL');
       await until(() => !alive(pid) && agents.every((p) => !alive(p)), 10000, 'agentd and its agents die (PDEATHSIG)');
       await until(() => { const p = agentdPid(fx.sb); return p && p !== pid; }, 15000, 'a new agentd started by the reconnecting server');
