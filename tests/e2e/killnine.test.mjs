@@ -229,7 +229,12 @@ test('kill -9 of launcher, server or agentd at random moments: every result exac
         continue;
       }
       if (tok) { a.turnsDone++; a.sinceResume++; a.turn++; }
-      if (stopping && a.sinceResume > 0) return;
+      // done once the chaos is over and a turn ended since the last resume, on an agent that still
+      // lives: the daemon that gave this result may have been the last one killed
+      if (stopping && a.sinceResume > 0) {
+        const now = await row(a.sid);
+        if (now && !['orphaned', 'exited'].includes(now.status)) return;
+      }
       await startTurn(a);
     }
   }
