@@ -164,6 +164,25 @@ test("resuming after agentd died: a death notice the host may have got is not gi
   t.eq(w.status, "idle", "the next watch gets the new turn, not the death notice again")
   t.match(w.message, "TURN two")
   t.eq(w.message:find("TURN three", 1, true), nil, "the refused message went nowhere")
+  -- a host that learns of the next death by polling (a poll leaves the death pending for watches)
+  -- and resumes: a watch while the agent starts waits for news, it does not wake for the old death
+  daemon = b.info.agentd_pid
+  uv.kill(daemon, "sigkill")
+  t.wait_for(function() return not support.alive(daemon) end, 2000, "agentd gone again")
+  t.eq(ctx.call(b, "poll", { session_id = sid }).status, "orphaned")
+  local during = {}
+  t.await(function(done)
+    b:request("resume", { session_id = sid }, function(r, e)
+      during.resume = { r, e }
+      if during.watch then done() end
+    end)
+    b:request("watch", { session_ids = { sid }, timeout = 0 }, function(r, e)
+      during.watch = { r, e }
+      if during.resume then done() end
+    end)
+  end, 20000, "the resume and the watch answered")
+  t.ok(during.resume[1], "resumed again")
+  t.eq(during.watch[1] and during.watch[1].timed_out, true, "nothing new while it starts")
 end)
 
 test("a request written after agentd died, before its EOF was read, goes on a new connection (any method)", function(t)

@@ -295,7 +295,9 @@ function M.resume(d, s, changes, env, cb)
   s.rt.resuming = true
   s.pending = {}
   s.status = "starting"
-  kept.forget_death_notices(d, s.id) -- the host knows it died: it resumes it
+  -- the host knows it died (it resumes it): its death is no longer news for a watch, kept or not
+  s.terminal_pending = false
+  kept.forget_death_notices(d, s.id)
   async.run(function()
     local ok, err = start_agent(d, s, o, s.acp_session_id and "resume" or "new")
     if not ok then
@@ -306,7 +308,6 @@ function M.resume(d, s, changes, env, cb)
     end
     s.status = "idle"
     s.exit_reason = nil
-    s.terminal_pending = false
     s.interrupted_turn = nil
     if s.queued_config == saved then s.queued_config = nil end -- set by this start
     configure.flush(d, s) -- configured while it started
