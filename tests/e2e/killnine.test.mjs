@@ -1,9 +1,10 @@
 // kill -9 chaos (issue #11 §6): four real agents run back-to-back slow turns through the launcher
 // while a seeded PRNG picks, at random moments, one of launcher / server / agentd to SIGKILL. The host
 // side acts as a production host would: a dead launcher is started again, a dead server is the
-// launcher's business, sessions orphaned by a dead agentd are resumed. Every turn the agents finished
-// (their journals say so) must reach the client exactly once across all watch calls, every orphaned
-// session must resume and finish a turn, and no process of the private home may be left.
+// launcher's business, sessions orphaned by a dead agentd are resumed. Each turn's end is taken by a
+// watch or, picked at random, by waits and detailed polls. Every turn the agents finished (their
+// journals say so) must reach the client exactly once across all watch and poll calls, every
+// orphaned session must resume and finish a turn, and no process of the private home may be left.
 // Three more cases make certain the windows the random kills rarely hit (a server's death, a
 // launcher's, a launcher's with the answer still in its queue to a slow host): see their comments.
 // Replay a failure with RMCP_CHAOS_SEED=<seed printed below>; RMCP_CHAOS_TRIALS sets the kill count.
@@ -20,6 +21,7 @@ const SEED = process.env.RMCP_CHAOS_SEED ? Number(process.env.RMCP_CHAOS_SEED) :
 const TRIALS = Number(process.env.RMCP_CHAOS_TRIALS || 12);
 const AGENTS = 4;
 const TARGETS = ['launcher', 'server', 'agentd'];
+const POLLED = 0.5; // the share of turns whose end the host takes by polling instead of watching
 const CLIENT_NAME = 'killnine-host'; // the same name after every relaunch: the same orchestrator
 
 // A turn streams ~45 characters, 3 per chunk every 80 ms (~1.2 s): long enough to be killed inside.
@@ -133,6 +135,8 @@ test('kill -9 of launcher, server or agentd at random moments: every result exac
   let agentdKills = 0; // agentd kills started (counted before the signal goes)
   const kills = { launcher: 0, server: 0, agentd: 0 };
   let watchCalls = 0;
+  let pollCalls = 0;
+  let polledTurns = 0; // turn ends taken by a poll
   let exitedNotices = 0; // sessions that came back exited rather than orphaned (an agent lost while starting)
   let gaveUp = 0; // launchers that gave up on a crash-looping server (and were started again)
   let repeats = 0; // exit notices that repeated an already delivered last message
@@ -148,13 +152,70 @@ test('kill -9 of launcher, server or agentd at random moments: every result exac
       delivered.set(toks[0], (delivered.get(toks[0]) ?? 0) + 1);
       return toks[0];
     }
-    if (r.status === 'orphaned' || r.status === 'exited') {
-      const fresh = toks.filter((k) => !delivered.has(k));
-      repeats += toks.length - fresh.length;
-      for (const k of fresh) delivered.set(k, 1);
-      return fresh[0] ?? null;
-    }
+    if (r.status === 'orphaned' || r.status === 'exited') return recordNotice(r.message);
     problems.push(`${a.sid}: a watch woke for status ${r.status}: ${JSON.stringify(r)}`);
+    return null;
+  }
+
+  // Records the tokens of an orphaned or exited session's last message: those not delivered before
+  // are its delivery (a notice repeating a delivered message is none). Returns the first new one.
+  function recordNotice(text) {
+    const toks = tokensIn(text);
+    const fresh = toks.filter((k) => !delivered.has(k));
+    repeats += toks.length - fresh.length;
+    for (const k of fresh) delivered.set(k, 1);
+    return fresh[0] ?? null;
+  }
+
+  // Records what one detailed poll delivered: each of its turns (the turns ended since the last
+  // drain) carries one token, and an orphaned or exited session's last message counts as for a
+  // watch. Returns the last turn's token, or the notice's.
+  function recordPoll(a, p) {
+    let tok = null;
+    for (const turn of p.turns ?? []) {
+      const toks = tokensIn(turn.text);
+      if (turn.stop_reason !== 'end_turn') problems.push(`${a.sid}: a polled turn ended ${turn.stop_reason}: ${JSON.stringify(turn)}`);
+      if (toks.length !== 1) { problems.push(`${a.sid}: a polled turn without exactly one token: ${JSON.stringify(turn)}`); continue; }
+      delivered.set(toks[0], (delivered.get(toks[0]) ?? 0) + 1);
+      tok = toks[0];
+    }
+    if (p.status === 'orphaned' || p.status === 'exited') return recordNotice(p.last_turn_text ?? p.message) ?? tok;
+    return tok;
+  }
+
+  // Agent a's next turn end by a watch: {status, exit_reason, tok}, or null after a problem.
+  async function watchTurn(a) {
+    for (;;) {
+      watchCalls++;
+      const { result, data } = await host.call('reasonix_watch', { session_ids: [a.sid], timeout: 45 }, true);
+      if (result.isError) { problems.push(`${a.sid}: watch failed: ${result.content?.[0]?.text}`); return null; }
+      if (data.superseded) continue;
+      if (data.timed_out) { problems.push(`${a.sid}: a watch waited 45 s for a turn result (lost?)`); return null; }
+      const r = data.results?.[a.sid];
+      if (!r) { problems.push(`${a.sid}: a watch returned without this session's result: ${JSON.stringify(data)}`); return null; }
+      return { status: r.status, exit_reason: r.exit_reason, tok: record(a, r) };
+    }
+  }
+
+  // Agent a's next turn end by polling: a detailed poll, and while the turn runs a wait (it consumes
+  // nothing and wakes on output or the end) before the next. A poll of a session that is idle but
+  // gave no turn polls again at once: a poll answer the host never got is kept by agentd and given
+  // to the session's next poll once agentd knows it was lost. {status, exit_reason, tok}, or null.
+  async function pollTurn(a) {
+    for (let n = 0; n < 1000; n++) {
+      pollCalls++;
+      const { result, data } = await host.call('reasonix_poll', { session_id: a.sid, detail: true }, true);
+      if (result.isError) { problems.push(`${a.sid}: poll failed: ${result.content?.[0]?.text}`); return null; }
+      if ((data.turns?.length ?? 0) > 0 || data.status === 'orphaned' || data.status === 'exited') {
+        const tok = recordPoll(a, data);
+        if (tok && (data.turns?.length ?? 0) > 0) polledTurns++;
+        return { status: data.status, exit_reason: data.exit_reason, tok };
+      }
+      if (data.status !== 'running' && data.status !== 'starting') continue;
+      const w = await host.call('reasonix_wait', { session_ids: [a.sid], timeout: 45 }, true);
+      if (w.result.isError) { problems.push(`${a.sid}: wait failed: ${w.result.content?.[0]?.text}`); return null; }
+    }
+    problems.push(`${a.sid}: 1000 polls without the turn's end`);
     return null;
   }
 
@@ -201,18 +262,14 @@ test('kill -9 of launcher, server or agentd at random moments: every result exac
     }
   }
 
-  // One agent's life: watch; an ended turn starts the next (until the chaos stops), an orphaned
-  // session is resumed and given its turn again (under the same token: that turn never finished).
+  // One agent's life: watch or poll; an ended turn starts the next (until the chaos stops), an
+  // orphaned session is resumed and given its turn again (under the same token: that turn never
+  // finished).
   async function drive(a) {
     for (;;) {
-      watchCalls++;
-      const { result, data } = await host.call('reasonix_watch', { session_ids: [a.sid], timeout: 45 }, true);
-      if (result.isError) { problems.push(`${a.sid}: watch failed: ${result.content?.[0]?.text}`); return; }
-      if (data.superseded) continue;
-      if (data.timed_out) { problems.push(`${a.sid}: a watch waited 45 s for a turn result (lost?)`); return; }
-      const r = data.results?.[a.sid];
-      if (!r) { problems.push(`${a.sid}: a watch returned without this session's result: ${JSON.stringify(data)}`); return; }
-      const tok = record(a, r);
+      const r = a.rnd() < POLLED ? await pollTurn(a) : await watchTurn(a);
+      if (!r) return;
+      const tok = r.tok;
       if (r.status === 'orphaned' && a.liveSinceKills === agentdKills) {
         // a death notice given again after the host resumed the session would have it resume and
         // send its turn once more
@@ -244,7 +301,7 @@ test('kill -9 of launcher, server or agentd at random moments: every result exac
   for (let n = 0; n < AGENTS; n++) {
     const r = await first.client.callTool({ name: 'reasonix_spawn', arguments: { task: `CHAOS-TURN tok=a${n}.t0.r0;`, keep_alive: true } });
     assert.notEqual(r.isError, true, JSON.stringify(r.content));
-    agentsLog.push({ n, sid: r.structuredContent.session_id, turn: 0, turnsDone: 0, resumes: 0, sinceResume: 0 });
+    agentsLog.push({ n, sid: r.structuredContent.session_id, turn: 0, turnsDone: 0, resumes: 0, sinceResume: 0, rnd: prng(SEED + 1 + n) });
   }
   const drivers = Promise.all(agentsLog.map((a) => drive(a).catch((e) => problems.push(`${a.sid}: ${e.stack}`))));
 
@@ -323,12 +380,13 @@ test('kill -9 of launcher, server or agentd at random moments: every result exac
   t.diagnostic(`trials ${TRIALS}: ${trials.join(' ')}`);
   t.diagnostic(`kills: launcher ${kills.launcher}, server ${kills.server}, agentd ${kills.agentd}; launchers started ${host.launchers.length} (${gaveUp} after giving up on a crash loop)`);
   t.diagnostic(`results: ${results} delivered, ${finished.size} finished in journals, ${lost.length} lost, ${twice.length} delivered twice; `
-    + `${agentsLog.reduce((x, a) => x + a.resumes, 0)} resumes (${exitedNotices} from exited); ${watchCalls} watch calls; ${repeats} exit notices repeating a delivered message; ${strays.length} orphans; ${durationMs} ms`);
+    + `${agentsLog.reduce((x, a) => x + a.resumes, 0)} resumes (${exitedNotices} from exited); ${watchCalls} watch calls; ${pollCalls} poll calls (${polledTurns} turn ends polled); ${repeats} exit notices repeating a delivered message; ${strays.length} orphans; ${durationMs} ms`);
 
   assert.deepEqual(problems, [], 'no driver saw an unexpected result');
   assert.deepEqual(lost, [], 'every finished turn was delivered');
   assert.deepEqual(twice, [], 'no result was delivered twice');
   assert.deepEqual(phantom, [], 'every delivered result is a turn the agent finished');
+  assert.ok(polledTurns > 0 && polledTurns < results, `turn ends were taken by polls (${polledTurns}) and by watches`);
   assert.equal(kills.launcher + kills.server + kills.agentd, TRIALS);
   for (const a of agentsLog) {
     assert.ok(a.turnsDone >= 1, `${a.sid} finished turns`);
