@@ -29,7 +29,9 @@ const fx = useFixture({ scenario }, (f) => {
   cpSync(join(REPO, 'lua'), f.lua, { recursive: true });
 });
 const clockFile = () => join(fx.sb.root, 'clock');
-const setClock = (t) => writeFileSync(clockFile(), `${t}\n`);
+// (written whole, then renamed in: agentd reads the file every 50 ms, and a read between a
+// truncation and the write would see no time and fall back to the system clock)
+const setClock = (t) => { writeFileSync(clockFile() + '.tmp', `${t}\n`); renameSync(clockFile() + '.tmp', clockFile()); };
 const env = (extra = {}) => fx.env({ REASONIX_MCP_ROUTINE_CLOCK: clockFile(), REASONIX_MCP_LUA_DIR: fx.lua, ...extra });
 const T0 = 1774600000; // 2026-03-27 10:26:40 UTC, two days before Europe/Athens moves to summer time
 let host;
