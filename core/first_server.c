@@ -5,6 +5,7 @@
  * own process group, PDEATHSIG, REASONIX_MCP_LAUNCHER_PID), and the launcher's Lua adopts it
  * through rmcp.proc.take_first_server(). */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,7 +54,7 @@ int first_server_start(const char *exe)
   o.file = exe;
   o.argv = argv;
   o.env = env;
-  o.pdeathsig = 1;
+  o.pdeathsig = SIGHUP; /* as the launcher's own servers: the server finishes what we wrote it */
   o.io[0].kind = PROC_IO_PIPE;
   o.io[1].kind = PROC_IO_PIPE;
   o.io[2].kind = PROC_IO_INHERIT;

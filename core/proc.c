@@ -217,7 +217,7 @@ CHILD_CODE static int child_exec(void *arg)
 
   if (o->setsid ? setsid() < 0 : setpgid(0, 0) < 0) child_fail(errfd, STEP_PGID);
   if (o->pdeathsig) {
-    if (syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) child_fail(errfd, STEP_PRCTL);
+    if (syscall(SYS_prctl, PR_SET_PDEATHSIG, o->pdeathsig, 0, 0, 0) < 0) child_fail(errfd, STEP_PRCTL);
     if (getppid() != a->parent) _exit(127);  /* the parent died before prctl took effect */
   }
 

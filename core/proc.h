@@ -38,7 +38,7 @@ typedef struct proc_opts {
   char *const *argv;       /* NULL-terminated, argv[0] included */
   char *const *env;        /* NULL: inherit */
   const char *cwd;         /* NULL: inherit */
-  int pdeathsig;           /* PR_SET_PDEATHSIG(SIGKILL) + getppid re-check before exec */
+  int pdeathsig;           /* 0, or the signal PR_SET_PDEATHSIG sends when we die (+ getppid re-check before exec) */
   int setsid;              /* new session instead of setpgid(0,0) */
   proc_io io[3];
   int stdout_raw;          /* stdout (and stdin) as raw bytes instead of ndjson lines */

@@ -198,6 +198,20 @@ static lproc_t *lproc_new(lua_State *L, lua_host_t *h, proc_opts *o)
   return u;
 }
 
+static int lproc_signum(lua_State *L, int idx);
+
+/* The pdeathsig option of the spawn options at idx: absent or true SIGKILL, false none, else a
+ * signal name or number (the child gets it when we die). */
+static int lproc_pdeathsig(lua_State *L, int idx)
+{
+  int t = lua_getfield(L, idx, "pdeathsig");
+  int sig = t == LUA_TNIL || (t == LUA_TBOOLEAN && lua_toboolean(L, -1)) ? SIGKILL
+            : t == LUA_TBOOLEAN                                           ? 0
+                                                                          : lproc_signum(L, lua_gettop(L));
+  lua_pop(L, 1);
+  return sig;
+}
+
 /* proc.spawn(opts) -> proc | nil, err, code */
 static int lproc_spawn(lua_State *L)
 {
@@ -215,7 +229,7 @@ static int lproc_spawn(lua_State *L)
   lua_pop(L, 1);
   o.argv = lproc_strv(L, 1, "args", o.file);
   o.env = lproc_strv(L, 1, "env", NULL);
-  o.pdeathsig = lua_host_optbool(L, 1, "pdeathsig", 1);
+  o.pdeathsig = lproc_pdeathsig(L, 1);
   o.setsid = lua_host_optbool(L, 1, "setsid", 0);
   lproc_stdio(L, 1, "stdin", &o.io[0]);
   lproc_stdio(L, 1, "stdout", &o.io[1]);

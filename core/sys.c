@@ -1,12 +1,14 @@
 /* sys.c: rmcp.sys, the few process services luv does not cover: an exclusive lock file (one
  * agentd, no start race), the effective uid, pointing stdout/stderr at a (rotated) log file,
  * replacing the process image (an agentd upgrade that keeps its pid, children and chosen fds),
- * local time in a named IANA zone (the C library reads the system zoneinfo, DST included), and
- * stopping the loop with an exit code. */
+ * local time in a named IANA zone (the C library reads the system zoneinfo, DST included), a
+ * deadline that a hangup arms (a server whose launcher died finishes what its stdin holds, within
+ * bounds), and stopping the loop with an exit code. */
 #include "sys.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <lauxlib.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -259,6 +261,45 @@ static int lsys_geteuid(lua_State *L)
   return 1;
 }
 
+/* Seconds the process has after a SIGHUP before SIGALRM ends it (sys.hangup_deadline). */
+static volatile unsigned hangup_grace_s;
+
+/* SIGHUP: arm the deadline (alarm is async-signal-safe; a wedged loop cannot delay it). */
+static void on_hangup(int sig)
+{
+  (void)sig;
+  alarm(hangup_grace_s);
+}
+
+/* sys.hangup_deadline(seconds): a SIGHUP no longer ends the process at once; it has seconds to
+ * finish on its own, then SIGALRM (its default action) ends it. true, or nil and a message. */
+static int lsys_hangup_deadline(lua_State *L)
+{
+  lua_Integer s = luaL_checkinteger(L, 1);
+  luaL_argcheck(L, s >= 1 && s <= 3600, 1, "seconds must be 1..3600");
+  hangup_grace_s = (unsigned)s;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof(sa));
+  sa.sa_handler = SIG_DFL;
+  sigemptyset(&sa.sa_mask);
+  sigset_t unblock;
+  sigemptyset(&unblock);
+  sigaddset(&unblock, SIGALRM);
+  sigaddset(&unblock, SIGHUP);
+  int r = sigaction(SIGALRM, &sa, NULL);
+  sa.sa_handler = on_hangup;
+  sa.sa_flags = SA_RESTART;
+  if (r == 0) r = sigaction(SIGHUP, &sa, NULL);
+  if (r == 0) r = sigprocmask(SIG_UNBLOCK, &unblock, NULL);
+  if (r < 0) {
+    lua_pushnil(L);
+    lua_pushstring(L, strerror(errno));
+    return 2;
+  }
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
 /* sys.stop(code): stop the loop; main tears down and exits with code. */
 static int lsys_stop(lua_State *L)
 {
@@ -277,7 +318,8 @@ int luaopen_rmcp_sys(lua_State *L)
   static const luaL_Reg funcs[] = {
     {"flock", lsys_flock}, {"unlock", lsys_unlock}, {"geteuid", lsys_geteuid}, {"stop", lsys_stop},
     {"redirect_stdio", lsys_redirect_stdio}, {"cloexec", lsys_cloexec}, {"exec", lsys_exec},
-    {"tz_local", lsys_tz_local}, {"tz_time", lsys_tz_time}, {NULL, NULL},
+    {"tz_local", lsys_tz_local}, {"tz_time", lsys_tz_time}, {"hangup_deadline", lsys_hangup_deadline},
+    {NULL, NULL},
   };
   luaL_newlib(L, funcs);
   return 1;

@@ -511,3 +511,50 @@ test('a watch answer still queued in the launcher for a slow host is delivered a
   assert.notEqual(r.structuredContent.timed_out, true, 'the answer that never left the launcher is given again');
   assert.deepEqual(tokensIn(r.structuredContent.results[sid].message), ['a7.t0.r0']);
 });
+
+// The window a launcher's death after it relayed an answer opens, made certain: the launcher writes
+// the answer to the host and, at once, its word on it to the server; the server (stopped) has not
+// read that word when the launcher dies. The launcher's death hangs the server up instead of killing
+// it, so it still passes the word on: agentd must not give the answer again to the next launcher.
+test('a launcher killed right after relaying a watch answer: its word still reaches agentd', async (t) => {
+  const start = async () => {
+    const transport = new StdioClientTransport({ command: BIN, args: [], env: fx.env(), cwd: fx.sb.ws, stderr: 'pipe' });
+    const client = new Client({ name: 'killnine-word', version: '1.0.0' }, { capabilities: {} });
+    await withTimeout(client.connect(transport), 15000, 'MCP initialize through the launcher');
+    t.after(() => client.close().catch(() => {}));
+    return { client, transport };
+  };
+  const first = await start();
+  const spawned = await first.client.callTool({ name: 'reasonix_spawn', arguments: { task: 'CHAOS-TURN tok=a6.t0.r0;' } });
+  const { session_id: sid, transcript_path: journal } = spawned.structuredContent;
+  const launcher = first.transport.pid;
+  await until(() => serverPids(launcher).length === 1, 10000, 'one server child');
+  const server = serverPids(launcher)[0];
+  // bytes the server wrote: with no progress token, only the watch to agentd, then its answer
+  const written = () => Number(/^wchar: (\d+)/m.exec(readFileSync(`/proc/${server}/io`, 'utf8'))[1]);
+  const before = written();
+  const watch = first.client.callTool({ name: 'reasonix_watch', arguments: { session_ids: [sid] } }, undefined, { timeout: 60000 });
+  await until(() => written() > before, 10000, 'the server sends the watch to agentd');
+  process.kill(launcher, 'SIGSTOP');
+  const forwarded = written();
+  try {
+    await until(() => { try { return readFileSync(journal, 'utf8').includes('"delivered"') && written() > forwarded; } catch { return false; } },
+      30000, 'agentd answers and the server writes the answer to the stopped launcher');
+    process.kill(server, 'SIGSTOP');
+  } finally {
+    process.kill(launcher, 'SIGCONT');
+  }
+  try {
+    const r = await withTimeout(watch, 10000, 'the launcher relays the answer to the host');
+    assert.deepEqual(tokensIn(r.structuredContent.results[sid].message), ['a6.t0.r0']);
+    // the launcher wrote its word on the answer to the stopped server as it relayed it
+    process.kill(launcher, 'SIGKILL');
+    await until(() => !alive(launcher), 5000, 'the launcher is gone');
+  } finally {
+    if (alive(server)) process.kill(server, 'SIGCONT');
+  }
+  await until(() => !alive(server), 10000, 'the server stops at the end of what its launcher wrote');
+  const second = await start();
+  const again = await second.client.callTool({ name: 'reasonix_watch', arguments: { session_ids: [sid], timeout: 2 } });
+  assert.equal(again.structuredContent.timed_out, true, `the answer the host has is not given again: ${JSON.stringify(again.structuredContent)}`);
+});

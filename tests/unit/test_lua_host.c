@@ -124,6 +124,7 @@ static const char *lua_proc =
   "ok(not pcall(proc.spawn, {file=1}), 'file must be a string')\n"
   "ok(not pcall(proc.spawn, {file='/bin/sh', stdout='bogus'}), 'bad stdout raises')\n"
   "ok(not pcall(proc.spawn, {file='/bin/sh', on_exit=42}), 'callback must be a function')\n"
+  "ok(not pcall(proc.spawn, {file='/bin/sh', pdeathsig='BOGUS'}), 'an unknown pdeathsig signal raises')\n"
   "local lines, errs = {}, ''\n"
   "local p1; p1 = assert(proc.spawn{file='/bin/sh', args={'-c','read x; echo \"got $x\"; echo oops >&2; exit 2'},\n"
   "  on_line=function(l) lines[#lines+1] = l end, on_stderr=function(c) errs = errs .. c end,\n"

@@ -88,7 +88,7 @@ static proc_opts sh_opts(char **argv, const char *script, result *r)
   memset(&o, 0, sizeof(o));
   o.file = "/bin/sh";
   o.argv = argv;
-  o.pdeathsig = 1;
+  o.pdeathsig = SIGKILL;
   o.io[0].kind = PROC_IO_NULL;
   o.cbs = &cbs;
   o.data = r;
@@ -455,7 +455,7 @@ static void pdeath_intermediate(int wfd)
   memset(&o, 0, sizeof(o));
   o.file = "sleep";
   o.argv = argv;
-  o.pdeathsig = 1;
+  o.pdeathsig = SIGKILL;
   o.io[0].kind = o.io[1].kind = o.io[2].kind = PROC_IO_NULL;
   static const proc_cbs none;
   o.cbs = &none;

@@ -83,6 +83,9 @@ function M.spawn(opts)
   end
   if not p then
     how.file, how.args, how.env = opts.exe, { "server" }, child_env()
+    -- our death hangs the server up rather than killing it: it passes on what we wrote it (the word
+    -- on an answer the host has), then stops at its stdin's end (server/main.lua)
+    how.pdeathsig = "HUP"
     how.stdin, how.stdout, how.stderr = "pipe", "pipe", "inherit"
     p, err = proc.spawn(how)
   end

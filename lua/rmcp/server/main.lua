@@ -94,6 +94,13 @@ function M.main(_args)
     return require("rmcp.sys").stop(1)
   end
   gate.reader = input
+  if supervised() then
+    -- our launcher's death hangs us up (PDEATHSIG SIGHUP): what it wrote before dying is still in
+    -- stdin (its word that the host has an answer, which agentd waits for), and we read it, stop at
+    -- stdin's end, and are ended 3 s after the signal if that does not happen
+    local ok, herr = require("rmcp.sys").hangup_deadline(3)
+    if not ok then log.warn("cannot take SIGHUP as a deadline (%s): our launcher's death ends us at once", tostring(herr)) end
+  end
   log.info("server %s ready on stdio (pid %d, project %s)", host_version(), uv.os_getpid(), uv.cwd())
 end
 
