@@ -5,7 +5,7 @@
 // watch or, picked at random, by waits and detailed polls. Every turn the agents finished (their
 // journals say so) must reach the client exactly once across all watch and poll calls, every
 // orphaned session must resume and finish a turn, and no process of the private home may be left.
-// Three more cases make certain the windows the random kills rarely hit (a server's death, a
+// Four more cases make certain the windows the random kills rarely hit (a server's death, a
 // launcher's, a launcher's with the answer still in its queue to a slow host): see their comments.
 // Replay a failure with RMCP_CHAOS_SEED=<seed printed below>; RMCP_CHAOS_TRIALS sets the kill count.
 // needs: agent python3 clients
@@ -119,6 +119,16 @@ function serverPids(launcherPid) {
     return readFileSync(`/proc/${launcherPid}/task/${launcherPid}/children`, 'utf8')
       .trim().split(/\s+/).filter(Boolean).map(Number).filter(alive);
   } catch { return []; }
+}
+
+// A host of its own on a new launcher (extra: environment added to the fixture's), closed after
+// test t: {client, transport}.
+async function launcherHost(t, name, extra = {}) {
+  const transport = new StdioClientTransport({ command: BIN, args: [], env: fx.env(extra), cwd: fx.sb.ws, stderr: 'pipe' });
+  const client = new Client({ name, version: '1.0.0' }, { capabilities: {} });
+  await withTimeout(client.connect(transport), 15000, 'MCP initialize through the launcher');
+  t.after(() => client.close().catch(() => {}));
+  return { client, transport };
 }
 
 test('kill -9 of launcher, server or agentd at random moments: every result exactly once, no orphan', async (t) => {
@@ -412,10 +422,7 @@ test('kill -9 of launcher, server or agentd at random moments: every result exac
 // The server passes each watch a key of the host request (launcher pid + request id): the launcher's
 // re-send carries the same key, and agentd answers it with the answer that was lost.
 test('a watch answer the server never read is delivered after the server dies', async (t) => {
-  const transport = new StdioClientTransport({ command: BIN, args: [], env: fx.env({ REASONIX_MCP_PROGRESS_INTERVAL_MS: '100' }), cwd: fx.sb.ws, stderr: 'pipe' });
-  const client = new Client({ name: 'killnine-unread', version: '1.0.0' }, { capabilities: {} });
-  await withTimeout(client.connect(transport), 15000, 'MCP initialize through the launcher');
-  t.after(() => client.close().catch(() => {}));
+  const { client, transport } = await launcherHost(t, 'killnine-unread', { REASONIX_MCP_PROGRESS_INTERVAL_MS: '100' });
   const spawned = await client.callTool({ name: 'reasonix_spawn', arguments: { task: 'CHAOS-TURN tok=a9.t0.r0;' } });
   const { session_id: sid, transcript_path: journal } = spawned.structuredContent;
   let blocked;
@@ -441,13 +448,7 @@ test('a watch answer the server never read is delivered after the server dies', 
 // agentd kept the answer until the launcher said it reached the host; the connection it went out
 // on closed without that word, so the next watch gets it.
 test('a watch answer the launcher never relayed is delivered after the launcher dies', async (t) => {
-  const start = async () => {
-    const transport = new StdioClientTransport({ command: BIN, args: [], env: fx.env({ REASONIX_MCP_PROGRESS_INTERVAL_MS: '100' }), cwd: fx.sb.ws, stderr: 'pipe' });
-    const client = new Client({ name: 'killnine-unrelayed', version: '1.0.0' }, { capabilities: {} });
-    await withTimeout(client.connect(transport), 15000, 'MCP initialize through the launcher');
-    t.after(() => client.close().catch(() => {}));
-    return { client, transport };
-  };
+  const start = () => launcherHost(t, 'killnine-unrelayed', { REASONIX_MCP_PROGRESS_INTERVAL_MS: '100' });
   const first = await start();
   const spawned = await first.client.callTool({ name: 'reasonix_spawn', arguments: { task: 'CHAOS-TURN tok=a8.t0.r0;' } });
   const { session_id: sid, transcript_path: journal } = spawned.structuredContent;
@@ -502,10 +503,7 @@ test('a watch answer still queued in the launcher for a slow host is delivered a
   assert.equal(host.frames.some((m) => m.id === 3), false, 'the host has not read the watch answer');
   process.kill(pid, 'SIGKILL');
   await until(() => !alive(pid), 5000, 'the launcher is gone');
-  const transport = new StdioClientTransport({ command: BIN, args: [], env: fx.env(), cwd: fx.sb.ws, stderr: 'pipe' });
-  const client = new Client({ name: 'killnine-slow', version: '1.0.0' }, { capabilities: {} });
-  await withTimeout(client.connect(transport), 15000, 'MCP initialize through a new launcher');
-  t.after(() => client.close().catch(() => {}));
+  const { client } = await launcherHost(t, 'killnine-slow');
   const r = await withTimeout(client.callTool({ name: 'reasonix_watch', arguments: { session_ids: [sid], timeout: 20 } }),
     30000, 'the new launcher\'s watch');
   assert.notEqual(r.structuredContent.timed_out, true, 'the answer that never left the launcher is given again');
@@ -517,13 +515,7 @@ test('a watch answer still queued in the launcher for a slow host is delivered a
 // read that word when the launcher dies. The launcher's death hangs the server up instead of killing
 // it, so it still passes the word on: agentd must not give the answer again to the next launcher.
 test('a launcher killed right after relaying a watch answer: its word still reaches agentd', async (t) => {
-  const start = async () => {
-    const transport = new StdioClientTransport({ command: BIN, args: [], env: fx.env(), cwd: fx.sb.ws, stderr: 'pipe' });
-    const client = new Client({ name: 'killnine-word', version: '1.0.0' }, { capabilities: {} });
-    await withTimeout(client.connect(transport), 15000, 'MCP initialize through the launcher');
-    t.after(() => client.close().catch(() => {}));
-    return { client, transport };
-  };
+  const start = () => launcherHost(t, 'killnine-word');
   const first = await start();
   const spawned = await first.client.callTool({ name: 'reasonix_spawn', arguments: { task: 'CHAOS-TURN tok=a6.t0.r0;' } });
   const { session_id: sid, transcript_path: journal } = spawned.structuredContent;
