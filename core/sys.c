@@ -262,13 +262,17 @@ static int lsys_geteuid(lua_State *L)
 }
 
 /* Seconds the process has after a SIGHUP before SIGALRM ends it (sys.hangup_deadline). */
-static volatile unsigned hangup_grace_s;
+static volatile sig_atomic_t hangup_grace_s;
+static volatile sig_atomic_t hangup_armed;
 
-/* SIGHUP: arm the deadline (alarm is async-signal-safe; a wedged loop cannot delay it). */
+/* SIGHUP: arm the deadline once (alarm is async-signal-safe; a wedged loop cannot delay it, and a
+ * later SIGHUP does not push it back). */
 static void on_hangup(int sig)
 {
   (void)sig;
-  alarm(hangup_grace_s);
+  if (hangup_armed) return;
+  hangup_armed = 1;
+  alarm((unsigned)hangup_grace_s);
 }
 
 /* sys.hangup_deadline(seconds): a SIGHUP no longer ends the process at once; it has seconds to
@@ -277,7 +281,7 @@ static int lsys_hangup_deadline(lua_State *L)
 {
   lua_Integer s = luaL_checkinteger(L, 1);
   luaL_argcheck(L, s >= 1 && s <= 3600, 1, "seconds must be 1..3600");
-  hangup_grace_s = (unsigned)s;
+  hangup_grace_s = (sig_atomic_t)s;
   struct sigaction sa;
   memset(&sa, 0, sizeof(sa));
   sa.sa_handler = SIG_DFL;

@@ -515,7 +515,8 @@ test('a watch answer still queued in the launcher for a slow host is delivered a
 // read that word when the launcher dies. The launcher's death hangs the server up instead of killing
 // it, so it still passes the word on: agentd must not give the answer again to the next launcher.
 test('a launcher killed right after relaying a watch answer: its word still reaches agentd', async (t) => {
-  const start = () => launcherHost(t, 'killnine-word');
+  // (logging at warn: the server's stderr writes count in wchar too)
+  const start = () => launcherHost(t, 'killnine-word', { REASONIX_MCP_LOG_LEVEL: 'warn' });
   const first = await start();
   const spawned = await first.client.callTool({ name: 'reasonix_spawn', arguments: { task: 'CHAOS-TURN tok=a6.t0.r0;' } });
   const { session_id: sid, transcript_path: journal } = spawned.structuredContent;

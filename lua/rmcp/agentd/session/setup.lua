@@ -296,12 +296,14 @@ function M.resume(d, s, changes, env, cb)
   s.pending = {}
   s.status = "starting"
   -- the host knows it died (it resumes it): its death is no longer news for a watch, kept or not
+  -- (a failed resume puts the pending state back: retention and reloads still see it)
+  local was_pending = s.terminal_pending
   s.terminal_pending = false
   kept.forget_death_notices(d, s.id)
   async.run(function()
     local ok, err = start_agent(d, s, o, s.acp_session_id and "resume" or "new")
     if not ok then
-      s.status = previous
+      s.status, s.terminal_pending = previous, was_pending
       s.error_text = err.message
       state.persist(d, s)
       return cb(nil, jsonrpc.error(err.code, "resume failed: " .. err.message))
@@ -320,7 +322,7 @@ function M.resume(d, s, changes, env, cb)
     state.changed(d, s)
     cb(M.spawn_result(s))
   end, function(e)
-    s.status = previous
+    s.status, s.terminal_pending = previous, was_pending
     cb(nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, "resume failed: " .. tostring(e)))
   end)
 end
