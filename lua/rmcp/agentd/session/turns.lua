@@ -264,8 +264,9 @@ function M.send(d, s, message, expect, cb)
     end
     -- while resuming (or reporting a turn's end) the first queued message starts the next turn and
     -- the later ones are steered into it
-    local starts_turn = (rt.resuming or rt.finishing) and #rt.queued == 0
-    if expect == "new_turn" and (rt.resuming or rt.finishing) and not starts_turn then
+    local turn_follows = rt.resuming or rt.finishing
+    local starts_turn = turn_follows and #rt.queued == 0
+    if expect == "new_turn" and turn_follows and not starts_turn then
       return cb(nil, jsonrpc.error(state.EXPECT_NOT_MET, "expect=new_turn: a message sent before this one will start "
         .. "the next turn; this one would be steered into it (not delivered)"))
     end
