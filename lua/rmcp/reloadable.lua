@@ -5,9 +5,9 @@
 -- instances point at.
 local M = {}
 
-M.prefixes = { "rmcp.rules.", "rmcp.server.tools." }
+M.prefixes = { "rmcp.rules.", "rmcp.tools." }
 M.modules = {
-  ["rmcp.config"] = true, ["rmcp.server.tools"] = true, ["rmcp.server.schema"] = true,
+  ["rmcp.config"] = true, ["rmcp.tools"] = true, ["rmcp.lib.schema"] = true,
   ["rmcp.server.relay"] = true, ["rmcp.server.elicitation"] = true, ["rmcp.server.orchestrator"] = true,
   ["rmcp.agentd.transcript"] = true, ["rmcp.agentd.posture"] = true, ["rmcp.agentd.ownership"] = true,
   ["rmcp.agentd.models"] = true, ["rmcp.policy.hooks"] = true, ["rmcp.policy.api"] = true,
@@ -15,12 +15,13 @@ M.modules = {
 }
 
 -- Raises with the reason when a freshly built module is not fit to replace the loaded one: a tool
--- module (one that rmcp.server.tools lists) must be a well-formed tool.
+-- module (one that rmcp.tools lists) must be a well-formed tool.
 function M.check(name, value, path)
-  local tool = name:match("^rmcp%.server%.tools%.(.+)$")
+  local tool = name:match("^rmcp%.tools%.(.+)$")
   if not tool then return end
-  for _, listed in ipairs(require("rmcp.server.tools").modules) do
-    if listed == tool then return require("rmcp.server.tools.common").check_tool(value, path) end
+  local tools = require "rmcp.tools"
+  for _, listed in ipairs(tools.modules) do
+    if listed == tool then return tools.check(value, path) end
   end
 end
 

@@ -29,7 +29,7 @@ async function inspector(...args) {
 
 test('Inspector CLI: tools/list and tools/call', async () => {
   const listed = await inspector('--method', 'tools/list');
-  assert.equal(listed.tools.length, 14);
+  assert.equal(listed.tools.length, 17);
   assert.ok(listed.tools.every((t) => t.name.startsWith('reasonix_') && t.inputSchema.type === 'object'));
 
   const empty = await inspector('--method', 'tools/call', '--tool-name', 'reasonix_list');

@@ -123,7 +123,7 @@ test('a mutating call in flight when the server dies gets a clear JSON-RPC error
     process.kill(daemon, 'SIGCONT');
   }
   const tools = await c.client.listTools();
-  assert.equal(tools.tools.length, 14);
+  assert.equal(tools.tools.length, 17);
   const listed = await tool(c.client, 'reasonix_list', {});
   assert.ok(Array.isArray(listed.sessions));
   assert.notEqual(await serverPid(c.pid), server);
@@ -145,7 +145,7 @@ test('reasonix_restart_mcp_server swaps the server; a watch in flight moves to t
   await until(() => !alive(before), 10000, 'the old server stops once drained');
   const got = await withTimeout(w.result, 60000, 'the watch answered by the new server');
   assert.equal(got.structuredContent.results[sid].stop_reason, 'end_turn');
-  assert.equal((await c.client.listTools()).tools.length, 14);
+  assert.equal((await c.client.listTools()).tools.length, 17);
   const listed = await tool(c.client, 'reasonix_list', {});
   assert.ok(listed.sessions.some((s) => s.session_id === sid), 'same orchestrator, same sessions');
   assert.equal(await serverPid(c.pid), ev.new_pid);
@@ -175,7 +175,7 @@ test('replacing the binary (cp + mv over it) swaps the server while the client k
   assert.match(readlinkSync(`/proc/${c.pid}/exe`), /\(deleted\)$/, 'the launcher itself still runs the old one');
   const got = await withTimeout(w.result, 60000, 'the watch answered across the upgrade');
   assert.equal(got.structuredContent.results[sid].stop_reason, 'end_turn');
-  assert.equal((await c.client.listTools()).tools.length, 14);
+  assert.equal((await c.client.listTools()).tools.length, 17);
   await tool(c.client, 'reasonix_list', {});
   await until(() => !alive(before), 10000, 'the old server is gone');
   assert.equal(await serverPid(c.pid), ev.new_pid);
@@ -197,7 +197,7 @@ test('an install behind a symlink: repointing the symlink swaps the server to th
   const ev = await c.waitEvent((e) => e.event === 'mcp_server_restarted', 10000, 'the swap after repointing');
   assert.equal(ev.old_pid, before);
   assert.equal(readlinkSync(`/proc/${ev.new_pid}/exe`), v2, 'the new server runs the new target');
-  assert.equal((await c.client.listTools()).tools.length, 14);
+  assert.equal((await c.client.listTools()).tools.length, 17);
 });
 
 test('a broken upgrade keeps the old server; a crash then ends in errors and exit, not a hang', async (t) => {
@@ -214,7 +214,7 @@ test('a broken upgrade keeps the old server; a crash then ends in errors and exi
   const failed = await c.waitEvent((e) => e.event === 'mcp_server_swap_failed', 10000, 'the failed swap');
   assert.match(failed.error, /exit code 3/);
   assert.equal(await serverPid(c.pid), before, 'the old server keeps serving');
-  assert.equal((await c.client.listTools()).tools.length, 14);
+  assert.equal((await c.client.listTools()).tools.length, 17);
   // Now the old server dies: every restart runs the broken file, so the launcher gives up.
   const { session_id: sid } = await tool(c.client, 'reasonix_spawn', { task: 'HOLD-TASK never watched to the end' });
   const w = watchWithProgress(c.client, sid);

@@ -144,7 +144,7 @@ test('a broken policy keeps the old one; the error is reported once with file:li
 
 test('editing a built-in module under lua/ is picked up on the next call, in the server and in agentd', async () => {
   const c = await connect('reload-builtin');
-  const listFile = join(fx.lua, 'rmcp', 'server', 'tools', 'list.lua');
+  const listFile = join(fx.lua, 'rmcp', 'tools', 'list.lua');
   const watchFile = join(fx.lua, 'rmcp', 'rules', 'watch.lua');
   const pollFile = join(fx.lua, 'rmcp', 'rules', 'poll.lua');
   const listSrc = readFileSync(listFile, 'utf8');

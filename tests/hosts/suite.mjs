@@ -183,26 +183,16 @@ export function hostSuite(host, test) {
     assert.match(r.stdout, /RESUMED SLOW-END/);
   });
 
-  test(`${host}: reasonix_toolsets lists the routine tools; the host offers them from its next start`, async () => {
-    let first;
+  test(`${host}: every capability is offered from the first start: the routine and worktree tools with no setting`, async () => {
     fx.api.script([
-      () => ({ call: 'reasonix_toolsets', args: { enable: ['routines'] } }),
-      (prev) => {
-        first = parseResult(prev);
-        assert.equal(first.toolsets.find((x) => x.name === 'routines').listed, true, prev.text);
-        return { say: 'SETS-ENABLED' };
-      },
-    ]);
-    assert.match((await runHost(fx, 'Enable the routine tools.')).stdout, /SETS-ENABLED/);
-    // neither host refreshes its tool list within a run on notifications/tools/list_changed: the
-    // choice is kept for the host's orchestrator, and the next start lists the tools
-    assert.match(first.kept_in, /\/toolsets\/[0-9a-f]+\.json$/);
-    fx.api.script([
-      () => ({ call: 'reasonix_routine_templates', args: {} }),
-      (prev) => ({ say: `SETS-DONE ${parseResult(prev).templates.length}` }),
+      () => ({ call: 'reasonix_routine', args: { action: 'templates' } }),
+      (prev) => ({ say: `SURFACE-DONE ${parseResult(prev).templates.length}` }),
     ]);
     const r = await runHost(fx, 'List the routine templates.');
-    assert.match(r.stdout, /SETS-DONE 6/);
+    assert.match(r.stdout, /SURFACE-DONE 6/);
+    const sent = fx.api.toolsBytes();
+    assert.equal(sent.tools, 17, `the host offers every tool: ${JSON.stringify(sent)}`);
+    assert.ok(sent.bytes <= 8192, `the tool definitions as the host sends them: ${JSON.stringify(sent)}`);
   });
 
   if (host === 'codex') {

@@ -131,8 +131,8 @@ end)
 test("wire: the tools whose answers get a fate are the built-in tools that say answer_kept", function(t)
   -- two processes hold this fact: the launcher's list and the server's tool definitions
   local builtin = {}
-  for _, mod in ipairs(require("rmcp.server.tools").modules) do
-    local tool = require("rmcp.server.tools." .. mod)
+  for _, mod in ipairs(require("rmcp.tools").modules) do
+    local tool = require("rmcp.tools." .. mod)
     if tool.answer_kept then builtin[tool.name] = true end
   end
   t.eq(builtin, wire.KEPT_ANSWER_TOOLS)

@@ -23,7 +23,7 @@ test("the module loads on the first field read, once, and reads go to its own ta
 end)
 
 test("the MCP server answers initialize without loading the tool modules", function(t)
-  local mcp_name, tools_name = "rmcp.server.mcp", "rmcp.server.tools"
+  local mcp_name, tools_name = "rmcp.server.mcp", "rmcp.tools"
   local saved_mcp, saved_tools = package.loaded[mcp_name], package.loaded[tools_name]
   t.defer(function() package.loaded[mcp_name], package.loaded[tools_name] = saved_mcp, saved_tools end)
   package.loaded[mcp_name], package.loaded[tools_name] = nil, nil

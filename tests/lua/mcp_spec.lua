@@ -92,96 +92,79 @@ test("tools/list is encoded once per version and shows only non-default annotati
   t.ok(#a.line <= 8192, "the default listing fits 8 KB: " .. #a.line)
   local by = {}
   for _, tool in ipairs(a.result.tools) do by[tool.name] = tool end
-  t.eq(by.reasonix_poll.annotations, { readOnlyHint = true, openWorldHint = false })
+  t.eq(by.reasonix_poll.annotations, { destructiveHint = false, openWorldHint = false }, "a poll consumes: not read-only")
+  t.eq(by.reasonix_list.annotations, { readOnlyHint = true, openWorldHint = false })
   t.eq(by.reasonix_spawn.outputSchema, nil, "no placeholder outputSchema")
-  t.eq(by.reasonix_spawn.title, "Spawn agent")
+  t.eq(by.reasonix_spawn.title, nil, "no title: hosts show the name")
   local old = server(t, function() end)
   old.init("2025-03-26")
   local tools = old.request("tools/list").result.tools
-  t.eq(tools[1].title, nil, "no title field before 2025-06-18")
-  t.eq(tools[1].annotations.title, tools[1].title ~= nil and tools[1].title or "Spawn agent", "title in annotations then")
+  t.eq(tools[1].annotations, { destructiveHint = false }, "no title in annotations either")
 end)
 
 local toolsets_case
 
-test("tool sets: core listed by default, more by REASONIX_MCP_TOOLSETS or reasonix_toolsets; every tool answers by name", function(t)
+test("one surface: every tool listed from the start; REASONIX_MCP_TOOLSETS lists fewer; renamed names answer", function(t)
   with_env({ REASONIX_MCP_HOME = t.tmpdir("toolsets"), REASONIX_MCP_TOOLSETS = false }, function() toolsets_case(t) end)
 end)
 
 -- The body of the tool sets case, in a private home.
 toolsets_case = function(t)
   local names = function(r)
-    local out = {}
-    for _, tool in ipairs(r.result.tools) do out[tool.name] = true end
-    return out
+    local out, n = {}, 0
+    for _, tool in ipairs(r.result.tools) do out[tool.name] = true; n = n + 1 end
+    return out, n
   end
   local c = server(t, function(method) if method == "routine_list" then return json.raw('{"routines":[]}') end end)
   c.init("2025-11-25")
-  local listed = names(c.request("tools/list"))
-  t.ok(listed.reasonix_spawn and listed.reasonix_watch and listed.reasonix_toolsets, "the loop and the set tool")
-  t.eq(listed.reasonix_routine_create, nil, "routines not listed")
-  t.eq(listed.reasonix_broadcast, nil, "fleet not listed")
-  t.eq(listed.reasonix_diff, nil, "worktree not listed")
-  -- an unlisted tool still answers its name (a host that cached a longer list keeps working)
+  local listed, n = names(c.request("tools/list"))
+  t.eq(n, 17, "every capability in 17 tools")
+  t.ok(listed.reasonix_spawn and listed.reasonix_watch and listed.reasonix_routine and listed.reasonix_worktree
+    and listed.reasonix_dashboard and listed.reasonix_configure, "the loop and the rest, from the start")
+  for _, gone in ipairs({ "reasonix_toolsets", "reasonix_routine_create", "reasonix_broadcast", "reasonix_diff", "reasonix_spawn_fleet" }) do
+    t.eq(listed[gone], nil, gone .. " is not listed")
+  end
+  -- a renamed tool still answers its name with the old result (a host that cached the old list keeps working)
   local r = c.request("tools/call", { name = "reasonix_routine_list", arguments = {} })
   t.eq(r.result.structuredContent, { routines = {} })
+  t.eq(c.calls[#c.calls].method, "routine_list")
+  r = c.request("tools/call", { name = "reasonix_routine_list", arguments = { bogus = true } })
+  t.eq(r.result.isError, true, "checked against the old tool's own schema")
 
-  local before = #c.out
-  r = c.request("tools/call", { name = "reasonix_toolsets", arguments = { enable = { "routines" } } })
-  t.eq(r.result.isError, nil)
-  local sets = {}
-  for _, set in ipairs(r.result.structuredContent.toolsets) do sets[set.name] = set end
-  t.eq(sets.routines.listed, true)
-  t.eq(sets.fleet.listed, false)
-  t.eq(sets.core.listed, true)
-  t.ok(#sets.routines.tools == 8, "the routine tools named")
-  t.eq(r.result.structuredContent.list_changed, true)
-  local notified = 0
-  for i = before + 1, #c.out do
-    if c.out[i].method == "notifications/tools/list_changed" then notified = notified + 1 end
-  end
-  t.eq(notified, 1, "the host is told the list changed")
-  listed = names(c.request("tools/list"))
-  t.ok(listed.reasonix_routine_create and listed.reasonix_routine_delete, "routines listed now")
-  t.eq(listed.reasonix_broadcast, nil)
-  -- kept for this orchestrator: the next server of the same host lists them from its start
-  t.match(r.result.structuredContent.kept_in, "/toolsets/%x+%.json$")
-  local again = server(t, function() end)
-  again.init("2025-11-25")
-  t.ok(names(again.request("tools/list")).reasonix_routine_run, "a new server of the same host lists routines")
-  local other = server(t, function() end)
-  other.request("initialize", { protocolVersion = "2025-11-25", capabilities = {}, clientInfo = { name = "another-host", version = "1" } })
-  t.eq(names(other.request("tools/list")).reasonix_routine_run, nil, "another host (orchestrator) does not")
-
-  -- enabling what is listed changes nothing and tells nobody
-  before = #c.out
-  r = c.request("tools/call", { name = "reasonix_toolsets", arguments = { enable = { "routines" }, disable = { "core" } } })
-  t.eq(r.result.structuredContent.list_changed, false)
-  for i = before + 1, #c.out do t.ne(c.out[i].method, "notifications/tools/list_changed") end
-  t.ok(names(c.request("tools/list")).reasonix_spawn, "core is always listed")
-  r = c.request("tools/call", { name = "reasonix_toolsets", arguments = { disable = { "all" } } })
-  listed = names(c.request("tools/list"))
-  t.eq(listed.reasonix_routine_create, nil, "disabled again")
-  t.ok(listed.reasonix_spawn)
-  local third = server(t, function() end)
-  third.init("2025-11-25")
-  t.eq(names(third.request("tools/list")).reasonix_routine_run, nil, "and so from the next start")
-  r = c.request("tools/call", { name = "reasonix_toolsets", arguments = { enable = { "everything" } } })
-  t.eq(r.result.isError, true)
-  t.match(r.result.content[1].text, "must be one of")
-
-  with_env({ REASONIX_MCP_TOOLSETS = "all" }, function()
-    local all = server(t, function() end)
-    all.init("2025-11-25")
-    local n = #all.request("tools/list").result.tools
-    t.eq(n, #require("rmcp.server.tools").modules, "all: every tool")
+  -- the opt-out for a tiny context: REASONIX_MCP_TOOLSETS=core lists the loop only
+  with_env({ REASONIX_MCP_TOOLSETS = "core" }, function()
+    local small = server(t, function() end)
+    small.init("2025-11-25")
+    local got, m = names(small.request("tools/list"))
+    t.eq(m, 13, "the thirteen tools of the spec")
+    t.eq(got.reasonix_routine, nil)
+    local before = #small.out
+    r = small.request("tools/call", { name = "reasonix_toolsets", arguments = { enable = { "routines" } } })
+    t.eq(r.result.isError, nil)
+    local sets = {}
+    for _, set in ipairs(r.result.structuredContent.toolsets) do sets[set.name] = set end
+    t.eq(sets.routines.listed, true)
+    t.eq(sets.fleet.listed, false)
+    t.eq(sets.routines.tools, { "reasonix_routine" })
+    t.eq(r.result.structuredContent.list_changed, true)
+    local notified = 0
+    for i = before + 1, #small.out do
+      if small.out[i].method == "notifications/tools/list_changed" then notified = notified + 1 end
+    end
+    t.eq(notified, 1, "the host is told the list changed")
+    t.ok(names(small.request("tools/list")).reasonix_routine, "listed now")
+    r = small.request("tools/call", { name = "reasonix_toolsets", arguments = { enable = { "routines" }, disable = { "core" } } })
+    t.eq(r.result.structuredContent.list_changed, false, "what is listed stays; core always")
+    r = small.request("tools/call", { name = "reasonix_toolsets", arguments = { enable = { "everything" } } })
+    t.eq(r.result.isError, true)
+    t.match(r.result.content[1].text, "must be one of")
   end)
-  with_env({ REASONIX_MCP_TOOLSETS = "fleet, Worktree,nonsense" }, function()
+  with_env({ REASONIX_MCP_TOOLSETS = "worktree,nonsense" }, function()
     local some = server(t, function() end)
     some.init("2025-11-25")
     local got = names(some.request("tools/list"))
-    t.ok(got.reasonix_broadcast and got.reasonix_diff and got.reasonix_spawn, "fleet, worktree and core")
-    t.eq(got.reasonix_routine_run, nil)
+    t.ok(got.reasonix_worktree and got.reasonix_spawn, "worktree and core")
+    t.eq(got.reasonix_routine, nil)
   end)
 end
 

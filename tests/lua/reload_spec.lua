@@ -265,9 +265,9 @@ return {
 end)
 
 test("tool modules and the tool registry are checked before they swap in", function(t)
-  local tools = require "rmcp.server.tools"
+  local tools = require "rmcp.tools"
   t.ok(tools.selfcheck())
-  local check_tool = require("rmcp.server.tools.common").check_tool
+  local check_tool = require("rmcp.lib.tool_shape").check
   t.ok(not pcall(check_tool, { name = "x", description = "d", inputSchema = { type = "object" } }, "here"))
   t.ok(pcall(check_tool, { name = "x", description = "d", inputSchema = { type = "object" }, handler = print }, "here"))
 end)

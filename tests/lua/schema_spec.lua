@@ -1,8 +1,8 @@
--- server/schema.lua: the JSON Schema subset the tool schemas use — every check names the field it
+-- lib/schema.lua: the JSON Schema subset the tool schemas use — every check names the field it
 -- refused and why, empty tables count as arrays or objects as the schema says, and conform marks
 -- the arrays so they encode as [] again.
 local json = require "rmcp.lib.json"
-local schema = require "rmcp.server.schema"
+local schema = require "rmcp.lib.schema"
 
 local tool = {
   type = "object", additionalProperties = false, required = { "task" },

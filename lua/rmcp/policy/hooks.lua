@@ -44,7 +44,7 @@ function M.check(policy, path)
       if type(v) ~= "table" then bad("tools must be a list of tool tables") end
       local seen = {}
       for i, t in ipairs(v) do
-        require("rmcp.server.tools.common").check_tool(t, path .. ": tools[" .. i .. "]")
+        require("rmcp.lib.tool_shape").check(t, path .. ": tools[" .. i .. "]")
         if seen[t.name] then bad("tool " .. t.name .. " is defined twice") end
         seen[t.name] = true
       end

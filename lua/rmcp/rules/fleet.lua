@@ -1,5 +1,5 @@
 -- Assigned fleets: the shapes a fleet file may take, made into one ordered list of assignments.
--- Stateless: the server reads the file (server/tools/spawn_fleet.lua), agentd checks every option and
+-- Stateless: reasonix_spawn reads the file (tools/spawn.lua), agentd checks every option and
 -- cwd before any agent starts (agentd/api.lua: spawn_fleet).
 local M = {}
 

@@ -1,16 +1,16 @@
--- Tool sets: which tools tools/list shows a host. Every definition listed is in the host's model
--- context on every request, so the listing starts with the orchestration loop (core) and the other
--- sets are listed when wanted: REASONIX_MCP_TOOLSETS at start, reasonix_toolsets at run time (kept
--- per orchestrator by the server, server/mcp.lua). A set decides what is listed only: every tool
--- answers its name whatever is listed (a host that cached a longer list keeps working).
+-- Tool sets: which tools tools/list shows a host. Every tool is listed by default (hosts such as
+-- Claude Code and Codex never refresh a list within a run, so a tool listed later is a tool their
+-- user never sees); REASONIX_MCP_TOOLSETS=core lists only the orchestration loop, an opt-out for a
+-- host with a tiny context. A set decides what is listed only: every tool answers its name whatever
+-- is listed.
 local M = {}
 
 -- The sets in the order reasonix_toolsets shows them; a tool names its set (`toolset`), else core.
 M.SETS = {
   { name = "core", about = "the orchestration loop: spawn, watch, poll, send, answer, stop, resume, list" },
-  { name = "fleet", about = "many agents at once (spawn_fleet, resume_fleet, broadcast), configure a live agent, the web dashboard" },
-  { name = "worktree", about = "an isolated agent's changes: reasonix_diff, reasonix_worktree (spawn with isolate=\"worktree\")" },
-  { name = "routines", about = "scheduled loop agents: create, templates, list, configure, run, stop, delete" },
+  { name = "fleet", about = "reasonix_configure (a live agent's options) and reasonix_dashboard (the web page)" },
+  { name = "worktree", about = "reasonix_worktree: an isolated agent's diff, info and removal (spawn with isolate=\"worktree\")" },
+  { name = "routines", about = "reasonix_routine: scheduled loop agents" },
 }
 
 local known = {}
@@ -49,11 +49,12 @@ local function expand(list)
 end
 
 -- The sets listed from the start: text is REASONIX_MCP_TOOLSETS (comma-separated names, or "all";
--- unset or empty: core only). Returns the enabled map (core always in) and a warning naming what
--- was not understood, or nil.
+-- unset or empty: all). Returns the enabled map (core always in) and a warning naming what was not
+-- understood, or nil.
 function M.initial(text)
   local names = {}
   for name in tostring(text or ""):gmatch("[^,%s]+") do names[#names + 1] = name:lower() end
+  if #names == 0 then names[1] = "all" end
   local sets, unknown = expand(names)
   local on = { core = true }
   for _, n in ipairs(sets) do on[n] = true end

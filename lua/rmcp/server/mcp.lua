@@ -1,19 +1,18 @@
 -- The MCP session over one stdio connection: lifecycle and version negotiation, capabilities,
 -- tools/list and tools/call (tool failures become isError results), cancellation, progress relay,
--- logging/setLevel. Protocol envelopes come from rmcp.lib.jsonrpc; tools live in server/tools/.
+-- logging/setLevel. Protocol envelopes come from rmcp.lib.jsonrpc; tools live in tools/ (the one tool table).
 local json = require "rmcp.lib.json"
 local jsonrpc = require "rmcp.lib.jsonrpc"
 local log = require "rmcp.lib.log"
 local toolsets = require "rmcp.rules.toolsets"
-local config = require "rmcp.config"
 local elicitation = require "rmcp.server.elicitation"
 local orchestrator = require "rmcp.server.orchestrator"
 local uv = require "luv"
 -- what serves tools, not initialize: loaded on first use, after the initialize answer went out
 local lazy = require "rmcp.lib.lazy"
-local schema = lazy "rmcp.server.schema"
-local tools = lazy "rmcp.server.tools"
-local files = lazy "rmcp.lib.files"
+local schema = lazy "rmcp.lib.schema"
+local tools = lazy "rmcp.tools"
+local tool_ctx = lazy "rmcp.server.tool_ctx"
 local relay = lazy "rmcp.server.relay"
 local reload = lazy "rmcp.lib.reload"
 local async = lazy "rmcp.lib.async"
@@ -31,13 +30,12 @@ for _, v in ipairs(M.VERSIONS) do supported[v] = true end
 local LEVELS = log.MCP_LEVELS
 
 M.INSTRUCTIONS = [[
-Reasonix agents run in a background daemon; you orchestrate them.
-1. reasonix_spawn(task) for each piece of work (returns a session_id and the sandbox posture at once).
-2. Keep reasonix_watch(session_ids) in flight: it blocks until an agent finishes, needs a decision or dies, and returns compact results; no polling loop is needed.
-3. For each result: a permission_request or question -> reasonix_respond_permission(session_id, option_id); a finished session -> drop it from the list (reasonix_poll / reasonix_transcript for details); then watch the rest again.
-4. reasonix_send(session_id, message) steers a running agent or starts its next turn; reasonix_stop ends one (it stays resumable).
-Lost track of ids (e.g. after a restart)? reasonix_list shows your sessions; watch them again.
-More tools (many agents at once, worktree diffs, scheduled routines): reasonix_toolsets.]]
+Coding agents run in a background daemon; you orchestrate them.
+1. reasonix_spawn each piece of work (task; agents for many): session ids at once.
+2. Keep reasonix_watch(session_ids) in flight: it returns when an agent finishes, needs a decision or dies. No polling.
+3. A permission_request: reasonix_respond_permission. A finished agent: drop its id (details: reasonix_poll, reasonix_transcript). Watch the rest again.
+4. reasonix_send steers or starts a turn; reasonix_stop ends an agent (resumable).
+Lost your ids? reasonix_list.]]
 
 local Server = {}
 Server.__index = Server
@@ -96,19 +94,6 @@ function Server:load_tools()
   if finish then finish() end
   self.tool_list, self.tools_by_name = tools.load()
   self.tools_generation = reload.generation()
-  -- the sets this orchestrator listed before (reasonix_toolsets), kept across starts
-  local kept = self.orchestrator_id and json.decode(files.read(self:toolsets_file()) or "null")
-  if type(kept) == "table" and type(kept.listed) == "table" then
-    for _, name in ipairs(kept.listed) do
-      if toolsets.known(name) then self.toolsets[name] = true end
-    end
-  end
-end
-
--- Where this host's orchestrator keeps the tool sets it listed: $REASONIX_MCP_HOME/toolsets/<hash
--- of the orchestrator id>.json (the id may come from the environment, with any characters in it).
-function Server:toolsets_file()
-  return string.format("%s/toolsets/%s.json", config.home(), orchestrator.fnv1a64(self.orchestrator_id))
 end
 
 -- True when two decoded JSON values are equal (key order aside).
@@ -284,41 +269,35 @@ function Server:tools_json()
   if cache and cache.version == self.protocol_version then return cache.text end
   local list = json.array()
   for _, tool in ipairs(self.tool_list) do
-    if self.toolsets[toolsets.of(tool)] then list[#list + 1] = self:describe_tool(tool) end
+    if not tool.hidden and self.toolsets[toolsets.of(tool)] then list[#list + 1] = self:describe_tool(tool) end
   end
   local text = assert(json.encode(list))
   self.tools_cache = { version = self.protocol_version, text = text }
   return text
 end
 
--- Lists the tool sets, after enabling and disabling the named ones (reasonix_toolsets); a change
--- sends notifications/tools/list_changed. Returns the result, or nil and a message.
+-- Lists the tool sets, after enabling and disabling the named ones for this MCP session
+-- (reasonix_toolsets); a change sends notifications/tools/list_changed. Returns the result, or nil
+-- and a message.
 function Server:change_toolsets(enable, disable)
   local changed, err = toolsets.change(self.toolsets, enable, disable)
   if changed == nil then return nil, err end
-  local saved_to
   if changed then
     self.tools_cache = nil
     log.info("tool sets listed: %s", table.concat(self:enabled_toolsets(), ", "))
     if self:ready_for_requests() then self:notify("notifications/tools/list_changed") end
-    -- kept for this orchestrator: a host that does not refresh its list within a run (Claude Code
-    -- and Codex do not) offers the tools from its next start
-    local path = self:toolsets_file()
-    local ok, werr = require("rmcp.sock").secure_dir(path:match("^(.*)/[^/]+$")) -- (a C module: loaded when used)
-    if ok then ok, werr = files.write_atomic(path, assert(json.encode({ listed = json.array(self:enabled_toolsets()) })) .. "\n", false) end
-    if ok then saved_to = path else log.warn("cannot keep the tool sets in %s: %s", path, tostring(werr)) end
   end
   local sets = json.array()
   for _, set in ipairs(toolsets.SETS) do
     local names = json.array()
     for _, tool in ipairs(self.tool_list) do
-      if toolsets.of(tool) == set.name then names[#names + 1] = tool.name end
+      if not tool.hidden and toolsets.of(tool) == set.name then names[#names + 1] = tool.name end
     end
     sets[#sets + 1] = { name = set.name, listed = self.toolsets[set.name] == true, about = set.about, tools = names }
   end
-  return { toolsets = sets, list_changed = changed, kept_in = saved_to,
+  return { toolsets = sets, list_changed = changed,
            note = changed and "Hosts that refresh on notifications/tools/list_changed offer the tools now; others "
-             .. "(Claude Code and Codex within a run) from their next start: the choice is kept for this orchestrator." or nil }
+             .. "(Claude Code and Codex within a run) at their next start, with REASONIX_MCP_TOOLSETS." or nil }
 end
 
 -- The names of the listed tool sets, in their order.
@@ -333,29 +312,38 @@ end
 -- The values MCP assumes for a tool annotation that is absent.
 local ANNOTATION_DEFAULTS = { readOnlyHint = false, destructiveHint = true, idempotentHint = false, openWorldHint = true }
 
--- The input schema as tools/list shows it: without additionalProperties=false, which the server
--- enforces itself (an unknown argument is refused naming the expected ones), so no schema carries it.
+-- The keywords the server enforces itself and tools/list leaves out: an unknown argument, a value
+-- out of range or an empty list is refused with a message naming the field, so listing them would
+-- only cost every host's context.
+local ENFORCED_ONLY = { additionalProperties = true, minItems = true, minLength = true, minimum = true, maximum = true }
+
+-- The schema s as tools/list shows it: without the keywords the server enforces itself.
 local function listed_schema(s)
-  if s.additionalProperties ~= false then return s end
   local out = {}
-  for k, v in pairs(s) do if k ~= "additionalProperties" then out[k] = v end end
+  for k, v in pairs(s) do
+    if k == "properties" then
+      out.properties = {}
+      for name, p in pairs(v) do out.properties[name] = listed_schema(p) end
+    elseif k == "items" then
+      out.items = listed_schema(v)
+    elseif not ENFORCED_ONLY[k] then
+      out[k] = v
+    end
+  end
   return out
 end
 
 -- The tool definition as tools/list shows it under the negotiated version.
 function Server:describe_tool(tool)
   local d = { name = tool.name, description = tool.description, inputSchema = listed_schema(tool.inputSchema) }
-  if self.protocol_version >= "2025-06-18" then
-    d.title = tool.title
-    d.outputSchema = tool.outputSchema
-  end
+  -- no title: hosts show the name, and every byte here is in the host's context
+  if self.protocol_version >= "2025-06-18" then d.outputSchema = tool.outputSchema end
   if self.protocol_version >= "2025-03-26" then
     -- only the hints that differ from the spec's defaults (every byte here is in the host's context)
     local hints = {}
     for k, v in pairs(tool.annotations or {}) do
       if ANNOTATION_DEFAULTS[k] ~= v then hints[k] = v end
     end
-    if self.protocol_version < "2025-06-18" then hints.title = tool.title end -- no top-level title yet
     if next(hints) then d.annotations = hints end
   end
   return d
@@ -376,94 +364,6 @@ function Server:answer_fate(id, delivered, orch)
   local key = self:request_key(id)
   if not key then return end
   self:link(orch):notify(delivered and "delivered" or "undelivered", { key = key })
-end
-
--- The ctx a tool handler(args, ctx) gets (lua/POLICY.md): agentd access for this orchestrator that
--- waits inside the handler's coroutine, the project dir, the orchestrator id, this call's progress
--- token, and (under a launcher) request_key: the same for this host request when the launcher
--- sends it again to the server that replaces us, so agentd can answer it again. agentd's long
--- requests made for the call are cancelled with it and carry its progress.
-local function tool_ctx(server, call)
-  local ctx = {
-    project_dir = server.project_dir, orchestrator_id = call.orchestrator,
-    progress_token = call.progress_token, progress_interval_ms = tonumber(os.getenv("REASONIX_MCP_PROGRESS_INTERVAL_MS") or ""),
-    request_key = server:request_key(call.id),
-    -- the launcher tells us what became of each watch and poll answer (agentd keeps it until then)
-    answer_fates = server.supervised and server.launcher_fates or nil,
-  }
-  -- Sends method to agentd and returns cb-style: cb(result, err); raw: the result as agentd's JSON text.
-  local function send(method, params, raw, cb)
-    local settled, aid = false, nil
-    aid = server:link(call.orchestrator):request(method, params, function(result, err)
-      settled = true
-      if aid then
-        call.agentd_ids[aid] = nil
-        server.progress_calls[call.orchestrator .. "/" .. aid] = nil
-      end
-      cb(result, err)
-    end, raw)
-    if aid and not settled then
-      call.agentd_ids[aid] = true
-      if call.progress_token ~= nil then server.progress_calls[call.orchestrator .. "/" .. aid] = call end
-    end
-  end
-  -- Calls agentd method (PROTOCOL.md); returns result, or nil and an error object {code, message}.
-  -- With raw, the result is agentd's JSON text (json.raw), passed on to the host undecoded.
-  function ctx.agentd(method, params, raw)
-    return async.await(function(resume) send(method, params or {}, raw, resume) end)
-  end
-  -- Like ctx.agentd, but gives up after ms: nil and an error with timeout = true (a later answer is
-  -- dropped).
-  function ctx.agentd_within(method, params, ms)
-    return async.await(function(resume)
-      local done = false
-      local timer = uv.new_timer()
-      timer:start(ms, 0, function()
-        timer:close()
-        if done then return end
-        done = true
-        local e = jsonrpc.error(jsonrpc.INTERNAL_ERROR, string.format("agentd did not answer %s within %d ms", method, ms))
-        e.timeout = true
-        resume(nil, e)
-      end)
-      send(method, params or {}, false, function(result, err)
-        if done then return end
-        done = true
-        timer:close()
-        resume(result, err)
-      end)
-    end)
-  end
-  -- What agentd said of itself at the link's last hello (agentd_pid, version), or nil.
-  function ctx.agentd_info()
-    local link = server.links[call.orchestrator]
-    return link and link.conn and link.conn.info
-  end
-  -- Sends several agentd calls at once; returns {result = ..., error = ...} for each, in order.
-  function ctx.agentd_all(calls)
-    local out, left = {}, #calls
-    if left == 0 then return out end
-    return async.await(function(resume)
-      for i, c in ipairs(calls) do
-        send(c[1] or c.method, c[2] or c.params or {}, false, function(result, err)
-          out[i] = { result = result, error = err }
-          left = left - 1
-          if left == 0 then resume(out) end
-        end)
-      end
-    end)
-  end
-  -- Lists the tool sets after enabling/disabling some (reasonix_toolsets).
-  function ctx.toolsets(enable, disable)
-    return server:change_toolsets(enable, disable)
-  end
-  -- Asks the supervising launcher for a fresh server; false when there is none.
-  function ctx.restart_server(reason)
-    if not server.supervised then return false end
-    server:notify("$/rmcp/restart", { reason = reason })
-    return true
-  end
-  return ctx
 end
 
 M.methods = {}
@@ -609,7 +509,7 @@ M.methods["tools/call"] = function(self, params, reply)
     else reply(self:with_warnings(self:tool_result(tool, result))) end
   end
   async.run(function()
-    local result, err = tool.handler(args, tool_ctx(self, call))
+    local result, err = tool.handler(args, tool_ctx.new(self, call))
     if result == nil and err == nil then err = "tool " .. name .. " returned no result" end
     done(result, err)
   end, function(e)

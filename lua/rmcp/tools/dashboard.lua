@@ -1,13 +1,14 @@
 -- reasonix_dashboard: make sure the fleet dashboard runs the current code, and say where it is.
-local common = require "rmcp.server.tools.common"
+local common = require "rmcp.tools.common"
 
 return {
   name = "reasonix_dashboard",
   toolset = "fleet",
   title = "Fleet dashboard",
-  description = "Start or reuse the local fleet web page (this code); its URL and password file, for a person.",
+  description = "Start or reuse the fleet web page; its URL and password file.",
   inputSchema = common.object({}),
   annotations = { readOnlyHint = false, destructiveHint = false, idempotentHint = true, openWorldHint = false },
+  cli = {},
   handler = function(_, ctx)
     -- the fleet's daemon runs first: a dashboard looks at one, it never starts one
     local _, perr = ctx.agentd("ping")

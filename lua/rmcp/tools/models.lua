@@ -1,11 +1,12 @@
 -- reasonix_models: the models an agent can be spawned with.
-local common = require "rmcp.server.tools.common"
+local common = require "rmcp.tools.common"
 
 return {
   name = "reasonix_models",
   title = "List models",
-  description = "Model refs reasonix_spawn accepts, the default, and each one's supported_efforts.",
+  description = "Model refs, the default, each one's supported_efforts.",
   inputSchema = common.object({}),
   annotations = { readOnlyHint = true, openWorldHint = false },
+  cli = {},
   handler = common.forward("models"),
 }

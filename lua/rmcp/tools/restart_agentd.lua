@@ -3,7 +3,7 @@
 local uv = require "luv"
 local async = require "rmcp.lib.async"
 local json = require "rmcp.lib.json"
-local common = require "rmcp.server.tools.common"
+local common = require "rmcp.tools.common"
 
 local PING_MS, RESTART_MS, SUCCESSOR_MS = 3000, 20000, 30000
 
@@ -59,10 +59,11 @@ end
 return {
   name = "reasonix_restart_agentd",
   title = "Restart agentd",
-  description = "Replace the shared agent daemon; returns once a new one answers. Refused while any agent "
-    .. "works or has an undelivered result (force=true stops yours, resumable; never others').",
-  inputSchema = common.object({ force = { type = "boolean", default = false } }),
+  description = "Replace the agent daemon; refused while agents work or hold undelivered results (force "
+    .. "stops yours).",
+  inputSchema = common.object({ force = { type = "boolean" } }),
   annotations = { readOnlyHint = false, destructiveHint = true, idempotentHint = false, openWorldHint = false },
+  cli = { verb = "restart-agentd", aliases = { "restart" } },
   handler = function(args, ctx)
     local before = ctx.agentd_within("ping", {}, PING_MS)
     local info = before or ctx.agentd_info()

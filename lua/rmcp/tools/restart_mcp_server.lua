@@ -3,14 +3,15 @@
 -- forwarded to the host) and answers; the launcher starts a new server, replays the handshake into
 -- it, then lets this one finish its other calls and stops it. Without one (the host runs
 -- `reasonix-mcp server`) nothing could bring the server back, so the call says so instead of pretending.
-local common = require "rmcp.server.tools.common"
+local common = require "rmcp.tools.common"
 
 return {
   name = "reasonix_restart_mcp_server",
   title = "Restart MCP server",
-  description = "Restart this MCP server via its launcher (new code); agents are unaffected.",
+  description = "Restart this MCP server via its launcher; agents go on.",
   inputSchema = common.object({}),
-  annotations = { readOnlyHint = false, destructiveHint = false, idempotentHint = true, openWorldHint = false },
+  annotations = { readOnlyHint = false, destructiveHint = false, idempotentHint = false, openWorldHint = false },
+  cli = { none = "a shell has no MCP server of its own: the host restarts its server (a new binary is picked up by the launcher at once)" },
   handler = function(_args, ctx)
     if not ctx.restart_server("reasonix_restart_mcp_server") then
       return nil, "No supervising launcher: the host runs `reasonix-mcp server` directly, so nothing can "

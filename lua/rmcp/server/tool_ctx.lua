@@ -1,0 +1,58 @@
+-- The ctx a tool handler gets in the MCP server (tools/ctx.lua adds the agentd calls): the
+-- project dir, the call's orchestrator and progress token, and (under a launcher) request_key: the
+-- same for this host request when the launcher sends it again to the server that replaces us, so
+-- agentd can answer it again. agentd's long requests made for the call are cancelled with it and
+-- carry its progress.
+local tools_ctx = require "rmcp.tools.ctx"
+
+-- A sender of agentd requests for call on server: each request is recorded on the call (a cancel
+-- reaches it) and, with a progress token, routed its progress lines.
+local function sender(server, call)
+  return function(method, params, raw, cb)
+    local settled, aid = false, nil
+    aid = server:link(call.orchestrator):request(method, params, function(result, err)
+      settled = true
+      if aid then
+        call.agentd_ids[aid] = nil
+        server.progress_calls[call.orchestrator .. "/" .. aid] = nil
+      end
+      cb(result, err)
+    end, raw)
+    if aid and not settled then
+      call.agentd_ids[aid] = true
+      if call.progress_token ~= nil then server.progress_calls[call.orchestrator .. "/" .. aid] = call end
+    end
+  end
+end
+
+local M = {}
+
+-- The ctx of tools/call call on server.
+function M.new(server, call)
+  local ctx = {
+    project_dir = server.project_dir, orchestrator_id = call.orchestrator,
+    progress_token = call.progress_token, progress_interval_ms = tonumber(os.getenv("REASONIX_MCP_PROGRESS_INTERVAL_MS") or ""),
+    request_key = server:request_key(call.id),
+    -- the launcher reports each watch and poll answer's receipt (agentd keeps it until then)
+    answer_fates = server.supervised and server.launcher_fates or nil,
+  }
+  tools_ctx.with_agentd(ctx, sender(server, call))
+  -- What agentd said of itself at the link's last hello (agentd_pid, version), or nil.
+  function ctx.agentd_info()
+    local link = server.links[call.orchestrator]
+    return link and link.conn and link.conn.info
+  end
+  -- Lists the tool sets after enabling/disabling some (reasonix_toolsets).
+  function ctx.toolsets(enable, disable)
+    return server:change_toolsets(enable, disable)
+  end
+  -- Asks the supervising launcher for a fresh server; false when there is none.
+  function ctx.restart_server(reason)
+    if not server.supervised then return false end
+    server:notify("$/rmcp/restart", { reason = reason })
+    return true
+  end
+  return ctx
+end
+
+return M
