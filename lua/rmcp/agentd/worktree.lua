@@ -119,7 +119,7 @@ function M.create(d, s, cwd, save)
   if git(top, { "show-ref", "--verify", "--quiet", "refs/heads/" .. branch }) then
     return refuse("branch %s already exists in %s; it is never reused", branch, top)
   end
-  local dir = string.format("%s/%s/%s", M.root(), require("rmcp.server.orchestrator").fnv1a64(top):sub(1, 12), s.id)
+  local dir = string.format("%s/%s/%s", M.root(), require("rmcp.lib.hash").fnv1a64(top):sub(1, 12), s.id)
   require("rmcp.sock").secure_dir(M.root())
   uv.fs_mkdir(dir:match("^(.*)/[^/]+$"), tonumber("700", 8))
   s.worktree = { state = "creating", path = dir, branch = branch, base = base, repo = top, rel = rel, head = head }

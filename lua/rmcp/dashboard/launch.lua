@@ -8,7 +8,7 @@ local http = require "rmcp.http"
 local async = require "rmcp.lib.async"
 local config = require "rmcp.config"
 local proc = require "rmcp.proc"
-local orchestrator = require "rmcp.server.orchestrator"
+local hash = require "rmcp.lib.hash"
 
 local M = {}
 
@@ -16,7 +16,7 @@ M.service = "reasonix-mcp dashboard"
 
 -- A short hash naming a runtime dir without printing it (what /healthz says of its home).
 function M.home_tag(home)
-  return orchestrator.fnv1a64(home):sub(1, 12)
+  return hash.fnv1a64(home):sub(1, 12)
 end
 
 -- GET path on 127.0.0.1:port within ms; returns the response {status, headers, body} or nil, why.

@@ -1,16 +1,8 @@
 -- The orchestrator id that scopes sessions in agentd: REASONIX_MCP_ORCHESTRATOR_ID, else derived from
 -- the MCP client's name and the workspace, so it is the same after every server restart.
-local M = {}
+local hash = require "rmcp.lib.hash"
 
--- 64-bit FNV-1a of s as 16 hex digits (Lua integers wrap, which is what FNV needs).
-function M.fnv1a64(s)
-  local h = 0xcbf29ce484222325 -- wraps to a negative integer; the bits are what count
-  for i = 1, #s do
-    h = h ~ s:byte(i)
-    h = h * 1099511628211
-  end
-  return string.format("%016x", h)
-end
+local M = {}
 
 -- Makes a client name safe and short for an id: lower case, [a-z0-9._-], at most 40 chars.
 local function slug(name)
@@ -24,7 +16,7 @@ end
 -- gets its own sessions, the same again when that conversation comes back. base when there is none.
 function M.for_conversation(base, conversation)
   if type(conversation) ~= "string" or conversation == "" or #conversation > 200 then return base end
-  return base .. "-c" .. M.fnv1a64(conversation):sub(1, 12)
+  return base .. "-c" .. hash.fnv1a64(conversation):sub(1, 12)
 end
 
 -- Returns the orchestrator id for client_name (may be nil) working in workspace (absolute dir).
@@ -32,7 +24,7 @@ function M.id(client_name, workspace, env_value)
   if env_value == nil then env_value = os.getenv("REASONIX_MCP_ORCHESTRATOR_ID") end
   if env_value and env_value ~= "" then return env_value, "env" end
   local name = (type(client_name) == "string" and client_name ~= "") and client_name or "mcp-client"
-  return slug(name) .. "-" .. M.fnv1a64(name .. "\0" .. workspace):sub(1, 12), "derived"
+  return slug(name) .. "-" .. hash.fnv1a64(name .. "\0" .. workspace):sub(1, 12), "derived"
 end
 
 return M
