@@ -120,7 +120,7 @@ local function demo()
     local ids, names = {}, {}
     cleanup[#cleanup + 1] = function()
       for _, sid in ipairs(ids) do pcall(call, peer, "reasonix_stop", { session_id = sid }) end
-      local c = require("rmcp.agentd_client").new{ home = env.REASONIX_MCP_HOME, orchestrator_id = "demo",
+      local c = require("rmcp.clients.agentd").new{ home = env.REASONIX_MCP_HOME, orchestrator_id = "demo",
         project_dir = workspace, autostart = false }
       c:call("shutdown", {})
     end

@@ -9,7 +9,7 @@ local json = require "rmcp.lib.json"
 local log = require "rmcp.lib.log"
 local async = require "rmcp.lib.async"
 local config = require "rmcp.config"
-local client = require "rmcp.agentd_client"
+local client = require "rmcp.clients.agentd"
 local envfile = require "rmcp.envfile"
 
 local M = {}

@@ -3,7 +3,7 @@
 local uv = require "luv"
 local rh = require "reasonix_home"
 local procs = require "procs"
-local client = require "rmcp.agentd_client"
+local client = require "rmcp.clients.agentd"
 
 local M = {}
 

@@ -298,7 +298,7 @@ function M.finish(d, o)
   for _, sig in ipairs(d.signals) do sig:close() end
   d.signals = {}
   if d.lock then sys.unlock(d.lock); d.lock = nil end
-  local starter = require("rmcp.agentd_client").new({ home = d.paths.home, exe = r.exe })
+  local starter = require("rmcp.clients.agentd").new({ home = d.paths.home, exe = r.exe })
   local ok, err = starter:spawn_daemon()
   if ok then
     log.info("reload: started a fresh agentd from %s; agentd %d exits (%s)", r.exe, d.pid, o.reason)

@@ -59,7 +59,7 @@ local function start(args)
   app.health = { service = require("rmcp.dashboard.launch").service, version = require("rmcp.host").version,
                  home = require("rmcp.dashboard.launch").home_tag(config.home()), pid = uv.os_getpid(), password = source,
                  agentd = false } -- agentd: whether it is connected to the fleet now
-  local client = require("rmcp.agentd_client").connect({
+  local client = require("rmcp.clients.agentd").connect({
     home = config.home(), orchestrator_id = "dashboard", observer = true,
     autostart = false, -- a dashboard neither starts agentd nor keeps one up: it looks at a running fleet
     client_info = { name = "reasonix-mcp dashboard", version = require("rmcp.host").version },

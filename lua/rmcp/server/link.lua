@@ -1,4 +1,4 @@
--- The server's connection to agentd, through rmcp.agentd_client (which starts the daemon when it is
+-- The server's connection to agentd, through rmcp.clients.agentd (which starts the daemon when it is
 -- absent and reconnects after it restarts). Made on the first tool call, once the orchestrator id is
 -- known from initialize. Failures come back as error objects the tool layer turns into isError text.
 local jsonrpc = require "rmcp.lib.jsonrpc"
@@ -23,7 +23,7 @@ end
 -- queue behind it.
 function M.new(server, orch)
   local self = setmetatable({ server = server }, Link)
-  local ok, client = pcall(require, "rmcp.agentd_client")
+  local ok, client = pcall(require, "rmcp.clients.agentd")
   if not ok then
     self.failure = "the agentd client library is missing (" .. tostring(client):match("^[^\n]*") .. ")"
     log.error("agentd link: %s", self.failure)
