@@ -768,10 +768,10 @@ local function run_dashboard(c, apid)
     stderr = { file = DIR .. "/dashboard.err", append = true }, on_exit = function() end,
     env = env_list(env_with({ REASONIX_MCP_DASHBOARD_PORT = tostring(port), REASONIX_MCP_DASHBOARD_PASSWORD = password })) }))
   cleanups[#cleanups + 1] = function() dash:kill("TERM") end
-  local launch = require "rmcp.dashboard.launch"
+  local dashboard = require "rmcp.clients.dashboard"
   local up
   for _ = 1, 100 do
-    local r = launch.get(port, "/healthz", 1000)
+    local r = dashboard.get(port, "/healthz", 1000)
     up = r and r.status == 200 and json.decode(r.body).agentd
     if up then break end
     async.sleep(50)

@@ -13,18 +13,9 @@ local json = require "rmcp.lib.json"
 local auth_mod = require "rmcp.dashboard.auth"
 local http = require "rmcp.dashboard.http"
 local routes = require "rmcp.dashboard.routes"
+local dashboard = require "rmcp.clients.dashboard"
 
 local M = {}
-
-M.default_port = 8746
-
--- The address and port to listen on (REASONIX_MCP_DASHBOARD_HOST, _PORT).
-function M.address()
-  local host = os.getenv("REASONIX_MCP_DASHBOARD_HOST")
-  if host == nil or host == "" then host = "127.0.0.1" end
-  local port = math.tointeger(tonumber(os.getenv("REASONIX_MCP_DASHBOARD_PORT") or "")) or M.default_port
-  return host, port
-end
 
 -- Reads the command line: {with_fleet = bool}, or nil, message.
 local function options(args)
@@ -44,7 +35,7 @@ local function start(args)
     io.stderr:write("reasonix-mcp dashboard: ", oerr, "\n")
     return 2
   end
-  local host, port = M.address()
+  local host, port = dashboard.address()
   if not http.loopback(host) then
     io.stderr:write("reasonix-mcp dashboard: refusing to listen on ", host, ": loopback only (127.0.0.1 or ::1)\n")
     return 2
@@ -56,8 +47,8 @@ local function start(args)
   end
   local password, source = auth_mod.password()
   local app = { auth = auth_mod.new(password, port), streams = {} }
-  app.health = { service = require("rmcp.dashboard.launch").service, version = require("rmcp.host").version,
-                 home = require("rmcp.dashboard.launch").home_tag(config.home()), pid = uv.os_getpid(), password = source,
+  app.health = { service = dashboard.service, version = require("rmcp.host").version,
+                 home = dashboard.home_tag(config.home()), pid = uv.os_getpid(), password = source,
                  agentd = false } -- agentd: whether it is connected to the fleet now
   local client = require("rmcp.clients.agentd").connect({
     home = config.home(), orchestrator_id = "dashboard", observer = true,

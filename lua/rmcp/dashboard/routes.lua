@@ -44,7 +44,7 @@ function M.handler(app)
       return res.send(421, { ["Content-Type"] = "text/plain" }, "this dashboard answers only to 127.0.0.1 / localhost\n")
     end
     local path, method = req.path or "/", req.method
-    if path == "/healthz" and method == "GET" then -- who answers here (launch.lua), nothing of the fleet
+    if path == "/healthz" and method == "GET" then -- who answers here (clients/dashboard.lua), nothing of the fleet
       return send_json(res, app.health)
     end
     if path == "/login" then

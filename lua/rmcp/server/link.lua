@@ -41,7 +41,7 @@ function M.new(server, orch)
       log.info("agentd link: connected to agentd %s (pid %s) as orchestrator %s, project %s",
         tostring(hello.version), tostring(math.tointeger(hello.agentd_pid) or hello.agentd_pid),
         orch, server.project_dir)
-      require("rmcp.dashboard.launch").autostart()
+      require("rmcp.clients.dashboard").autostart()
     end,
     on_disconnect = function(reason) log.info("agentd link: disconnected (%s)", tostring(reason)) end,
   })

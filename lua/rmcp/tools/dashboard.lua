@@ -13,7 +13,7 @@ return {
     -- the fleet's daemon runs first: a dashboard looks at one, it never starts one
     local _, perr = ctx.agentd("ping")
     if perr then return nil, perr end
-    local _, port = require("rmcp.dashboard.main").address()
-    return require("rmcp.dashboard.launch").ensure(port)
+    local _, port = require("rmcp.clients.dashboard").address()
+    return require("rmcp.clients.dashboard").ensure(port)
   end,
 }

@@ -1,7 +1,8 @@
--- Making sure the dashboard runs the current code (the reasonix_dashboard tool, and each server once
--- it reaches agentd): ask the port who answers (GET /healthz: service, version, a hash of its
--- runtime dir), reuse ours when it runs this version, replace it when it runs another, start one
--- (for the fleet: it ends with agentd) when none does. Runs in a coroutine.
+-- The dashboard process seen from outside: where it listens (also for the dashboard itself), who
+-- answers there, and making sure it runs the current code (the reasonix_dashboard tool, and each
+-- server once it reaches agentd): ask the port who answers (GET /healthz: service, version, a hash
+-- of its runtime dir), reuse ours when it runs this version, replace it when it runs another, start
+-- one (for the fleet: it ends with agentd) when none does. Runs in a coroutine.
 local uv = require "luv"
 local json = require "rmcp.lib.json"
 local http = require "rmcp.http"
@@ -13,6 +14,15 @@ local hash = require "rmcp.lib.hash"
 local M = {}
 
 M.service = "reasonix-mcp dashboard"
+M.default_port = 8746
+
+-- The address and port the dashboard listens on (REASONIX_MCP_DASHBOARD_HOST, _PORT).
+function M.address()
+  local host = os.getenv("REASONIX_MCP_DASHBOARD_HOST")
+  if host == nil or host == "" then host = "127.0.0.1" end
+  local port = math.tointeger(tonumber(os.getenv("REASONIX_MCP_DASHBOARD_PORT") or "")) or M.default_port
+  return host, port
+end
 
 -- A short hash naming a runtime dir without printing it (what /healthz says of its home).
 function M.home_tag(home)
@@ -124,7 +134,7 @@ function M.autostart()
     log.info("dashboard autostart off (REASONIX_MCP_DASHBOARD_AUTOSTART=%s)", v)
     return
   end
-  local _, port = require("rmcp.dashboard.main").address()
+  local _, port = M.address()
   async.run(function()
     local r, err = M.ensure(port)
     if not r then return log.info("dashboard autostart: %s", err) end
