@@ -11,6 +11,7 @@ M.modules = {
   ["rmcp.server.relay"] = true, ["rmcp.server.elicitation"] = true, ["rmcp.server.orchestrator"] = true,
   ["rmcp.agentd.transcript"] = true, ["rmcp.agentd.posture"] = true, ["rmcp.agentd.ownership"] = true,
   ["rmcp.agentd.models"] = true, ["rmcp.policy.hooks"] = true, ["rmcp.policy.api"] = true,
+  ["rmcp.policy.check"] = true,
   ["rmcp.agentd.routines"] = true, -- the scheduler: its state is d.routines, its timer calls through the module
 }
 

@@ -5,69 +5,9 @@
 local log = require "rmcp.lib.log"
 local reload = require "rmcp.lib.reload"
 local loader = require "rmcp.policy.loader"
+local check = require "rmcp.policy.check"
 
 local M = {}
-
--- The hooks a policy may define, and the other fields a policy table may carry.
-M.hooks = { tools = true, permission = true, spawn_defaults = true, cleanup = true, caps = true, agent_command = true,
-            retain = true }
-M.fields = { name = "string", description = "string", selfcheck = "function" }
-
--- The limits the caps hook may change (poll/watch shaping; agentd's buffers stay as configured).
-M.caps = { max_events = true, max_events_cap = true, max_delta_text = true, max_watch_message = true, max_full_text = true,
-           max_result_bytes = true }
-
--- The spawn options spawn_defaults may set, with their types.
-M.spawn_fields = { model = "string", effort = "string", work_mode = "string", tool_approval = "string",
-                   keep_alive = "boolean", idle_timeout = "number", isolate = "string" }
-
--- Sorted names of a set, for messages.
-local function names_of(set)
-  local out = {}
-  for k in pairs(set) do out[#out + 1] = k end
-  table.sort(out)
-  return table.concat(out, ", ")
-end
-
--- Checks a policy table loaded from path and runs its selfcheck(); raises with what is wrong.
-function M.check(policy, path)
-  local function bad(msg) error(path .. ": " .. msg, 0) end
-  if type(policy) ~= "table" then bad("a policy file must return a table of hooks, got " .. type(policy)) end
-  for k, v in pairs(policy) do
-    if type(k) ~= "string" then
-      bad("policy keys must be hook names, got " .. tostring(k))
-    elseif k:sub(1, 1) == "_" then
-      -- private helpers of the policy
-    elseif M.fields[k] then
-      if type(v) ~= M.fields[k] then bad(k .. " must be a " .. M.fields[k]) end
-    elseif k == "tools" then
-      if type(v) ~= "table" then bad("tools must be a list of tool tables") end
-      local seen = {}
-      for i, t in ipairs(v) do
-        require("rmcp.lib.tool_shape").check(t, path .. ": tools[" .. i .. "]")
-        if seen[t.name] then bad("tool " .. t.name .. " is defined twice") end
-        seen[t.name] = true
-      end
-    elseif k == "caps" then
-      if type(v) == "table" then
-        for name, n in pairs(v) do
-          if not M.caps[name] then bad("caps." .. tostring(name) .. " is not a cap (caps: " .. names_of(M.caps) .. ")") end
-          if type(n) ~= "number" or n < 0 then bad("caps." .. name .. " must be a number >= 0") end
-        end
-      elseif type(v) ~= "function" then
-        bad("caps must be a table {name = value} or a function(name, value)")
-      end
-    elseif M.hooks[k] then
-      if type(v) ~= "function" then bad(k .. " must be a function") end
-    else
-      bad("unknown hook '" .. k .. "' (hooks: " .. names_of(M.hooks) .. ")")
-    end
-  end
-  if policy.selfcheck then
-    local ok, why = policy.selfcheck()
-    if ok == false then bad("selfcheck failed: " .. tostring(why or "returned false")) end
-  end
-end
 
 -- Reports a policy mistake once per loaded version of that policy.
 local function complain(p, msg, logged)
@@ -195,14 +135,14 @@ end
 function M.spawn_defaults(o, info)
   for p, fn in with("spawn_defaults") do
     local view = { task = o.task }
-    for k in pairs(M.spawn_fields) do view[k] = o[k] end
+    for k in pairs(check.spawn_fields) do view[k] = o[k] end
     info.explicit = copy(o.explicit)
     local changes = call(p, "spawn_defaults", fn, view, info)
     if type(changes) == "table" then
       for k, v in pairs(changes) do
-        local want = M.spawn_fields[k]
+        local want = check.spawn_fields[k]
         if not want then
-          complain(p, "policy " .. p.path .. ": spawn_defaults cannot set " .. tostring(k) .. " (fields: " .. names_of(M.spawn_fields) .. ")")
+          complain(p, "policy " .. p.path .. ": spawn_defaults cannot set " .. tostring(k) .. " (fields: " .. check.names(check.spawn_fields) .. ")")
         elseif type(v) ~= want then
           complain(p, "policy " .. p.path .. ": spawn_defaults: " .. k .. " must be a " .. want)
         elseif not o.explicit[k] then
@@ -254,7 +194,7 @@ end
 
 -- The value of poll/watch cap name after the policies' caps (value is the configured one).
 function M.limit(name, value)
-  if not M.caps[name] then return value end
+  if not check.caps[name] then return value end
   for p, c in with("caps") do
     local v
     if type(c) == "table" then v = c[name] else v = call(p, "caps", c, name, value) end

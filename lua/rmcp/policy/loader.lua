@@ -1,12 +1,13 @@
 -- Loads the user policies: the *.lua files in $REASONIX_MCP_HOME/policy/ (or the dirs in
 -- REASONIX_MCP_POLICY_PATH), in order, each into its own narrow environment (policy/api.lua) and
--- checked (policy/hooks.lua). It is a source of lib/reload: the same watches and the same check at
+-- checked (policy/check.lua). It is a source of lib/reload: the same watches and the same check at
 -- the start of every call notice new, changed and removed files; a broken file is refused with a
 -- warning to the next caller and its previous version keeps running. Holds the loaded policies, so
 -- it is never reloaded itself.
 local uv = require "luv"
 local log = require "rmcp.lib.log"
 local reload = require "rmcp.lib.reload"
+local policy_check = require "rmcp.policy.check"
 
 local M = {}
 
@@ -73,7 +74,7 @@ local function load_policy(path)
     return nil, first_line(value)
   end
   local policy = { file = file, dir = dir, path = path, hooks = value, env = env, reported = {} }
-  local cok, cerr = pcall(require("rmcp.policy.hooks").check, value, path)
+  local cok, cerr = pcall(policy_check.policy, value, path)
   if not cok then return nil, first_line(cerr) end
   policy.name = type(value) == "table" and type(value.name) == "string" and value.name or file
   return policy
