@@ -1,11 +1,10 @@
 -- Hot reload without restart (DESIGN.md "Reload without restart"). The stateless built-in modules
 -- the caller names (rmcp/reloadable.lua) and the files of registered sources (the user policies,
--- policy/loader.lua) are rebuilt when their file changes: build-and-swap, like Redis functions.
--- New code loads into fresh tables with a private require that resolves other changed modules to their
--- new versions, passes a self-check, and only then is copied into the live module tables; any syntax,
--- runtime or self-check error restores the previous versions, is logged with file:line and is reported
--- once to the next caller (take_warnings). Changes are noticed by check() at the start of every call,
--- so the next call sees them; agentd also checks between calls when the change queue has something.
+-- policy/loader.lua) are rebuilt when their file changes, by build-and-swap (lib/swap.lua: a change
+-- set swaps in as one unit or not at all); an error keeps the previous versions, is logged with
+-- file:line and is reported once to the next caller (take_warnings). Changes are noticed by check()
+-- at the start of every call, so the next call sees them; agentd also checks between calls when the
+-- change queue has something.
 -- This module holds the process's reload state, so it is never reloaded itself; it knows nothing of
 -- what it reloads beyond the names and checks it is given.
 --
@@ -27,6 +26,7 @@ local uv = require "luv"
 local fswatch = require "rmcp.fswatch"
 local chunks = require "rmcp.lib.chunks"
 local log = require "rmcp.lib.log"
+local swap = require "rmcp.lib.swap"
 
 local M = {}
 
@@ -78,11 +78,6 @@ local function stamp(path)
 end
 M.stamp = stamp
 
--- The first line of an error (tracebacks go to the log, the first line to the caller).
-local function first_line(err)
-  return (tostring(err):match("^[^\n]*"))
-end
-
 -- Queues text for the next caller (once: an identical pending warning is not repeated) and logs it
 -- unless the caller already logged the details.
 function M.warn(text, logged)
@@ -105,95 +100,19 @@ function M.generation()
   return S.generation
 end
 
--- Self-check of one freshly built module: it returns a table, passes the caller's check (a tool
--- module is a valid tool), and its optional selfcheck() passes. Raises with the reason.
-local function check_module(name, value, path)
-  if type(value) ~= "table" then error(path .. ": module " .. name .. " must return a table, got " .. type(value), 0) end
-  if S.module_check then S.module_check(name, value, path) end
-  if type(value.selfcheck) == "function" then
-    local ok, why = value.selfcheck()
-    if ok == false then error(path .. ": selfcheck failed: " .. tostring(why or "returned false"), 0) end
-  end
-end
-
--- Builds the changed modules (names, with their stamps) and swaps them in, or restores everything.
--- Returns true, or nil and the error (first line) after logging it in full.
+-- Builds the changed modules (names, with their stamps) and swaps them in, or restores everything
+-- (lib/swap.lua). Returns true, or nil and the error (first line).
 local function build(names, stamps)
-  local changed = {}
-  for _, n in ipairs(names) do changed[n] = true end
-  local built = {}     -- name -> live table holding the new version
-  local building = {}
-  local linked = {}    -- undo log: {name, live, snapshot, mt} or {name, absent = true}
-  local tracked = {}   -- modules first loaded by this build: name -> {path, stamp}
-  local real_require = require
-
-  -- Copies the new version into the live module table (keeping its identity, which other modules
-  -- hold in locals), remembering the old contents so a later failure can put them back.
-  local function link(name, new)
-    local live = package.loaded[name]
-    if type(live) ~= "table" then
-      linked[#linked + 1] = { name = name, absent = true, prev = live }
-      package.loaded[name] = new
-      return new
-    end
-    local snap = {}
-    for k, v in pairs(live) do snap[k] = v end
-    linked[#linked + 1] = { name = name, live = live, snap = snap, mt = getmetatable(live) }
-    for k in pairs(snap) do live[k] = nil end
-    for k, v in pairs(new) do live[k] = v end
-    setmetatable(live, getmetatable(new))
-    return live
+  local tracked, err = swap.build(names, {
+    reloadable = M.reloadable, stamps = stamps, stamp = stamp, check = S.module_check,
+    path_of = function(name) return S.tracked[name] and S.tracked[name].path end,
+  })
+  if not tracked then return nil, err end
+  for name, t in pairs(tracked) do
+    S.tracked[name] = t
+    S.layout = true
   end
-
-  local load_one
-  -- require for code being built: changed (or not yet loaded) reloadable modules get their new version.
-  local function private_require(name)
-    if built[name] then return built[name] end
-    if M.reloadable(name) and (changed[name] or package.loaded[name] == nil) then return load_one(name) end
-    return real_require(name)
-  end
-
-  load_one = function(name)
-    if built[name] then return built[name] end
-    if building[name] then error("circular require of " .. name .. " while reloading", 0) end
-    building[name] = true
-    local e = S.tracked[name]
-    local path = changed[name] and e and e.path or package.searchpath(name, package.path)
-    if not path then error("module " .. name .. " not found on package.path", 0) end
-    local st = stamps[name] or stamp(path)
-    local chunk, err = chunks.loadfile(path)
-    if not chunk then error(err, 0) end
-    local value = chunk(name, path)
-    check_module(name, value, path)
-    if not changed[name] then tracked[name] = { path = path, stamp = st } end
-    built[name] = link(name, value)
-    return built[name]
-  end
-
-  _G.require = private_require
-  local ok, err = xpcall(function()
-    for _, name in ipairs(names) do load_one(name) end
-  end, debug.traceback)
-  _G.require = real_require
-  if ok then
-    for name, t in pairs(tracked) do
-      S.tracked[name] = t
-      S.layout = true
-    end
-    return true
-  end
-  for i = #linked, 1, -1 do
-    local l = linked[i]
-    if l.absent then
-      package.loaded[l.name] = l.prev
-    else
-      for k in pairs(l.live) do l.live[k] = nil end
-      for k, v in pairs(l.snap) do l.live[k] = v end
-      setmetatable(l.live, l.mt)
-    end
-  end
-  log.error("reload failed, previous version kept: %s", tostring(err))
-  return nil, first_line(err)
+  return true
 end
 
 -- Finds changed built-in modules and rebuilds them as one unit; returns true when something swapped.
