@@ -1,5 +1,5 @@
-// Routines with the real agent on the offline provider and a clock the test moves
-// (REASONIX_MCP_ROUTINE_CLOCK names a file holding "now"): a manual routine run on demand, with the
+// Routines with the real agent on the offline provider and a clock the test moves (the test seams'
+// clock reads a file holding "now"): a manual routine run on demand, with the
 // contract injected once and its result recorded; interval and daily schedules firing at their
 // times (daily across Europe/Athens's DST change); overlap skip and queue; the machine-wide limit; a
 // paused routine run on demand; a run missed while agentd was down run once; a crash between the
@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import { writeFileSync, readFileSync, cpSync, readdirSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { useFixture, tool, callTool, until, shutdownAgentd, agentdPid, alive, REPO, BIN } from './helpers.mjs';
+import { useFixture, tool, callTool, until, shutdownAgentd, agentdPid, alive, seamsEnv, REPO, BIN } from './helpers.mjs';
 
 const scenario = {
   rules: [
@@ -29,10 +29,10 @@ const fx = useFixture({ scenario }, (f) => {
   cpSync(join(REPO, 'lua'), f.lua, { recursive: true });
 });
 const clockFile = () => join(fx.sb.root, 'clock');
-// (written whole, then renamed in: agentd reads the file every 50 ms, and a read between a
-// truncation and the write would see no time and fall back to the system clock)
+// (written whole, then renamed in: the seams' clock reads the file every 50 ms, and a read between
+// a truncation and the write would see no time and fall back to the system clock)
 const setClock = (t) => { writeFileSync(clockFile() + '.tmp', `${t}\n`); renameSync(clockFile() + '.tmp', clockFile()); };
-const env = (extra = {}) => fx.env({ REASONIX_MCP_ROUTINE_CLOCK: clockFile(), REASONIX_MCP_LUA_DIR: fx.lua, ...extra });
+const env = (extra = {}) => fx.env({ ...seamsEnv({ clock: clockFile() }), REASONIX_MCP_LUA_DIR: fx.lua, ...extra });
 const T0 = 1774600000; // 2026-03-27 10:26:40 UTC, two days before Europe/Athens moves to summer time
 let host;
 
@@ -247,7 +247,7 @@ test('a paused routine does not fire, runs on "run now", and counts from then wh
 });
 
 test('a crash between the spawn and its record: the run finds its session by its marker and goes on; no second spawn', async () => {
-  await restartWith({ REASONIX_MCP_FAULT: 'routine_after_spawn' });
+  await restartWith(seamsEnv({ clock: clockFile(), fault: 'routine_after_spawn' }));
   const c = host.client;
   const r = await tool(c, 'reasonix_routine_create', { name: 'crash', prompt: 'ROUTINE-PLAIN crash' });
   const pid = agentdPid(fx.sb);

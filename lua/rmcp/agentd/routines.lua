@@ -12,7 +12,8 @@ local log = require "rmcp.lib.log"
 local json = require "rmcp.lib.json"
 local jsonrpc = require "rmcp.lib.jsonrpc"
 local files = require "rmcp.lib.files"
-local config = require "rmcp.config"
+local clock = require "rmcp.lib.clock"
+local fault = require "rmcp.lib.fault"
 local store = require "rmcp.agentd.store"
 local session = require "rmcp.agentd.session"
 local ownership = require "rmcp.agentd.ownership"
@@ -36,22 +37,9 @@ local active_status = { starting = true, running = true, awaiting_decision = tru
 ---@field active table            run id -> {routine_id, run}: the runs whose session works now
 ---@field timer userdata          the next tick
 
--- Now, in whole epoch seconds: the file REASONIX_MCP_ROUTINE_CLOCK names holds it when set (tests
--- move time by writing it), else the system clock.
+-- Now, in whole epoch seconds (rmcp.lib.clock: a test moves it).
 function M.now()
-  local file = config.env("REASONIX_MCP_ROUTINE_CLOCK")
-  if file then
-    local t = tonumber((files.read(file) or ""):match("[%d%.]+") or "")
-    if t then return math.floor(t) end
-  end
-  return os.time()
-end
-
--- How long the scheduler sleeps at most between two looks (it wakes at once for a due time nearer
--- than that); a test clock is looked at often.
-local function max_sleep_ms()
-  if config.env("REASONIX_MCP_ROUTINE_CLOCK") then return 50 end
-  return 60000 -- a wall-clock jump or a DST change is noticed within a minute
+  return clock.now()
 end
 
 -- ---- files ----------------------------------------------------------------------------------
@@ -188,11 +176,8 @@ local function start_run(d, r, trigger, due, on_started)
       end_run(d, r, run, "failed", nil, serr and serr.message or "spawn failed")
       return on_started(run)
     end
-    if config.env("REASONIX_MCP_FAULT") == "routine_after_spawn" then
-      -- fault injection (tests): the daemon dies between the spawn and the run's record of it
-      log.warn("REASONIX_MCP_FAULT=routine_after_spawn: agentd kills itself")
-      uv.kill(uv.os_getpid(), "sigkill")
-    end
+    -- a test makes the daemon die here: between the spawn and the run's record of it
+    fault.point("routine_after_spawn")
     run.session_id = res.session_id
     if run.status == "starting" then run.status = "running" end
     save_runs(st, r.id)
@@ -271,7 +256,7 @@ end
 
 -- Fires every enabled routine whose time has come (once, however late: a run missed while agentd was
 -- down is a catch_up, and the next time counts from now), starts what waits, and sleeps until the
--- next due time (at most max_sleep_ms).
+-- next due time (at most clock.recheck_ms).
 function M.tick(d)
   local st = d.routines
   if not st or st.stopped then return end
@@ -280,7 +265,7 @@ function M.tick(d)
   for _, r in pairs(st.defs) do
     if r.enabled and r.next_due then
       if r.next_due <= now then
-        local late = now - r.next_due > math.max(60, max_sleep_ms() // 1000 * 2)
+        local late = now - r.next_due > math.max(60, clock.recheck_ms() // 1000 * 2)
         trigger_run(d, r, late and "catch_up" or "schedule", r.next_due)
         local p = schedule.parse(r.schedule)
         r.next_due = p and schedule.next_due(p, now) or nil
@@ -290,7 +275,7 @@ function M.tick(d)
     end
   end
   M.dispatch(d)
-  local ms = max_sleep_ms()
+  local ms = clock.recheck_ms()
   if nearest then ms = math.max(10, math.min(ms, (nearest - now) * 1000)) end
   st.timer:stop()
   st.timer:start(ms, 0, function() require("rmcp.agentd.routines").tick(d) end)
