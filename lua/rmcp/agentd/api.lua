@@ -648,24 +648,17 @@ function methods.observe_act(d, conn, p, reply)
   methods[p.action](d, as_owner, params, reply)
 end
 
--- The routine scheduler (agentd/routines.lua), loaded and started on first use.
-local function routines_of(d)
-  local routines = require "rmcp.agentd.routines"
-  routines.start(d)
-  return routines
-end
-
--- The handler of a routine method, or nil. agentd/routines.lua owns them; each is looked up at the
--- call, so the module loads with the first one and a hot reload applies.
+-- The handler of a routine method, or nil. agentd/methods/routines.lua owns them (the first one
+-- starts the scheduler); each is looked up at the call, so a hot reload applies.
 local function routine_method(method)
-  if not method:match("^routine_") or not require("rmcp.agentd.routines").methods[method] then return nil end
-  return function(d, ...) return routines_of(d).methods[method](d, ...) end
+  if not method:match("^routine_") or not require("rmcp.agentd.methods.routines")[method] then return nil end
+  return function(...) return require("rmcp.agentd.methods.routines")[method](...) end
 end
 
 -- observe_routines: every routine, for the dashboard (consumes nothing).
 function methods.observe_routines(d, conn, p, reply)
   if not_observer(conn, reply) then return end
-  routines_of(d).methods.routine_list(d, conn, { all = true, include_results = p.include_results == true }, reply)
+  require("rmcp.agentd.methods.routines").routine_list(d, conn, { all = true, include_results = p.include_results == true }, reply)
 end
 
 -- What an observer may do to a routine (its owner's rights: the dashboard is the machine owner's).
@@ -679,7 +672,7 @@ function methods.observe_routine_act(d, conn, p, reply)
   local params = { routine_id = p.routine_id, all = true }
   if p.action == "pause" or p.action == "enable" then params.enabled = p.action == "enable" end
   log.info("conn %d (observer): routine %s on %s", conn.id, p.action, tostring(p.routine_id))
-  routines_of(d).methods[method](d, conn, params, reply)
+  require("rmcp.agentd.methods.routines")[method](d, conn, params, reply)
 end
 
 -- shutdown: stops the daemon (tests, ctl).

@@ -24,7 +24,7 @@ local M = {}
 ---@field retention_timer userdata?    the hourly prune (retention.lua)
 ---@field health table?                the health sampler's timer and its shared /proc snapshot (health.lua)
 ---@field observers table?             observer connections and the sessions with a nudge pending (observe.lua)
----@field routines table?              the routine scheduler's definitions, runs and timer (routines.lua); nil until it starts
+---@field routines RoutineState?       the routine scheduler's definitions, runs and timer (routines/scheduler.lua); nil until it starts
 ---@field on_change fun(s: Session, event: string?, extra: table?) a session changed: wake watches, emit agent_event (main.lua)
 ---@field on_output fun(s: Session)    a session has new output: wake waits (main.lua)
 ---@field shutdown fun(reason: string) stops the daemon (main.lua)

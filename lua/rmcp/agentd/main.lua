@@ -18,6 +18,9 @@ local idle_exit = require "rmcp.agentd.idle_exit"
 local retention = require "rmcp.agentd.retention"
 local health = require "rmcp.agentd.health"
 local observe = require "rmcp.agentd.observe"
+local lazy = require "rmcp.lib.lazy"
+-- (loaded when there is a routine: an agentd without routines does not carry it)
+local scheduler = lazy "rmcp.agentd.routines.scheduler"
 
 local M = {}
 
@@ -104,7 +107,7 @@ local function shutdown(d, reason)
   idle_exit.stop(d)
   retention.stop(d)
   health.stop(d)
-  if d.routines then require("rmcp.agentd.routines").stop(d) end
+  if d.routines then scheduler.stop(d) end
   if d.server then d.server:close(); d.server = nil end
   for _, s in pairs(d.sessions) do
     if s.rt.agent then s.rt.agent:stop(nil, 100) end
@@ -163,7 +166,7 @@ function M.main(_)
     watch.check(d, s)
     if event then api.emit(d, s, event, extra) end
     observe.changed(d, s)
-    if d.routines then require("rmcp.agentd.routines").session_changed(d, s) end
+    if d.routines then scheduler.session_changed(d, s) end
   end
   d.on_output = function(s)
     watch.check(d, s)
@@ -192,7 +195,7 @@ function M.main(_)
   -- the routine scheduler loads only when there is a routine (or a run record) to keep; otherwise
   -- on the first routine method: an agentd without routines does not carry it
   local scan = uv.fs_scandir(paths.routines)
-  if scan and uv.fs_scandir_next(scan) then require("rmcp.agentd.routines").start(d) end
+  if scan and uv.fs_scandir_next(scan) then scheduler.start(d) end
   os.remove(paths.sock) -- we hold the lock, so any socket file left here is stale
   local srv, lerr2 = sock.listen(paths.sock, function(fd, peer_uid, peer_pid) api.accept(d, fd, peer_uid, peer_pid) end)
   if not srv then
