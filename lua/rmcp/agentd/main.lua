@@ -173,6 +173,9 @@ function M.main(_)
     observe.changed(d, s)
   end
   d.shutdown = function(reason) shutdown(d, reason) end
+  d.close_connections = function(flush)
+    for conn in pairs(d.conns) do api.close(d, conn, flush) end
+  end
   -- Lua hot reload of policies and stateless modules (lib/reload.lua); cleanup timers follow the new rules.
   local opts = require("rmcp.reloadable").options()
   opts.role, opts.watch, opts.on_swap = "agentd", true, function() session.policy_changed(d) end
