@@ -40,9 +40,27 @@ local function run_script(argv)
   chunk(table.unpack(script_arg))
 end
 
+-- Runs the file REASONIX_MCP_TEST_SEAMS names, once, before the process does anything: a Lua chunk
+-- that may replace functions of rmcp.lib.clock and rmcp.lib.fault (a test moves time or makes a
+-- fault point fail). Returns nil, error when the file does not load or raises.
+local function load_test_seams()
+  local file = os.getenv("REASONIX_MCP_TEST_SEAMS")
+  if not file or file == "" then return true end
+  local chunk, err = loadfile(file)
+  if not chunk then return nil, err end
+  local ok, rerr = pcall(chunk)
+  if not ok then return nil, file .. ": " .. tostring(rerr) end
+  return true
+end
+
 -- Dispatches argv (argv[1] is the subcommand) and returns an exit code to stop at once, or nothing to run the loop.
 function M.main(argv)
   local sub = argv[1] or "launcher"
+  local seams_ok, seams_err = load_test_seams()
+  if not seams_ok then
+    io.stderr:write("reasonix-mcp: REASONIX_MCP_TEST_SEAMS: ", tostring(seams_err), "\n")
+    return require("rmcp.sys").stop(1)
+  end
   if sub == "script" then
     local code = run_script(argv)
     if code then require("rmcp.sys").stop(code) end

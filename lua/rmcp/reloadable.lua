@@ -12,7 +12,9 @@ M.modules = {
   ["rmcp.agentd.transcript"] = true, ["rmcp.agentd.posture"] = true, ["rmcp.agentd.ownership"] = true,
   ["rmcp.agentd.models"] = true, ["rmcp.policy.hooks"] = true, ["rmcp.policy.api"] = true,
   ["rmcp.policy.check"] = true,
-  ["rmcp.agentd.routines"] = true, -- the scheduler: its state is d.routines, its timer calls through the module
+  -- the routines: their state is d.routines, the scheduler's timer calls through its module table
+  ["rmcp.agentd.routines.store"] = true, ["rmcp.agentd.routines.scheduler"] = true,
+  ["rmcp.agentd.methods.routines"] = true,
 }
 
 -- Raises with the reason when a freshly built module is not fit to replace the loaded one: a tool

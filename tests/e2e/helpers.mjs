@@ -83,6 +83,17 @@ export function configToml(port, { model = MOCK_MODEL, models, provider = 'mock'
   return lines.join('\n') + '\n';
 }
 
+// The environment that swaps in the test seams (tests/support/seams.lua, run once as each
+// reasonix-mcp process starts): clock, a file holding "now" that the test writes; fault, the name
+// of a fault point that kills the process.
+export function seamsEnv({ clock, fault } = {}) {
+  return {
+    REASONIX_MCP_TEST_SEAMS: join(REPO, 'tests', 'support', 'seams.lua'),
+    ...(clock ? { RMCP_TEST_CLOCK: clock } : {}),
+    ...(fault ? { RMCP_TEST_FAULT: fault } : {}),
+  };
+}
+
 // Writes rx/config.toml for a provider port.
 export function writeConfig(sb, port, opts) {
   writeFileSync(join(sb.rx, 'config.toml'), configToml(port, opts));

@@ -1,10 +1,10 @@
-// Routines with the real agent on the offline provider and a clock the test moves
-// (REASONIX_MCP_ROUTINE_CLOCK names a file holding "now"): a manual routine run on demand, with the
+// Routines with the real agent on the offline provider and a clock the test moves (the test seams'
+// clock reads a file holding "now"): a manual routine run on demand, with the
 // contract injected once and its result recorded; interval and daily schedules firing at their
 // times (daily across Europe/Athens's DST change); overlap skip and queue; the machine-wide limit; a
 // paused routine run on demand; a run missed while agentd was down run once; a crash between the
 // spawn and its record taken up by the run marker with no second spawn; creators isolated; a hot edit
-// of the scheduler's Lua taking effect with the schedule kept; templates; ctl for the person at the
+// of the routines' Lua taking effect with the schedule kept; templates; ctl for the person at the
 // shell (every routine, a gate answered).
 // needs: agent python3 clients
 import { test } from 'node:test';
@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import { writeFileSync, readFileSync, cpSync, readdirSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { useFixture, tool, callTool, until, shutdownAgentd, agentdPid, alive, REPO, BIN } from './helpers.mjs';
+import { useFixture, tool, callTool, until, shutdownAgentd, agentdPid, alive, seamsEnv, REPO, BIN } from './helpers.mjs';
 
 const scenario = {
   rules: [
@@ -23,16 +23,16 @@ const scenario = {
   ],
   default: { text: 'default routine reply' },
 };
-// every process runs a private copy of lua/ (the hot-edit case edits the scheduler there)
+// every process runs a private copy of lua/ (the hot-edit case edits the routines' modules there)
 const fx = useFixture({ scenario }, (f) => {
   f.lua = join(f.sb.root, 'lua');
   cpSync(join(REPO, 'lua'), f.lua, { recursive: true });
 });
 const clockFile = () => join(fx.sb.root, 'clock');
-// (written whole, then renamed in: agentd reads the file every 50 ms, and a read between a
-// truncation and the write would see no time and fall back to the system clock)
+// (written whole, then renamed in: the seams' clock reads the file every 50 ms, and a read between
+// a truncation and the write would see no time and fall back to the system clock)
 const setClock = (t) => { writeFileSync(clockFile() + '.tmp', `${t}\n`); renameSync(clockFile() + '.tmp', clockFile()); };
-const env = (extra = {}) => fx.env({ REASONIX_MCP_ROUTINE_CLOCK: clockFile(), REASONIX_MCP_LUA_DIR: fx.lua, ...extra });
+const env = (extra = {}) => fx.env({ ...seamsEnv({ clock: clockFile() }), REASONIX_MCP_LUA_DIR: fx.lua, ...extra });
 const T0 = 1774600000; // 2026-03-27 10:26:40 UTC, two days before Europe/Athens moves to summer time
 let host;
 
@@ -247,7 +247,7 @@ test('a paused routine does not fire, runs on "run now", and counts from then wh
 });
 
 test('a crash between the spawn and its record: the run finds its session by its marker and goes on; no second spawn', async () => {
-  await restartWith({ REASONIX_MCP_FAULT: 'routine_after_spawn' });
+  await restartWith(seamsEnv({ clock: clockFile(), fault: 'routine_after_spawn' }));
   const c = host.client;
   const r = await tool(c, 'reasonix_routine_create', { name: 'crash', prompt: 'ROUTINE-PLAIN crash' });
   const pid = agentdPid(fx.sb);
@@ -288,24 +288,34 @@ test('creators are isolated: another orchestrator neither sees nor touches a rou
   await tool(c, 'reasonix_routine_delete', { routine_id: r.routine_id });
 });
 
-test('a hot edit of the scheduler\'s Lua applies on the next call; the schedule is kept and still fires', async () => {
+// Replaces from by to in the private copy of lua/rmcp/agentd/<rel>, written whole (by rename).
+function editLua(rel, from, to) {
+  const file = join(fx.lua, 'rmcp', 'agentd', ...rel.split('/'));
+  const text = readFileSync(file, 'utf8');
+  const edited = text.replace(from, to);
+  assert.notEqual(edited, text, `${rel} has ${from}`);
+  writeFileSync(file + '.tmp', edited);
+  renameSync(file + '.tmp', file);
+}
+
+test('a hot edit of the routines\' Lua applies on the next call; the schedule is kept and still fires', async () => {
   const c = host.client;
   const t3 = T0 + 30 * 86400;
   setClock(t3);
   const r = await tool(c, 'reasonix_routine_create', { name: 'reloaded', prompt: 'ROUTINE-PLAIN reloaded', schedule: 'every 1h' });
-  const file = join(fx.lua, 'rmcp', 'agentd', 'routines.lua');
-  const text = readFileSync(file, 'utf8');
-  const edited = text.replace('runs_total = r.runs_total or 0,', 'runs_total = r.runs_total or 0, scheduler_edited = true,');
-  assert.notEqual(edited, text);
-  writeFileSync(file + '.tmp', edited);
-  renameSync(file + '.tmp', file);
+  // the methods shape the routine's row; the scheduler records the run's end
+  editLua('methods/routines.lua', 'runs_total = r.runs_total or 0,', 'runs_total = r.runs_total or 0, methods_edited = true,');
+  editLua('routines/scheduler.lua', 'run.transcript_path = s.transcript_path\n',
+    'run.transcript_path = s.transcript_path\n    run.result = (run.result or "") .. " [scheduler edited]"\n');
   const after = await routine(c, r.routine_id);
-  assert.equal(after.scheduler_edited, true, 'the edited scheduler answers');
+  assert.equal(after.methods_edited, true, 'the edited methods answer');
   assert.equal(after.next_due, t3 + 3600, 'the schedule survived the reload');
   setClock(t3 + 3600);
   const fired = await routine(c, r.routine_id);
   assert.equal(fired.runs.length, 1, 'and fires under the new code');
-  assert.equal((await runEnded(c, r.routine_id, fired.runs[0].run_id)).status, 'done');
+  const ended = await runEnded(c, r.routine_id, fired.runs[0].run_id);
+  assert.equal(ended.status, 'done');
+  assert.match(ended.result, / \[scheduler edited\]$/, 'the edited scheduler recorded the run');
   await tool(c, 'reasonix_routine_delete', { routine_id: r.routine_id });
 });
 

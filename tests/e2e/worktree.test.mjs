@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync, mkdirSync, existsSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { useFixture, tool, callTool, until, shutdownAgentd, agentdPid, alive } from './helpers.mjs';
+import { useFixture, tool, callTool, until, shutdownAgentd, agentdPid, alive, seamsEnv } from './helpers.mjs';
 
 const SLEEP = 1.5; // each agent's tool runs this long: three at once overlap unless a lease serialises them
 const SPANS = '/tmp/rxwt-spans-' + process.pid; // when each agent's tool ran (outside every worktree)
@@ -137,7 +137,7 @@ test('refused outside a repository with nothing made; kill -9 of agentd mid-crea
 
   await client.close();
   await shutdownAgentd(fx.sb);
-  ({ client } = await fx.connect({ name: 'wt-host', env: fx.env({ REASONIX_MCP_FAULT: 'worktree_mid_create' }) }));
+  ({ client } = await fx.connect({ name: 'wt-host', env: fx.env(seamsEnv({ fault: 'worktree_mid_create' })) }));
   const pid = agentdPid(fx.sb) ?? (await tool(client, 'reasonix_list', {}), agentdPid(fx.sb));
   const died = await callTool(client, 'reasonix_spawn', { task: 'WT-SLOW crash', isolate: 'worktree' });
   assert.equal(died.result.isError, true);

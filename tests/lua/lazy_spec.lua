@@ -36,9 +36,10 @@ test("the MCP server answers initialize without loading the tool modules", funct
   t.eq(package.loaded[tools_name], nil, "the tool modules were not loaded to answer initialize")
 end)
 
-test("agentd starts without the agent setup, models, transcript and fleet modules", function(t)
+test("agentd starts without the agent setup, models, transcript, fleet and routine modules", function(t)
   local late = { "rmcp.agentd.session.setup", "rmcp.acp.client", "rmcp.agentd.posture", "rmcp.agentd.models",
-                 "rmcp.agentd.transcript", "rmcp.rules.fleet" }
+                 "rmcp.agentd.transcript", "rmcp.rules.fleet", "rmcp.agentd.routines.scheduler",
+                 "rmcp.agentd.routines.store", "rmcp.rules.routine_templates" }
   local saved = {}
   for name, m in pairs(package.loaded) do
     if name:match("^rmcp%.") then saved[name] = m end

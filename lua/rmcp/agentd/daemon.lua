@@ -24,10 +24,11 @@ local M = {}
 ---@field retention_timer userdata?    the hourly prune (retention.lua)
 ---@field health table?                the health sampler's timer and its shared /proc snapshot (health.lua)
 ---@field observers table?             observer connections and the sessions with a nudge pending (observe.lua)
----@field routines table?              the routine scheduler's definitions, runs and timer (routines.lua); nil until it starts
+---@field routines RoutineState?       the routine scheduler's definitions, runs and timer (routines/scheduler.lua); nil until it starts
 ---@field on_change fun(s: Session, event: string?, extra: table?) a session changed: wake watches, emit agent_event (main.lua)
 ---@field on_output fun(s: Session)    a session has new output: wake waits (main.lua)
 ---@field shutdown fun(reason: string) stops the daemon (main.lua)
+---@field close_connections fun(flush: boolean) closes every connection, flush: after its queued replies (main.lua: api.close)
 
 -- A daemon table for paths (config.paths()) holding lock fd lock.
 ---@return Daemon
@@ -38,7 +39,7 @@ function M.new(paths, lock)
     watch_by_session = {}, waits = {}, unconfirmed = {},
     upgrade = nil, idle_exit = nil, models_cache = nil, retention_timer = nil, health = nil, observers = nil,
     routines = nil,
-    on_change = nil, on_output = nil, shutdown = nil,
+    on_change = nil, on_output = nil, shutdown = nil, close_connections = nil,
   }
 end
 

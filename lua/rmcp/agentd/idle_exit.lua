@@ -7,6 +7,8 @@ local uv = require "luv"
 local log = require "rmcp.lib.log"
 local config = require "rmcp.config"
 local session = require "rmcp.agentd.session"
+local lazy = require "rmcp.lib.lazy"
+local scheduler = lazy "rmcp.agentd.routines.scheduler" -- (loaded only where there are routines)
 
 local M = {}
 
@@ -14,7 +16,7 @@ local M = {}
 -- no routine to keep.
 local function unused(d)
   if d.shutting_down or (d.upgrade and d.upgrade.handing_over) then return false end
-  if d.routines and require("rmcp.agentd.routines").keeps_daemon(d) then return false end
+  if d.routines and scheduler.keeps_daemon(d) then return false end
   for conn in pairs(d.conns) do
     if not conn.observer then return false end
   end

@@ -18,6 +18,9 @@ local idle_exit = require "rmcp.agentd.idle_exit"
 local retention = require "rmcp.agentd.retention"
 local health = require "rmcp.agentd.health"
 local observe = require "rmcp.agentd.observe"
+local lazy = require "rmcp.lib.lazy"
+-- (loaded when there is a routine: an agentd without routines does not carry it)
+local scheduler = lazy "rmcp.agentd.routines.scheduler"
 
 local M = {}
 
@@ -104,7 +107,7 @@ local function shutdown(d, reason)
   idle_exit.stop(d)
   retention.stop(d)
   health.stop(d)
-  if d.routines then require("rmcp.agentd.routines").stop(d) end
+  if d.routines then scheduler.stop(d) end
   if d.server then d.server:close(); d.server = nil end
   for _, s in pairs(d.sessions) do
     if s.rt.agent then s.rt.agent:stop(nil, 100) end
@@ -130,6 +133,72 @@ local function shutdown(d, reason)
   end)
 end
 
+-- Takes the home's lock (or the one a previous image of this daemon handed over with its live
+-- agents); returns lock, handed (that handover, or nil), or nil, nil, the exit code after saying
+-- why (another daemon owns the home: 0).
+local function take_lock(paths)
+  local handed = handover.take()
+  if handed then return handed.lock_fd, handed end
+  local lock, err, code = sys.flock(paths.lock)
+  if lock then return lock end
+  if code == "EWOULDBLOCK" or code == "EAGAIN" then
+    io.stderr:write("reasonix-mcp agentd: another agentd owns ", paths.home, "; exiting\n")
+    return nil, nil, 0
+  end
+  io.stderr:write("reasonix-mcp agentd: cannot lock ", paths.lock, ": ", tostring(err), "\n")
+  return nil, nil, 1
+end
+
+-- Connects the daemon's hooks: what a session change wakes, how it stops, how connections close.
+local function wire(d)
+  -- A waiting watch gets its reply first; the agent_event fan-out follows it (lib/after_reply).
+  d.on_change = function(s, event, extra)
+    watch.check(d, s)
+    if event then api.emit(d, s, event, extra) end
+    observe.changed(d, s)
+    if d.routines then scheduler.session_changed(d, s) end
+  end
+  d.on_output = function(s)
+    watch.check(d, s)
+    observe.changed(d, s)
+  end
+  d.shutdown = function(reason) shutdown(d, reason) end
+  d.close_connections = function(flush)
+    for conn in pairs(d.conns) do api.close(d, conn, flush) end
+  end
+end
+
+-- Removes the worktrees a dead daemon left half-made (the module loads only when there is one).
+local function recover_worktrees(d)
+  local half_made = {}
+  for _, s in pairs(d.sessions) do
+    if type(s.worktree) == "table" and s.worktree.state == "creating" then half_made[#half_made + 1] = s end
+  end
+  if #half_made == 0 then return end
+  require("rmcp.lib.async").run(function()
+    require("rmcp.agentd.worktree").recover(half_made, function(x) session.persist(d, x) end)
+  end, function(e) log.error("worktree recovery failed: %s", tostring(e)) end)
+end
+
+-- Starts the routine scheduler when the routines dir holds anything (a routine or a run record
+-- to keep); otherwise the first routine method does: an agentd without routines does not load it.
+local function start_routines(d)
+  local scan = uv.fs_scandir(d.paths.routines)
+  if scan and uv.fs_scandir_next(scan) then scheduler.start(d) end
+end
+
+-- Shuts down on SIGTERM and SIGINT; ignores SIGHUP (a closed terminal).
+local function handle_signals(d)
+  for _, name in ipairs({ "sigterm", "sigint" }) do
+    local sig = uv.new_signal()
+    sig:start(name, function() shutdown(d, name) end)
+    d.signals[#d.signals + 1] = sig
+  end
+  local hup = uv.new_signal()
+  hup:start("sighup", function() log.info("SIGHUP ignored") end)
+  d.signals[#d.signals + 1] = hup
+end
+
 -- Runs the daemon in this process (the client starts it detached; run by hand it stays in front).
 function M.main(_)
   log.set_role("agentd")
@@ -139,18 +208,8 @@ function M.main(_)
     io.stderr:write("reasonix-mcp agentd: ", tostring(err), "\n")
     return sys.stop(1)
   end
-  -- a previous image of this daemon exec'd us with its live agents: its lock is ours already
-  local handed = handover.take()
-  local lock, lerr, code
-  if handed then lock = handed.lock_fd else lock, lerr, code = sys.flock(paths.lock) end
-  if not lock then
-    if code == "EWOULDBLOCK" or code == "EAGAIN" then
-      io.stderr:write("reasonix-mcp agentd: another agentd owns ", paths.home, "; exiting\n")
-      return sys.stop(0)
-    end
-    io.stderr:write("reasonix-mcp agentd: cannot lock ", paths.lock, ": ", tostring(lerr), "\n")
-    return sys.stop(1)
-  end
+  local lock, handed, exit_code = take_lock(paths)
+  if not lock then return sys.stop(exit_code) end
   log.set_sink(M.rotating_sink(paths.log, config.limit("log_max_bytes")))
   local sok, serr = sock.secure_dir(paths.sessions)
   if not sok then
@@ -158,18 +217,7 @@ function M.main(_)
     return sys.stop(1)
   end
   local d = daemon.new(paths, lock)
-  -- A waiting watch gets its reply first; the agent_event fan-out follows it (lib/after_reply).
-  d.on_change = function(s, event, extra)
-    watch.check(d, s)
-    if event then api.emit(d, s, event, extra) end
-    observe.changed(d, s)
-    if d.routines then require("rmcp.agentd.routines").session_changed(d, s) end
-  end
-  d.on_output = function(s)
-    watch.check(d, s)
-    observe.changed(d, s)
-  end
-  d.shutdown = function(reason) shutdown(d, reason) end
+  wire(d)
   -- Lua hot reload of policies and stateless modules (lib/reload.lua); cleanup timers follow the new rules.
   local opts = require("rmcp.reloadable").options()
   opts.role, opts.watch, opts.on_swap = "agentd", true, function() session.policy_changed(d) end
@@ -177,40 +225,21 @@ function M.main(_)
   require("rmcp.policy.loader").init{ role = "agentd" }
   restore(d)
   if handed then handover.adopt_all(d, handed) end
-  -- a worktree left half-made by a dead daemon is removed (the module loads only when one is)
-  local half_made = {}
-  for _, s in pairs(d.sessions) do
-    if type(s.worktree) == "table" and s.worktree.state == "creating" then half_made[#half_made + 1] = s end
-  end
-  if #half_made > 0 then
-    require("rmcp.lib.async").run(function()
-      require("rmcp.agentd.worktree").recover(half_made, function(x) session.persist(d, x) end)
-    end, function(e) log.error("worktree recovery failed: %s", tostring(e)) end)
-  end
+  recover_worktrees(d)
   retention.start(d)
   health.start(d)
-  -- the routine scheduler loads only when there is a routine (or a run record) to keep; otherwise
-  -- on the first routine method: an agentd without routines does not carry it
-  local scan = uv.fs_scandir(paths.routines)
-  if scan and uv.fs_scandir_next(scan) then require("rmcp.agentd.routines").start(d) end
+  start_routines(d)
   os.remove(paths.sock) -- we hold the lock, so any socket file left here is stale
-  local srv, lerr2 = sock.listen(paths.sock, function(fd, peer_uid, peer_pid) api.accept(d, fd, peer_uid, peer_pid) end)
+  local srv, lerr = sock.listen(paths.sock, function(fd, peer_uid, peer_pid) api.accept(d, fd, peer_uid, peer_pid) end)
   if not srv then
-    log.error("cannot listen on %s: %s", paths.sock, tostring(lerr2))
+    log.error("cannot listen on %s: %s", paths.sock, tostring(lerr))
     sys.unlock(lock)
     return sys.stop(1)
   end
   d.server = srv
   upgrade.init(d)
   idle_exit.start(d, d.shutdown)
-  for _, name in ipairs({ "sigterm", "sigint" }) do
-    local sig = uv.new_signal()
-    sig:start(name, function() shutdown(d, name) end)
-    d.signals[#d.signals + 1] = sig
-  end
-  local hup = uv.new_signal()
-  hup:start("sighup", function() log.info("SIGHUP ignored") end)
-  d.signals[#d.signals + 1] = hup
+  handle_signals(d)
   log.info("agentd %d listening on %s (version %s)", d.pid, paths.sock, tostring(d.version))
 end
 

@@ -2,7 +2,7 @@
 -- orchestrator's sessions and one session's timeline, read without consuming anything — no drain,
 -- no delivery mark, no watch superseded, nothing added to an orchestrator's context — and a nudge
 -- when a session changes. Actions on a session run as its owner: agentd's record, never the caller's
--- word (api.lua: observe_act).
+-- word (methods/observe.lua: observe_act).
 local uv = require "luv"
 local json = require "rmcp.lib.json"
 local after_reply = require "rmcp.lib.after_reply"

@@ -208,8 +208,7 @@ function M.handover(d, o)
     -- Nothing new may arrive from here on: connections close first (blocked watches and waits are
     -- re-sent by the clients to the fresh daemon), then the agents go.
     if d.server then d.server:close(); d.server = nil end
-    local api = require "rmcp.agentd.api"
-    for conn in pairs(d.conns) do api.close(d, conn, true) end
+    d.close_connections(true)
     local left, started = 0, uv.now()
     local finished = false
     local function all_gone()
@@ -267,12 +266,9 @@ function M.live(d, o)
       return M.arm(d)
     end
     if d.server then d.server:close(); d.server = nil end
-    local api = require "rmcp.agentd.api"
     local chans = {}
-    for conn in pairs(d.conns) do
-      chans[#chans + 1] = conn.ch
-      api.close(d, conn, true)
-    end
+    for conn in pairs(d.conns) do chans[#chans + 1] = conn.ch end
+    d.close_connections(true)
     local flushed_at = uv.now()
     local function go()
       for _, ch in ipairs(chans) do

@@ -11,6 +11,7 @@ local json = require "rmcp.lib.json"
 local jsonrpc = require "rmcp.lib.jsonrpc"
 local command = require "rmcp.lib.command"
 local async = require "rmcp.lib.async"
+local fault = require "rmcp.lib.fault"
 local config = require "rmcp.config"
 local store = require "rmcp.agentd.store"
 
@@ -133,10 +134,7 @@ function M.create(d, s, cwd, save)
     s.worktree = nil
     return refuse("git worktree add failed: %s", aerr)
   end
-  if config.env("REASONIX_MCP_FAULT") == "worktree_mid_create" then
-    log.warn("REASONIX_MCP_FAULT=worktree_mid_create: agentd kills itself")
-    uv.kill(uv.os_getpid(), "sigkill")
-  end
+  fault.point("worktree_mid_create")
   local agent_cwd = rel == "" and dir or (dir .. "/" .. rel)
   if not uv.fs_stat(agent_cwd) then
     -- cwd is not in the commit (an untracked or ignored directory): made empty, and said so

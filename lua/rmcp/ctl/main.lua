@@ -64,8 +64,12 @@ end
 -- The table as data (`ctl --json help`): each tool with its verb, or why it has none, and the
 -- owner's own verbs; tests and the generated docs read it.
 function M.table()
-  local _, list = verbs()
-  local out = { tools = json.array(), own_verbs = json.array() }
+  local list, _, _, renamed = tools.builtin()
+  local out = { tools = json.array(), own_verbs = json.array(), renamed = json.array() }
+  for _, tool in ipairs(renamed) do
+    out.renamed[#out.renamed + 1] = { name = tool.name, to = tool.renamed_to, set = tool.renamed_set,
+                                      verb = tool.cli and tool.cli.verb }
+  end
   for _, tool in ipairs(list) do
     local cli = tool.cli
     local sub = json.array()

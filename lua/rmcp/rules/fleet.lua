@@ -1,6 +1,6 @@
 -- Assigned fleets: the shapes a fleet file may take, made into one ordered list of assignments.
 -- Stateless: reasonix_spawn reads the file (tools/spawn.lua), agentd checks every option and
--- cwd before any agent starts (agentd/api.lua: spawn_fleet).
+-- cwd before any agent starts (agentd/methods/fleet.lua: spawn_fleet).
 local M = {}
 
 M.max_agents = 64 -- every returned id fits one reasonix_watch

@@ -1,6 +1,6 @@
 -- Routines as policy (hot-reloadable): what a definition may hold and its defaults, what a trigger
 -- does given what runs, the owner routine runs belong to, and the execution contract each run's
--- fresh session gets once. The scheduler that applies these is agentd/routines.lua.
+-- fresh session gets once. The scheduler that applies these is agentd/routines/scheduler.lua.
 local config = require "rmcp.config"
 local schedule = require "rmcp.rules.schedule"
 

@@ -51,6 +51,7 @@ local function renamed_tool(name, spec, new)
   return {
     name = name,
     renamed_to = new.name,
+    renamed_set = spec.set, -- the new tool's arguments the old name fixes (an action)
     title = new.title,
     description = "Renamed: " .. new.name .. (spec.set and spec.set.action and (" (action " .. spec.set.action .. ")") or "") .. ".",
     inputSchema = common.object(old_properties(spec, new), spec.required),

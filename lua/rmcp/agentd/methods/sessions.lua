@@ -1,0 +1,192 @@
+-- The socket methods on one session of the caller's (PROTOCOL.md): spawn, resume, configure, send,
+-- poll, watch, wait, list, transcript, respond_permission, stop, and the delivered / undelivered
+-- word about a kept answer. Each is handler(d, conn, params, reply, request_id); the dispatcher
+-- (agentd/api.lua) finds it by name.
+local json = require "rmcp.lib.json"
+local jsonrpc = require "rmcp.lib.jsonrpc"
+local log = require "rmcp.lib.log"
+local lazy = require "rmcp.lib.lazy"
+local config = require "rmcp.config"
+local session = require "rmcp.agentd.session"
+local store = require "rmcp.agentd.store"
+local watch = require "rmcp.agentd.watch"
+local kept = require "rmcp.agentd.kept"
+local ownership = require "rmcp.agentd.ownership"
+local health = require "rmcp.agentd.health"
+local upgrade = require "rmcp.agentd.upgrade"
+local params = require "rmcp.agentd.methods.params"
+local rules_spawn = require "rmcp.rules.spawn"
+local rules_poll = require "rmcp.rules.poll"
+local rules_list = require "rmcp.rules.list"
+-- (loaded by the first request that needs it: an idle daemon stays small)
+local transcript = lazy "rmcp.agentd.transcript"
+
+local M = {}
+
+local bad, owned_ids = params.bad, params.owned_ids
+
+-- spawn: a new session; returns once the agent is configured and the first prompt sent.
+function M.spawn(d, conn, p, reply)
+  local o, err = rules_spawn.options(p, false, conn.env)
+  if not o then return reply(nil, bad(err)) end
+  local cwd, cerr = ownership.confine(conn.project_dir, o.cwd, conn.env)
+  if not cwd then return reply(nil, cerr) end
+  rules_spawn.adjust(o, { cwd = cwd, project_dir = conn.project_dir, orchestrator_id = conn.orch })
+  o.env = conn.env
+  session.spawn(d, conn.orch, conn.project_dir, o, cwd, reply)
+end
+
+-- resume: revives a tombstone (exited/orphaned) with session/resume on a fresh agent.
+function M.resume(d, conn, p, reply)
+  local s, err = ownership.lookup(d.sessions, conn.orch, p.session_id)
+  if not s then return reply(nil, err) end
+  local changes, cherr = params.resume_changes(p)
+  if not changes then return reply(nil, cherr) end
+  if p.cwd ~= nil and not session.is_live(s) then
+    local cwd, cerr = ownership.confine(conn.project_dir, p.cwd, conn.env)
+    if not cwd then return reply(nil, cerr) end
+    changes.cwd = cwd
+  end
+  session.resume(d, s, changes, conn.env, reply)
+end
+
+-- configure: change a session's model, effort, work_mode or tool_approval (now when idle, before
+-- the next turn when busy, at the resume when exited).
+function M.configure(d, conn, p, reply)
+  local s, err = ownership.lookup(d.sessions, conn.orch, p.session_id)
+  if not s then return reply(nil, err) end
+  local o, oerr = rules_spawn.options(p, true)
+  if not o then return reply(nil, bad(oerr)) end
+  local wanted, any = {}, false
+  for _, k in ipairs(rules_spawn.order) do
+    if o.explicit[k] then wanted[k], any = o[k], true end
+  end
+  if not any then return reply(nil, bad("give at least one of model, effort, work_mode, tool_approval")) end
+  if s.unreadable then return reply(nil, bad("session " .. s.id .. " is unreadable (" .. s.unreadable .. "); it cannot be configured")) end
+  session.configure(d, s, wanted, reply)
+end
+
+-- send: forced steer (never dropped); expect narrows it.
+function M.send(d, conn, p, reply)
+  local s, err = ownership.lookup(d.sessions, conn.orch, p.session_id)
+  if not s then return reply(nil, err) end
+  if type(p.message) ~= "string" or p.message:match("^%s*$") then return reply(nil, bad("message must be a non-empty string")) end
+  if p.expect ~= nil and p.expect ~= json.null and p.expect ~= "steer" and p.expect ~= "new_turn" then
+    return reply(nil, bad('expect must be "steer" or "new_turn"'))
+  end
+  session.send(d, s, p.message, p.expect ~= json.null and p.expect or nil, reply)
+end
+
+-- poll: what is new since the last poll, lean by default.
+function M.poll(d, conn, p, reply)
+  local s, err = ownership.lookup(d.sessions, conn.orch, p.session_id)
+  if not s then return reply(nil, err) end
+  local o, oerr = rules_poll.options(p)
+  if not o then return reply(nil, bad(oerr)) end
+  -- kept until the host has it, like a watch's answer (kept.lua); a lost one comes first, as it was
+  local asker = kept.asker("poll", conn, p)
+  local given = kept.due(d, asker, s.id)
+  if given then
+    log.info("poll %s: an answer the host may not have got, given again", tostring(asker.key))
+    kept.answered(d, asker, s.id, given)
+    return reply(given.result)
+  end
+  local snap = session.drain(d, s, o.detail)
+  snap.health = health.anomaly(d, s)
+  local result = rules_poll.shape(snap, o)
+  kept.answered(d, asker, s.id, nil, result)
+  reply(result)
+end
+
+-- transcript: what the agent did, from the journal.
+function M.transcript(d, conn, p, reply)
+  local s, err = ownership.lookup(d.sessions, conn.orch, p.session_id)
+  if not s then return reply(nil, err) end
+  if p.max_tool_calls ~= nil and (type(p.max_tool_calls) ~= "number" or p.max_tool_calls < 0) then
+    return reply(nil, bad("max_tool_calls must be a number >= 0"))
+  end
+  reply(transcript.build(s, store.read_journal(s.transcript_path), p.max_tool_calls and math.floor(p.max_tool_calls)))
+end
+
+-- watch: blocks until a watched session finishes, needs a decision or dies.
+function M.watch(d, conn, p, reply, req_id)
+  local ids, err = owned_ids(d, conn, p)
+  if not ids then return reply(nil, err) end
+  local terr = params.check_timeout(p)
+  if terr then return reply(nil, terr) end
+  local o, oerr = rules_poll.options(p)
+  if not o then return reply(nil, bad(oerr)) end
+  if req_id == nil then return reply(nil, bad("watch must be a request (with an id)")) end
+  watch.watch(d, conn, req_id, ids, p, o, reply)
+end
+
+-- delivered (a notification): the launcher wrote the answer to host request key to the host.
+function M.delivered(d, conn, p, reply)
+  if type(p.key) ~= "string" then return reply(nil, bad("key must be a string")) end
+  kept.confirm(d, conn.orch, p.key)
+  reply()
+end
+
+-- undelivered (a notification): the answer to host request key did not reach the host.
+function M.undelivered(d, conn, p, reply)
+  if type(p.key) ~= "string" then return reply(nil, bad("key must be a string")) end
+  watch.unconfirm(d, conn.orch, p.key)
+  reply()
+end
+
+-- wait: blocks until a session has new output, a turn end or a decision.
+function M.wait(d, conn, p, reply, req_id)
+  local ids, err = owned_ids(d, conn, p)
+  if not ids then return reply(nil, err) end
+  local terr = params.check_timeout(p)
+  if terr then return reply(nil, terr) end
+  if req_id == nil then return reply(nil, bad("wait must be a request (with an id)")) end
+  watch.wait(d, conn, req_id, ids, p, reply)
+end
+
+-- list: the caller's sessions.
+function M.list(d, conn, p, reply)
+  local mine = {}
+  for _, s in pairs(d.sessions) do
+    if s.owner == conn.orch then mine[#mine + 1] = s end
+  end
+  local limit = p.limit
+  if limit ~= nil and (math.type(limit) ~= "integer" or limit < 1 or limit > 500) then
+    return reply(nil, bad("limit must be an integer from 1 to 500"))
+  end
+  local cursor
+  if p.cursor ~= nil then
+    local cerr
+    cursor, cerr = rules_list.parse_cursor(p.cursor)
+    if not cursor then return reply(nil, bad(cerr)) end
+  end
+  local r, err = rules_list.shape(mine, {
+    encoded = true, include_task = p.include_task == true, pending_only = p.pending_only == true, all = p.all == true,
+    detail = p.detail == true, current_work = session.current_work,
+    health = function(s) return health.of(d, s) end,
+    now = store.now(), recent_s = config.limit("list_recent_s"),
+    limit = limit or math.floor(config.limit("list_limit")), cursor = cursor,
+  })
+  if not r then return reply(nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, "result not encodable: " .. tostring(err))) end
+  r.reload = upgrade.status(d, conn.orch)
+  if r.reload and r.reload.pending then r.reload_pending = true end
+  reply(r)
+end
+
+-- respond_permission: answers a pending permission request or question.
+function M.respond_permission(d, conn, p, reply)
+  local s, err = ownership.lookup(d.sessions, conn.orch, p.session_id)
+  if not s then return reply(nil, err) end
+  reply(session.respond(d, s, p.option_id, p.request_id))
+end
+
+-- stop: cancel + close + kill; the session stays as an exited tombstone.
+function M.stop(d, conn, p, reply)
+  local s, err = ownership.lookup(d.sessions, conn.orch, p.session_id)
+  if not s then return reply(nil, err) end
+  session.stop(d, s, "stopped", function()
+    reply({ session_id = s.id, status = s.status, exit_reason = s.exit_reason })
+  end)
+end
+
+return M

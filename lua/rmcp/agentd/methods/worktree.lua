@@ -1,0 +1,69 @@
+-- The socket methods on an isolated session's git worktree (PROTOCOL.md): diff and worktree (info,
+-- remove). The worktree itself is agentd/worktree.lua's; it loads with the first of these calls.
+local json = require "rmcp.lib.json"
+local jsonrpc = require "rmcp.lib.jsonrpc"
+local async = require "rmcp.lib.async"
+local lazy = require "rmcp.lib.lazy"
+local session = require "rmcp.agentd.session"
+local ownership = require "rmcp.agentd.ownership"
+local params = require "rmcp.agentd.methods.params"
+local worktrees = lazy "rmcp.agentd.worktree"
+
+local M = {}
+
+local bad = params.bad
+
+-- The worktree of caller's session p.session_id; or nil after replying with the error.
+local function worktree_of(d, conn, p, reply)
+  local s, err = ownership.lookup(d.sessions, conn.orch, p.session_id)
+  if not s then reply(nil, err); return nil end
+  if type(s.worktree) ~= "table" then
+    reply(nil, bad("session " .. s.id .. " has no worktree (spawn it with isolate=\"worktree\")"))
+    return nil
+  end
+  return s
+end
+
+-- diff: an isolated session's changes against its worktree's base (agentd/worktree.lua).
+function M.diff(d, conn, p, reply)
+  local s = worktree_of(d, conn, p, reply)
+  if not s then return end
+  if s.worktree.state ~= "ready" then return reply(nil, bad("session " .. s.id .. "'s worktree was removed")) end
+  if p.paths ~= nil and type(p.paths) ~= "table" then return reply(nil, bad("paths must be an array of strings")) end
+  for _, x in ipairs(p.paths or {}) do
+    if type(x) ~= "string" or x == "" or x:sub(1, 1) == "-" then return reply(nil, bad("paths must be an array of strings")) end
+  end
+  async.run(function()
+    local r, err = worktrees.diff(d, s.worktree, { stat = p.stat ~= false, paths = p.paths,
+      max_bytes = math.tointeger(p.max_bytes) })
+    if not r then return reply(nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, err)) end
+    r.session_id = s.id
+    r.changes = worktrees.changes(s.worktree)
+    reply(r)
+  end, function(e) reply(nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, "diff failed: " .. tostring(e))) end)
+end
+
+-- worktree: info about, or removal of, an isolated session's worktree (never while it runs).
+function M.worktree(d, conn, p, reply)
+  local s = worktree_of(d, conn, p, reply)
+  if not s then return end
+  local wt = s.worktree
+  if p.action == "info" then
+    return async.run(function()
+      reply({ session_id = s.id, path = wt.path, branch = wt.branch, base = wt.base, repo = wt.repo, state = wt.state,
+              changes = worktrees.changes(wt) })
+    end, function(e) reply(nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, "worktree info failed: " .. tostring(e))) end)
+  end
+  if p.action ~= "remove" then return reply(nil, bad("action must be info or remove")) end
+  if session.is_live(s) then return reply(nil, bad("session " .. s.id .. " is " .. s.status .. ": stop it first (reasonix_stop)")) end
+  if wt.state ~= "ready" then return reply({ session_id = s.id, removed = json.null, note = "already removed" }) end
+  async.run(function()
+    local r, err = worktrees.remove(wt, p.delete_branch == true)
+    if not r then return reply(nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, err)) end
+    session.persist(d, s)
+    r.session_id = s.id
+    reply(r)
+  end, function(e) reply(nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, "worktree remove failed: " .. tostring(e))) end)
+end
+
+return M
