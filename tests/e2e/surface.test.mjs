@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { useFixture, tool, callTool, watchUntil, BIN } from './helpers.mjs';
+import { useFixture, tool, watchUntil, until, alive, BIN } from './helpers.mjs';
 
 const ORCH = 'surface-orch';
 const scenario = {
@@ -84,8 +84,10 @@ test('every name an earlier tool list had answers with the result of its new for
     { template_id: 'flaky-tests', name: 't2', enabled: false });
   await pair('reasonix_routine_list', {}, {}, 'equal');
   await pair('reasonix_routine_configure', { routine_id: r1.routine_id, enabled: false }, { routine_id: r2.routine_id, enabled: false });
+  await pair('reasonix_routine_stop', { routine_id: r1.routine_id }, { routine_id: r2.routine_id }); // no run at work
   await pair('reasonix_routine_run', { routine_id: r1.routine_id }, { routine_id: r2.routine_id });
-  await pair('reasonix_routine_stop', { routine_id: r1.routine_id }, { routine_id: r2.routine_id });
+  const ran = async (id) => (await tool(client, 'reasonix_routine', { action: 'list' })).routines.find((r) => r.routine_id === id).runs[0]?.status;
+  for (const r of [r1, r2]) while (!['done', 'failed'].includes(await ran(r.routine_id))) await new Promise((res) => setTimeout(res, 50));
   await pair('reasonix_routine_delete', { routine_id: r1.routine_id }, { routine_id: r2.routine_id });
   await tool(client, 'reasonix_routine', { action: 'delete', routine_id: t1.routine_id });
   assert.deepEqual([...called].sort(), table.renamed.map((r) => r.name).sort(), 'each renamed name was called once');
@@ -206,8 +208,11 @@ test('ctl and the MCP tools agree: each tool has its verb with the same argument
     dashboard: async () => {
       const m = await tool(client, 'reasonix_dashboard', {});
       const c = ctlJson('dashboard');
-      assert.deepEqual(keys(c), keys(m));
+      assert.deepEqual(keys(c).filter((k) => k !== 'started'), keys(m).filter((k) => k !== 'started'));
       assert.equal(c.url, m.url);
+      assert.equal(c.pid, m.pid, 'the one dashboard, reused');
+      process.kill(m.pid, 'SIGTERM'); // (it ends with the fleet too: dashboard.test.mjs)
+      await until(() => !alive(m.pid), 10000, 'the dashboard stopped');
     },
     'restart-agentd': async () => {
       const m = await tool(client, 'reasonix_restart_agentd', { force: true });

@@ -80,7 +80,11 @@ function M.parse(tool, words, tools_by_module)
       else
         local name, prop, negated = property(schema, flags, flag)
         if not name then return nil, "unknown flag --" .. flag end
-        if type_of(prop) == "boolean" and value == nil then
+        local nxt = words[i + 1]
+        if type_of(prop) == "boolean" and value == nil and (nxt == "true" or nxt == "false") then
+          args[name] = (nxt == "true") ~= negated
+          i = i + 1
+        elseif type_of(prop) == "boolean" and value == nil then
           args[name] = not negated
         else
           if value == nil then
