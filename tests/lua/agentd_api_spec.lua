@@ -465,7 +465,7 @@ test("a session file with fields of the wrong type is repaired with a warning, n
   t.eq(r.status, "idle")
   ctx.call(c, "stop", { session_id = "rx-damaged0001" })
   local kept
-  for _, x in ipairs(ctx.call(c, "list", {}).sessions) do
+  for _, x in ipairs(ctx.call(c, "list", { all = true }).sessions) do
     if x.session_id == "rx-damaged0001" then kept = x.damaged end
   end
   t.match(kept or "", "damaged fields", "the note is kept")

@@ -252,7 +252,7 @@ test("idle cleanup: idle_timeout 0 leaves an exited tombstone, keep_alive exempt
   t.eq(res.stop_reason, "end_turn")
   ctx.watch_until(c, { kept }, function(_, x) return x.status == "idle" end)
   local rows = {}
-  for _, row in ipairs(ctx.call(c, "list", { detail = true }).sessions) do rows[row.session_id] = row end
+  for _, row in ipairs(ctx.call(c, "list", { detail = true, all = true }).sessions) do rows[row.session_id] = row end
   t.eq(rows[gone].status, "exited")
   t.eq(rows[kept].status, "idle")
   t.ok(rows[kept].agent_pid)
@@ -288,7 +288,7 @@ test("forced restart by the only orchestrator with live agents: a fresh daemon, 
   t.eq(ctx.call_err(c, "restart", {}).code, -32005, "refused while a keep_alive agent is live (as a reload waits for it)")
   t.eq(ctx.call(c, "restart", { force = true }).restarting, true)
   t.wait_for(function() return not support.alive(daemon) end, 5000, "old agentd to exit")
-  local row = ctx.call(c, "list", {}).sessions[1]
+  local row = ctx.call(c, "list", { all = true }).sessions[1]
   t.ne(c.info.agentd_pid, daemon)
   t.eq(row.status, "exited")
   t.eq(row.exit_reason, "daemon_restart")
@@ -338,7 +338,7 @@ test("an unused agentd exits after the idle period; a live session or a connecte
   local log = assert(io.open(ctx.mcp_home .. "/agentd.log")):read("a")
   t.match(log, "no live session and no connection for 1s")
   local c3 = ctx.client()
-  local row = ctx.call(c3, "list", {}).sessions[1]
+  local row = ctx.call(c3, "list", { all = true }).sessions[1]
   t.ne(c3.info.agentd_pid, daemon, "the next client starts a fresh daemon")
   t.eq(row.session_id, sid)
   t.eq(row.status, "exited")

@@ -51,7 +51,7 @@ end
 
 -- list rows by session id, and the list result.
 local function rows(ctx, c)
-  local r = ctx.call(c, "list", {})
+  local r = ctx.call(c, "list", { all = true })
   local by = {}
   for _, row in ipairs(r.sessions) do by[row.session_id] = row end
   return by, r
@@ -310,7 +310,7 @@ test("restart: refused while agents are live unless force; force stops them and 
   local second = a.info.agentd_pid
   t.eq(ctx.call(a, "restart", {}).restarting, true)
   t.wait_for(function() return not support.alive(second) end, 5000, "the second agentd to exit")
-  t.eq(#ctx.call(a, "list", {}).sessions, 1)
+  t.eq(#ctx.call(a, "list", { all = true }).sessions, 1)
   t.ne(a.info.agentd_pid, second)
 end)
 

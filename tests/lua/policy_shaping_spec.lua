@@ -137,7 +137,7 @@ test("watch readiness and the compact result", function(t)
   t.eq(r.events, nil, "compact results carry no event list")
 end)
 
-test("list view: what an orchestrator acts on by default, hidden counted, pages by cursor", function(t)
+test("list view: what an orchestrator acts on by default, the rest counted, pages by cursor", function(t)
   local now = 1000000
   local sessions = {}
   for i = 1, 6 do -- finished long ago and collected
@@ -148,20 +148,20 @@ test("list view: what an orchestrator acts on by default, hidden counted, pages 
   sessions[#sessions + 1] = { id = "idle", status = "idle", created_at = 11, updated_at = 11, pending = {} }
   sessions[#sessions + 1] = { id = "busy", status = "running", created_at = 12, updated_at = 12, pending = {} }
   sessions[#sessions + 1] = { id = "today", status = "exited", created_at = 13, updated_at = now - 60, pending = {} }
-  local r = list.shape(sessions, { now = now, recent_s = 86400 })
+  local r = list.shape(sessions, {})
   local ids = {}
   for _, row in ipairs(r.sessions) do ids[#ids + 1] = row.session_id end
-  t.eq(ids, { "today", "busy", "idle", "uncollected" })
-  t.eq(r.hidden, 6)
-  t.eq(r.counts, { exited = 2, idle = 1, running = 1 })
+  t.eq(ids, { "busy", "idle", "uncollected" }, "a finished, collected session is counted, not shown, however recent")
+  t.eq(r.hidden, 7)
+  t.eq(r.counts, { exited = 8, idle = 1, running = 1 }, "counts cover every session")
   t.eq(r.next_cursor, nil)
-  r = list.shape(sessions, { now = now, recent_s = 86400, all = true })
+  r = list.shape(sessions, { all = true })
   t.eq(#r.sessions, 10)
   t.eq(r.hidden, nil)
   -- pages of 3 over all ten: each row once, in order, the last page without a cursor
   local seen, cursor, pages = {}, nil, 0
   repeat
-    r = list.shape(sessions, { now = now, all = true, limit = 3, cursor = cursor })
+    r = list.shape(sessions, { all = true, limit = 3, cursor = cursor })
     pages = pages + 1
     for _, row in ipairs(r.sessions) do seen[#seen + 1] = row.session_id end
     t.eq(r.counts.exited, 8, "counts cover every page")
@@ -170,6 +170,39 @@ test("list view: what an orchestrator acts on by default, hidden counted, pages 
   t.eq(pages, 4)
   t.eq(seen, { "today", "busy", "idle", "uncollected", "old6", "old5", "old4", "old3", "old2", "old1" })
   t.eq(select(2, list.parse_cursor("junk")), "cursor must be a next_cursor from an earlier list")
+end)
+
+test("list pages fit the result budget: a page ends early with a cursor, a row alone over it has its task cut", function(t)
+  local json = require "rmcp.lib.json"
+  local sessions = {}
+  for i = 1, 40 do
+    sessions[#sessions + 1] = { id = string.format("rx-%03d", i), status = "idle", created_at = i, updated_at = i,
+                                pending = {}, task = string.rep("t", 500), cwd = "/w" }
+  end
+  sessions[#sessions + 1] = { id = "rx-huge", status = "idle", created_at = 100, updated_at = 100, pending = {},
+                              task = string.rep("H", 5 * 1024 * 1024), cwd = "/w" }
+  local budget, seen, cursor, pages = 8000, {}, nil, 0
+  repeat
+    local r = list.shape(sessions, { encoded = true, include_task = true, limit = 500, budget = budget, cursor = cursor })
+    local text = json.encode(r)
+    t.ok(#text <= budget, "page " .. pages .. " fits: " .. #text)
+    local page = json.decode(text)
+    for _, row in ipairs(page.sessions) do
+      seen[#seen + 1] = row.session_id
+      if row.session_id == "rx-huge" then
+        t.eq(row.task_truncated, true, "the long task is cut and flagged")
+        t.ok(row.task:match("^H+$"), "its head kept")
+      else
+        t.eq(#row.task, 500, "other rows whole")
+      end
+    end
+    if page.next_cursor then t.eq(page.result_truncated, true, "a page the budget ended says so") end
+    pages = pages + 1
+    cursor = page.next_cursor and list.parse_cursor(page.next_cursor)
+  until not cursor
+  t.eq(#seen, 41, "every session on some page, once")
+  t.eq(seen[1], "rx-huge")
+  t.ok(pages > 2)
 end)
 
 test("list rows: previews, pending decisions, pending_only, counts", function(t)
@@ -206,9 +239,9 @@ test("encoded list rows: the rows' JSON, reused while what a row shows is unchan
     keep_alive = true, terminal_pending = true, damaged = "note", pending = {},
     effort = "high", turns_total = 3, agent_profile = "reasonix",
   }
-  local function plain() return json.decode(json.encode(list.shape({ s }, {}).sessions)) end
+  local function plain() return json.decode(json.encode(list.shape({ s }, { all = true }).sessions)) end
   local function encoded(opts)
-    local r = assert(list.shape({ s }, opts or { encoded = true }))
+    local r = assert(list.shape({ s }, opts or { encoded = true, all = true }))
     t.eq(json.raw_text(r.sessions) ~= nil, true, "sessions is one json.raw array")
     return json.decode(json.encode(r.sessions))
   end
@@ -235,7 +268,7 @@ test("encoded list rows: the rows' JSON, reused while what a row shows is unchan
     t.eq(e, plain(), "after a change of " .. k)
   end
   made = 0
-  t.eq(encoded({ encoded = true, include_task = true })[1].task, "do that")
+  t.eq(encoded({ encoded = true, include_task = true, all = true })[1].task, "do that")
   t.eq(made, 1, "include_task is its own row")
   -- sessions at work or with a decision pending are made each time (health, pending_decision)
   s.status = "running"

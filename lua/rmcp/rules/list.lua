@@ -100,11 +100,12 @@ function M.pending(s)
   return M.active[s.status] == true or (s.pending ~= nil and #s.pending > 0) or s.terminal_pending == true
 end
 
--- True when s belongs in the default view: what an orchestrator acts on (M.pending), a live
--- agent, one whose file could not be read, or one that changed within the last recent_s seconds
--- (now: the time).
-local function in_view(s, now, recent_s)
-  return M.pending(s) or s.status == "idle" or s.unreadable ~= nil or (s.updated_at or 0) >= now - recent_s
+-- True when s belongs in the default view: what an orchestrator acts on (M.pending), a live agent,
+-- or one whose file could not be read. A finished session whose result was collected is counted,
+-- not shown (all = true shows it): the default list stays the size of the work at hand, however
+-- long the day's history.
+local function in_view(s)
+  return M.pending(s) or s.status == "idle" or s.unreadable ~= nil
 end
 
 -- Orders sessions newest first (created_at, then id): the order of rows and of cursors.
@@ -126,45 +127,67 @@ function M.parse_cursor(c)
   return { created_at = tonumber(t), id = id }
 end
 
+-- The bytes a list result holds for what is not a row (counts, hidden, next_cursor, reload, the
+-- flags): a page's rows get the rest of the budget.
+local ENVELOPE = 1024
+
+-- The row text of s with its task cut to fit room bytes (a row alone over a page's budget: its
+-- task is what is long), flagged task_truncated.
+local function cut_row(s, opts, room)
+  local row = M.row(s, opts)
+  local without = #(json.encode(row) or "") - #(row.task or "")
+  row.task = caps.head(row.task or "", math.max(0, room - without - 24))
+  row.task_truncated = true
+  return json.encode(row)
+end
+
 -- Builds the list result from sessions (already filtered to the caller's), newest first. The view:
 -- opts.pending_only (active, decision-blocked, uncollected), opts.all (every session), else what
--- in_view keeps (opts.now, opts.recent_s); counts are by status over the whole view. A page holds
--- opts.limit rows (nil: all) after opts.cursor ({created_at, id}); next_cursor when more follow;
--- hidden counts the caller's sessions the view leaves out. With opts.encoded the rows are JSON
--- already (M.row_text): sessions is then one json.raw array, or nil and the encoder's error.
+-- in_view keeps; counts are by status over every session given. A page holds opts.limit rows (nil:
+-- all) after opts.cursor ({created_at, id}); next_cursor when more follow; hidden counts the
+-- caller's sessions the view leaves out. With opts.encoded the rows are JSON already (M.row_text):
+-- sessions is then one json.raw array, or nil and the encoder's error; opts.budget (bytes) then ends
+-- a page early (next_cursor, result_truncated) and cuts the task of a row alone over it.
 function M.shape(sessions, opts)
   local rows, counts = json.array(), {}
   table.sort(sessions, newer)
-  local after, hidden, more, last = opts.cursor, 0, false, nil
+  local after, hidden, more, last, used, cut = opts.cursor, 0, false, nil, 0, false
+  local room = opts.budget and opts.budget - ENVELOPE
   for _, s in ipairs(sessions) do
+    counts[s.status] = (counts[s.status] or 0) + 1
     local show
     if opts.pending_only then show = M.pending(s)
-    elseif opts.all or not opts.now then show = true
-    else show = in_view(s, opts.now, opts.recent_s or 86400) end
-    if show then
-      counts[s.status] = (counts[s.status] or 0) + 1
-      local past = after and not newer(after, s)
-      if past then
-        -- on an earlier page
-      elseif opts.limit and #rows >= opts.limit then
-        more = true
-      else
-        if opts.encoded then
-          local text, err = M.row_text(s, opts)
-          if not text then return nil, err end
-          rows[#rows + 1] = text
+    elseif opts.all then show = true
+    else show = in_view(s) end
+    if not show then
+      hidden = hidden + 1
+    elseif after and not newer(after, s) then
+      -- on an earlier page
+    elseif more or (opts.limit and #rows >= opts.limit) then
+      more = true
+    elseif opts.encoded then
+      local text, err = M.row_text(s, opts)
+      if not text then return nil, err end
+      if room and used + #text + 1 > room then
+        if #rows == 0 then
+          text, cut = cut_row(s, opts, room), true
         else
-          rows[#rows + 1] = M.row(s, opts)
+          more, cut = true, true
         end
-        last = s
+      end
+      if not more then
+        rows[#rows + 1] = text
+        used, last = used + #text + 1, s
       end
     else
-      hidden = hidden + 1
+      rows[#rows + 1] = M.row(s, opts)
+      last = s
     end
   end
   local r = { sessions = opts.encoded and json.raw("[" .. table.concat(rows, ",") .. "]") or rows, counts = counts }
   if hidden > 0 then r.hidden = hidden end
   if more then r.next_cursor = cursor_of(last) end
+  if cut then r.result_truncated = true end
   return r
 end
 

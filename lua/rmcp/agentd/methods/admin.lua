@@ -11,6 +11,7 @@ local retention = require "rmcp.agentd.retention"
 local params = require "rmcp.agentd.methods.params"
 -- (loaded by the first request that needs it: an idle daemon stays small)
 local models = lazy "rmcp.agentd.models"
+local fit = require "rmcp.rules.fit"
 
 local M = {}
 
@@ -25,7 +26,7 @@ end
 -- models: selectable models with their efforts (cached).
 function M.models(d, conn, _, reply)
   async.run(function()
-    reply(models.list(d, conn.project_dir or config.user_home(), conn.env))
+    reply(fit.fit(models.list(d, conn.project_dir or config.user_home(), conn.env)))
   end, function(e) reply(nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, "models failed: " .. tostring(e))) end)
 end
 
@@ -94,7 +95,7 @@ function M.restart(d, conn, p, reply)
     reason = "restart requested by " .. conn.orch .. (p.force == true and " (force)" or ""),
     exit_reason = "daemon_restart",
     on_verified = function()
-      reply({ restarting = true, old_pid = d.pid, recoverable_sessions = recoverable, checkpointed_sessions = checkpointed })
+      reply(fit.fit({ restarting = true, old_pid = d.pid, recoverable_sessions = recoverable, checkpointed_sessions = checkpointed }))
     end,
     on_refused = function(why) reply(nil, jsonrpc.error(RESTART_REFUSED, "restart refused: " .. why)) end,
   })

@@ -12,6 +12,7 @@ local rules_spawn = require "rmcp.rules.spawn"
 -- (loaded by the first request that needs them: an idle daemon stays small)
 local models = lazy "rmcp.agentd.models"
 local rules_fleet = lazy "rmcp.rules.fleet"
+local fit = require "rmcp.rules.fit"
 
 local M = {}
 
@@ -135,7 +136,7 @@ function M.spawn_fleet(d, conn, p, reply)
         if #by_cwd[cwd] > 1 then shared[#shared + 1] = { cwd = cwd, agents = by_cwd[cwd] } end
       end
       if #shared > 0 then out.shared_workspaces = shared end
-      reply(out)
+      reply(fit.fit(out))
     end)
   end, function(e) reply(nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, "spawn_fleet failed: " .. tostring(e))) end)
 end
@@ -156,7 +157,7 @@ function M.broadcast(d, conn, p, reply)
     session.send(d, d.sessions[id], p.message, expect, function(r, e)
       done(r or { session_id = id, status = d.sessions[id].status, error = e.message })
     end)
-  end, function(results) reply(fan_result(results, "delivered")) end)
+  end, function(results) reply(fit.fit(fan_result(results, "delivered"))) end)
 end
 
 -- The prompt that continues a turn a daemon death cut short.
@@ -192,7 +193,7 @@ function M.resume_fleet(d, conn, p, reply)
   end, function(results)
     local out = fan_result(results, "resumed")
     out.session_ids = ids
-    reply(out)
+    reply(fit.fit(out))
   end)
 end
 

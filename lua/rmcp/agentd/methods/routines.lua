@@ -13,6 +13,7 @@ local scheduler = lazy "rmcp.agentd.routines.scheduler"
 local store = lazy "rmcp.agentd.routines.store"
 local rules = lazy "rmcp.rules.routines"
 local templates = lazy "rmcp.rules.routine_templates"
+local fit = require "rmcp.rules.fit"
 
 local M = {}
 
@@ -79,7 +80,7 @@ function M.routine_templates(d, _, _, reply)
     list[#list + 1] = { template_id = t.id, name = t.name, description = t.description, schedule = t.schedule,
                         overlap = t.overlap, delegation = t.delegation, tool_approval = t.tool_approval, prompt = t.prompt }
   end
-  reply({ templates = list })
+  reply(fit.fit({ templates = list }))
 end
 
 -- Makes a routine of conn's orchestrator from checked fields f.
@@ -98,7 +99,7 @@ local function create(d, conn, f, reply)
   end
   log.info("routine %s (%s) made by %s: %s", r.id, r.name, conn.orch, r.schedule)
   scheduler.tick(d)
-  reply(routine_row(d, r, { include_prompt = true }))
+  reply(fit.fit(routine_row(d, r, { include_prompt = true })))
 end
 
 -- routine_create: a routine from the caller's fields.
@@ -145,7 +146,7 @@ function M.routine_list(d, conn, p, reply)
     rows[#rows + 1] = routine_row(d, r, { include_prompt = p.include_prompt == true, include_results = p.include_results == true,
                                          all = p.all == true })
   end
-  reply({ routines = rows, now = clock.now(), concurrency = rules.concurrency(), active_runs = scheduler.active_count(st) })
+  reply(fit.fit({ routines = rows, now = clock.now(), concurrency = rules.concurrency(), active_runs = scheduler.active_count(st) }))
 end
 
 -- routine_configure: changes for future runs; a new schedule, or enabling, counts from now.
@@ -167,7 +168,7 @@ function M.routine_configure(d, conn, p, reply)
   store.save_def(d.routines, r)
   log.info("routine %s configured by %s", r.id, conn.orch)
   scheduler.tick(d)
-  reply(routine_row(d, r, { include_prompt = f.prompt ~= nil }))
+  reply(fit.fit(routine_row(d, r, { include_prompt = f.prompt ~= nil })))
 end
 
 -- routine_run: a manual trigger now (also while paused), by the overlap policy; a started run

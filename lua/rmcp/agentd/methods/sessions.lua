@@ -20,6 +20,8 @@ local rules_poll = require "rmcp.rules.poll"
 local rules_list = require "rmcp.rules.list"
 -- (loaded by the first request that needs it: an idle daemon stays small)
 local transcript = lazy "rmcp.agentd.transcript"
+local fit = require "rmcp.rules.fit"
+local caps = require "rmcp.rules.caps"
 
 local M = {}
 
@@ -105,7 +107,7 @@ function M.transcript(d, conn, p, reply)
   if p.max_tool_calls ~= nil and (type(p.max_tool_calls) ~= "number" or p.max_tool_calls < 0) then
     return reply(nil, bad("max_tool_calls must be a number >= 0"))
   end
-  reply(transcript.build(s, store.read_journal(s.transcript_path), p.max_tool_calls and math.floor(p.max_tool_calls)))
+  reply(fit.fit(transcript.build(s, store.read_journal(s.transcript_path), p.max_tool_calls and math.floor(p.max_tool_calls))))
 end
 
 -- watch: blocks until a watched session finishes, needs a decision or dies.
@@ -164,7 +166,7 @@ function M.list(d, conn, p, reply)
     encoded = true, include_task = p.include_task == true, pending_only = p.pending_only == true, all = p.all == true,
     detail = p.detail == true, current_work = session.current_work,
     health = function(s) return health.of(d, s) end,
-    now = store.now(), recent_s = config.limit("list_recent_s"),
+    budget = caps.limit("max_result_bytes"),
     limit = limit or math.floor(config.limit("list_limit")), cursor = cursor,
   })
   if not r then return reply(nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, "result not encodable: " .. tostring(err))) end

@@ -8,6 +8,7 @@ local session = require "rmcp.agentd.session"
 local ownership = require "rmcp.agentd.ownership"
 local params = require "rmcp.agentd.methods.params"
 local worktrees = lazy "rmcp.agentd.worktree"
+local fit = require "rmcp.rules.fit"
 
 local M = {}
 
@@ -39,7 +40,7 @@ function M.diff(d, conn, p, reply)
     if not r then return reply(nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, err)) end
     r.session_id = s.id
     r.changes = worktrees.changes(s.worktree)
-    reply(r)
+    reply(fit.fit(r))
   end, function(e) reply(nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, "diff failed: " .. tostring(e))) end)
 end
 
