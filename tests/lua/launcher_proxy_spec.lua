@@ -1,4 +1,4 @@
--- The launcher's routing rules (lua/rmcp/launcher/proxy.lua, wire.lua) with fake server children:
+-- The launcher's routing rules (lua/rmcp/launcher/: router, ledger, supervisor, wire) with fake server children:
 -- handshake replay with swallowed answers, repeatable calls moved or re-sent and mutating ones
 -- kept or failed, buffering order, cancel routing, first-answer-wins across a swap, server->host id
 -- renaming, private messages, a failed candidate, give-up, and shutdown. The real processes are
@@ -135,7 +135,7 @@ test("wire: the tools whose answers get a fate are the built-in tools that say a
     local tool = require("rmcp.server.tools." .. mod)
     if tool.answer_kept then builtin[tool.name] = true end
   end
-  t.eq(builtin, wire.KEPT_ANSWER_TOOLS)
+  t.eq(builtin, wire.RECEIPT_TOOLS)
   t.ok(builtin.reasonix_watch and builtin.reasonix_poll, "watch and poll keep their answers")
 end)
 
@@ -391,7 +391,7 @@ test("a request whose id cannot be routed (object, array, fraction) goes to the 
     a:say('{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request"}}')
   end
   t.eq(#r.answers(json.null), 4, "each null-id answer reaches the host")
-  t.eq(next(r.p.pending), nil, "nothing waits for an answer that cannot come")
+  t.eq(r.p:in_flight(), 0, "nothing waits for an answer that cannot come")
   local seen = #r.host
   r.p:stop(0, "the host closed stdin")
   a:exit(0)
