@@ -1,8 +1,8 @@
 -- The ctx a tool handler(args, ctx) gets (lua/POLICY.md): agentd access for the call's orchestrator
 -- that waits inside the handler's coroutine, the project dir, the orchestrator id, the call's
--- progress token, and (under a launcher) request_key: the same for this host request when the
--- launcher sends it again to the server that replaces us, so agentd can answer it again. agentd's
--- long requests made for the call are cancelled with it and carry its progress.
+-- progress token, and what asks agentd to hold a watch or poll answer until its receipt
+-- (ask_receipt, server/receipts.lua). agentd's long requests made for the call are cancelled with
+-- it and carry its progress.
 local jsonrpc = require "rmcp.lib.jsonrpc"
 local async = require "rmcp.lib.async"
 local uv = require "luv"
@@ -79,15 +79,18 @@ function M.new(server, call)
   local ctx = {
     project_dir = server.project_dir, orchestrator_id = call.orchestrator,
     progress_token = call.progress_token, progress_interval_ms = tonumber(os.getenv("REASONIX_MCP_PROGRESS_INTERVAL_MS") or ""),
-    request_key = server:request_key(call.id),
-    -- the launcher tells us what became of each watch and poll answer (agentd keeps it until then)
-    answer_fates = server.supervised and server.launcher_fates or nil,
   }
   add_agentd_calls(ctx, sender(server, call))
   -- What agentd said of itself at the link's last hello (agentd_pid, version), or nil.
   function ctx.agentd_info()
     local link = server.links[call.orchestrator]
     return link and link.conn and link.conn.info
+  end
+  -- Adds to agentd params what asks agentd to hold this call's answer until its receipt (the
+  -- launcher may send this host request again to the server that replaces us: agentd then gives
+  -- the same answer again). Returns params.
+  function ctx.ask_receipt(params)
+    return server.receipts:ask(params, call.id)
   end
   -- Lists the tool sets after enabling/disabling some (reasonix_toolsets).
   function ctx.toolsets(enable, disable)

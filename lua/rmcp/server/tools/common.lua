@@ -137,13 +137,11 @@ function M.blocking(args, ctx)
   return params
 end
 
--- Asks agentd to keep the answer of a watch or poll until the launcher says the host has it
--- (agentd/kept.lua): params get the host request's key and, when the launcher tells answer fates,
--- confirm. Returns params. (Such a tool says answer_kept = true: see Server's tools/call.)
+-- Asks agentd to hold the answer of a watch or poll until its receipt says the host got it
+-- (server/receipts.lua, agentd/PROTOCOL.md "Receipts"). Returns params. (Such a tool says
+-- answer_kept = true: a cancelled call's late answer then reports its receipt lost.)
 function M.keep_answer(params, ctx)
-  params.delivery_key = ctx.request_key
-  params.confirm = ctx.answer_fates
-  return params
+  return ctx.ask_receipt(params)
 end
 
 -- Makes a handler that sends the arguments to agentd method and returns its result as agentd
