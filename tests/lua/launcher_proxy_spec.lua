@@ -1,4 +1,4 @@
--- The launcher's routing rules (lua/rmcp/launcher/proxy.lua, wire.lua) with fake server children:
+-- The launcher's routing rules (lua/rmcp/launcher/: router, ledger, supervisor, wire) with fake server children:
 -- handshake replay with swallowed answers, repeatable calls moved or re-sent and mutating ones
 -- kept or failed, buffering order, cancel routing, first-answer-wins across a swap, server->host id
 -- renaming, private messages, a failed candidate, give-up, and shutdown. The real processes are
@@ -128,14 +128,14 @@ test("wire: the top-level id is found and replaced in place; nested ids, strings
   t.ok(not wire.superseded({ result = { structuredContent = { results = {} } } }))
 end)
 
-test("wire: the tools whose answers get a fate are the built-in tools that say answer_kept", function(t)
+test("wire: the tools whose answers get a receipt are the built-in tools that say answer_kept", function(t)
   -- two processes hold this fact: the launcher's list and the server's tool definitions
   local builtin = {}
   for _, mod in ipairs(require("rmcp.tools").modules) do
     local tool = require("rmcp.tools." .. mod)
     if tool.answer_kept then builtin[tool.name] = true end
   end
-  t.eq(builtin, wire.KEPT_ANSWER_TOOLS)
+  t.eq(builtin, wire.RECEIPT_TOOLS)
   t.ok(builtin.reasonix_watch and builtin.reasonix_poll, "watch and poll keep their answers")
 end)
 
@@ -391,17 +391,17 @@ test("a request whose id cannot be routed (object, array, fraction) goes to the 
     a:say('{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request"}}')
   end
   t.eq(#r.answers(json.null), 4, "each null-id answer reaches the host")
-  t.eq(next(r.p.pending), nil, "nothing waits for an answer that cannot come")
+  t.eq(r.p:in_flight(), 0, "nothing waits for an answer that cannot come")
   local seen = #r.host
   r.p:stop(0, "the host closed stdin")
   a:exit(0)
   t.eq(#r.host, seen, "no late error for them at shutdown")
 end)
 
-test("a watch or poll answer's fate goes to its server right behind the answer, and again through the next server", function(t)
+test("a watch or poll answer's receipt goes to its server right behind the answer, and again through the next server", function(t)
   local r = rig()
   local a = handshake(r)
-  local function fates(c)
+  local function receipts(c)
     local out = {}
     for _, m in ipairs(got(c, "$/rmcp/answered")) do out[#out + 1] = { m.params.id, m.params.delivered } end
     return out
@@ -409,40 +409,40 @@ test("a watch or poll answer's fate goes to its server right behind the answer, 
   r.send(call(5, "reasonix_watch"))
   a:say({ jsonrpc = "2.0", id = 5, result = { structuredContent = { results = { s = { status = "idle" } } } } })
   t.eq(#r.answers(5), 1)
-  t.eq(fates(a), { { 5, true } })
+  t.eq(receipts(a), { { 5, true } })
   r.send(call(6, "reasonix_poll"))
   a:say({ jsonrpc = "2.0", id = 6, result = { structuredContent = { status = "idle" } } })
-  t.eq(fates(a), { { 5, true }, { 6, true } }, "a poll's answer is kept by agentd too")
+  t.eq(receipts(a), { { 5, true }, { 6, true } }, "a poll's answer is kept by agentd too")
   r.send(call(8, "reasonix_list"))
   a:say({ jsonrpc = "2.0", id = 8, result = { structuredContent = { sessions = {} } } })
-  t.eq(#fates(a), 2, "only watch and poll answers have a fate")
-  -- a conversation's watch: its fate names the conversation (the server's orchestrator for it)
+  t.eq(#receipts(a), 2, "only watch and poll answers have a receipt")
+  -- a conversation's watch: its receipt names the conversation (the server's orchestrator for it)
   local threaded = call(9, "reasonix_watch")
   threaded.params._meta = { threadId = "th-1" }
   r.send(threaded)
   a:say({ jsonrpc = "2.0", id = 9, result = { structuredContent = { results = { s = {} } } } })
   local last = got(a, "$/rmcp/answered")
   t.eq(last[#last].params, { id = 9, delivered = true, thread_id = "th-1" })
-  -- the host sends id 9 again (MCP forbids it, some do): the old fate is not sent for the new one
+  -- the host sends id 9 again (MCP forbids it, some do): the old receipt is not sent for the new one
   r.send(call(9, "reasonix_watch"))
   -- cancelled by the host before its answer came: dropped, and said so
   r.send(call(10, "reasonix_watch"))
   r.send({ jsonrpc = "2.0", method = "notifications/cancelled", params = { requestId = 10 } })
   a:say({ jsonrpc = "2.0", id = 10, result = { structuredContent = { results = { s = {} } } } })
   t.eq(#r.answers(10), 0)
-  t.eq(fates(a), { { 5, true }, { 6, true }, { 9, true }, { 10, false } })
+  t.eq(receipts(a), { { 5, true }, { 6, true }, { 9, true }, { 10, false } })
   -- the server dies, maybe before passing them on: the next one gets them first
   r.send(call(12, "reasonix_watch"))
   a:exit(137)
   local b = t.wait_for(function() return r.kids[2] end, 2000, "the restart")
   b:answer_init()
-  t.eq(b.greeted, true, "every server hears first that its launcher sends answer fates")
-  t.eq(fates(b), { { 5, true }, { 6, true }, { 10, false } }, "sent again, but not the reused id's")
+  t.eq(b.greeted, true, "every server hears first that its launcher reports receipts")
+  t.eq(receipts(b), { { 5, true }, { 6, true }, { 10, false } }, "sent again, but not the reused id's")
   local order = {}
   for _, m in ipairs(b.got) do order[#order + 1] = m.method .. (m.id and ("#" .. tostring(m.id)) or "") end
   t.eq(order, { "initialize#" .. b.got[1].id, "notifications/initialized", "$/rmcp/answered", "$/rmcp/answered",
                 "$/rmcp/answered", "tools/call#9", "tools/call#12" })
-  -- a fate waiting for a server is dropped too when its id comes again
+  -- a receipt waiting for a server is dropped too when its id comes again
   r.send(call(20, "reasonix_watch"))
   b:say({ jsonrpc = "2.0", id = 20, result = { structuredContent = { results = { s = {} } } } })
   b:exit(137)
@@ -451,8 +451,8 @@ test("a watch or poll answer's fate goes to its server right behind the answer, 
   c:answer_init()
   local ids = {}
   for _, m in ipairs(got(c, "$/rmcp/answered")) do ids[#ids + 1] = m.params.id end
-  t.eq(ids, { 5, 6, 10 }, "b's fates again, but not the old one of id 20")
-  -- an answer the host's pipe has not taken yet waits in our queue: its fate follows the flush
+  t.eq(ids, { 5, 6, 10 }, "b's receipts again, but not the old one of id 20")
+  -- an answer the host's pipe has not taken yet waits in our queue: its receipt follows the flush
   r.queued = 4096
   local told = #got(c, "$/rmcp/answered")
   r.send(call(30, "reasonix_poll"))
@@ -466,7 +466,7 @@ test("a watch or poll answer's fate goes to its server right behind the answer, 
   r.p:host_flushed()
   local flushed = got(c, "$/rmcp/answered")
   t.eq(#flushed, told + 1)
-  t.eq(flushed[told + 1].params, { id = 30, delivered = true }, "delivered once the pipe took it")
+  t.eq(flushed[told + 1].params, { id = 30, delivered = true }, "confirmed once the pipe took it")
   -- the host cannot speak for the launcher
   local before = #c.got
   r.send({ jsonrpc = "2.0", method = "$/rmcp/answered", params = { id = 12, delivered = false } })

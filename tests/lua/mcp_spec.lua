@@ -323,7 +323,7 @@ test("a watch or poll under the launcher carries the host request's delivery key
     t.ok(r.result, "answered")
     t.eq(c.calls[#c.calls].method, "watch")
     t.eq(c.calls[#c.calls].params.delivery_key, "4242/n:" .. c.next_id, "an integer id: n:<id>")
-    t.eq(c.calls[#c.calls].params.confirm, nil, "a launcher that sends no answer fates: nothing to wait for")
+    t.eq(c.calls[#c.calls].params.confirm, nil, "a launcher that reports no receipts: nothing to wait for")
     c.notify("$/rmcp/launcher", { answer_fates = true })
     c.request("tools/call", { name = "reasonix_watch", arguments = { session_ids = { "rx-1" }, timeout = 0 } })
     t.eq(c.calls[#c.calls].params.confirm, true, "one that does: agentd keeps the answer until its word")

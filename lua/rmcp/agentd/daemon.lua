@@ -17,7 +17,7 @@ local M = {}
 ---@field shutting_down boolean        shutdown or a reload's last step began (main.lua, upgrade.lua)
 ---@field watch_by_session table<string, table> the watch waiting on each session (watch.lua)
 ---@field waits table<table, boolean>  pending waits (watch.lua)
----@field unconfirmed table<string, table> per session, the watch answers the host may not have yet (kept.lua)
+---@field receipts table<string, HeldAnswer[]> per session, the watch and poll answers held until their receipt (receipts.lua)
 ---@field upgrade table?               the daemon-reload state: exe, watcher, pending, grace, … (upgrade.lua)
 ---@field idle_exit table?             the idle-exit timer state (idle_exit.lua)
 ---@field models_cache table?          the last models answer (models.lua)
@@ -36,7 +36,7 @@ function M.new(paths, lock)
   return {
     paths = paths, pid = uv.os_getpid(), version = require("rmcp.host").version, lock = lock,
     sessions = {}, conns = {}, next_conn = 0, server = nil, signals = {}, shutting_down = false,
-    watch_by_session = {}, waits = {}, unconfirmed = {},
+    watch_by_session = {}, waits = {}, receipts = {},
     upgrade = nil, idle_exit = nil, models_cache = nil, retention_timer = nil, health = nil, observers = nil,
     routines = nil,
     on_change = nil, on_output = nil, shutdown = nil, close_connections = nil,

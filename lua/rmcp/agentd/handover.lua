@@ -3,10 +3,10 @@
 -- waiting on a decision. The old image pauses the agents' pipes (nothing half-read), writes what the
 -- new one needs to $REASONIX_MCP_HOME/agentd.handover.json (each live session's runtime state, the
 -- agent's pid, pipe fds, next request id, the in-flight session/prompt and the agent's open
--- permission requests; the lock fd; the watch and poll answers kept until the host has them, which
+-- permission requests; the lock fd; the watch and poll answers held until their receipt, which
 -- arrive lost), clears CLOEXEC on those fds and execs `<binary> agentd` with REASONIX_MCP_HANDOVER
 -- naming the file. The new image keeps the lock, restores sessions as usual, then adopts the agents
--- (rmcp.proc.adopt) and re-attaches the prompt, the decisions and the kept answers.
+-- (rmcp.proc.adopt) and re-attaches the prompt, the decisions and the held answers.
 -- Opt-in: REASONIX_MCP_LIVE_HANDOVER=1 (a queued reload then waits only for what cannot be moved).
 local uv = require "luv"
 local json = require "rmcp.lib.json"
@@ -18,7 +18,7 @@ local sys = require "rmcp.sys"
 local session = require "rmcp.agentd.session"
 local store = require "rmcp.agentd.store"
 local files = require "rmcp.lib.files"
-local kept = require "rmcp.agentd.kept"
+local receipts = require "rmcp.agentd.receipts"
 
 local M = {}
 
@@ -63,8 +63,8 @@ function M.blocker(d)
         if not jsonrpc.reply_id(dec.reply) then return s, "a decision without a request id" end
       end
     end
-    -- its fate comes over the connection the exec closes: wait for it (a lost one moves along)
-    if kept.on_its_way(d, id) then return s, "an answer on its way to the host" end
+    -- its receipt comes over the connection the exec closes: wait for it (a lost one moves along)
+    if receipts.pending(d, id) then return s, "an answer on its way to the host" end
   end
   local pid = stray_child(d)
   if pid then return nil, "helper process " .. pid .. " is still running" end
@@ -74,7 +74,8 @@ end
 -- Pauses every live agent and collects the handover state (and the paused agents); nil, why when
 -- an agent has a partial line buffered (then every agent reads again).
 function M.collect(d)
-  local st = { version = M.VERSION, lock_fd = d.lock, sessions = {}, from_pid = d.pid, kept = kept.export(d) }
+  -- (`kept`: the held answers' name in the state file, which images of every version read)
+  local st = { version = M.VERSION, lock_fd = d.lock, sessions = {}, from_pid = d.pid, kept = receipts.export(d) }
   local paused = {}
   local function undo(why)
     for _, a in ipairs(paused) do a:set_reading(true) end
@@ -185,7 +186,7 @@ function M.adopt_all(d, st)
       end
     end
   end
-  kept.import(d, st.kept)
+  receipts.import(d, st.kept)
   session.policy_changed(d)
   log.info("handover: %d live agent(s) taken over from the previous image", n)
 end

@@ -1,7 +1,7 @@
 -- Daemon reload on upgrade (not Lua hot reload, which is rmcp.lib.reload): agentd watches its own
 -- binary and, when a new one lands, queues a safe restart. It waits until no agent is working
 -- (starting, running, awaiting a decision, stopping), every live agent's terminal result was
--- delivered (watch or poll), the watch and poll answers kept for the host reached it (kept.lua), and
+-- delivered (watch or poll), no watch or poll answer waits for its receipt (receipts.lua), and
 -- no keep_alive agent is live; then, after a short grace, it checks that the new binary runs, closes
 -- the idle agents (exited, exit_reason "daemon_reload", resumable), persists, releases socket and
 -- lock, starts a fresh daemon from the binary and exits. Servers reconnect on their next call. The
@@ -17,7 +17,7 @@ local proc = require "rmcp.proc"
 local sys = require "rmcp.sys"
 local session = require "rmcp.agentd.session"
 local handover = require "rmcp.agentd.handover"
-local kept = require "rmcp.agentd.kept"
+local receipts = require "rmcp.agentd.receipts"
 local binwatch = require "rmcp.lib.binwatch"
 
 local M = {}
@@ -29,13 +29,13 @@ local function has_agent(s)
   return s.rt.agent ~= nil and not s.rt.agent.exited
 end
 
--- Why s keeps a queued reload waiting, or nil when it does not. An answer kept until the host has
--- it (kept.lua: one on its way, a lost watch answer) holds it too, whether the agent lives or not:
+-- Why s keeps a queued reload waiting, or nil when it does not. An answer held until its receipt
+-- (receipts.lua: one pending, a lost watch answer) holds it too, whether the agent lives or not:
 -- it exists only in this daemon.
 function M.blocker(d, s)
   if busy[s.status] then return s.status end
-  if kept.on_its_way(d, s.id) then return "result on its way to the host" end
-  if kept.waiting_lost(d, s.id) then return "result lost on its way to the host (the next watch gets it)" end
+  if receipts.pending(d, s.id) then return "result on its way to the host" end
+  if receipts.lost_watch(d, s.id) then return "result lost on its way to the host (the next watch gets it)" end
   if not has_agent(s) then return nil end
   if s.rt.stopping then return "stopping" end
   if s.keep_alive then return "keep_alive" end

@@ -1,6 +1,6 @@
 -- Long requests: watch (one per session; a newer one supersedes the older) and wait. Both end on a
 -- ready session, a timeout, $/cancel or the connection dropping. The registry is d.watch_by_session
--- and d.waits (agentd/daemon.lua). Answers are kept until the host has them (agentd/kept.lua).
+-- and d.waits (agentd/daemon.lua). Answers are held until their receipt (agentd/receipts.lua).
 local uv = require "luv"
 local json = require "rmcp.lib.json"
 local jsonrpc = require "rmcp.lib.jsonrpc"
@@ -10,7 +10,7 @@ local rules_watch = require "rmcp.rules.watch"
 local rules_poll = require "rmcp.rules.poll"
 local rules_caps = require "rmcp.rules.caps"
 local health = require "rmcp.agentd.health"
-local kept = require "rmcp.agentd.kept"
+local receipts = require "rmcp.agentd.receipts"
 
 local M = {}
 
@@ -37,14 +37,14 @@ local function finish(d, w, result, err)
   w.reply(result, err)
 end
 
--- Delivers the ready sessions of watch w, if any: kept answers it is to get again as they were, then
+-- Delivers the ready sessions of watch w, if any: held answers it is to get again as they were, then
 -- compact (or poll-shaped) results of the others, consuming undelivered terminal state and
 -- decisions. Detailed results, and answers given again, share one result budget
 -- (max_result_bytes). Returns true when it ended the watch.
 local function try_watch(d, w)
   local results, given, again, ready = {}, {}, 0, {}
   for _, sid in ipairs(w.ids) do
-    local u = kept.due(d, w, sid)
+    local u = receipts.due(d, w, sid)
     if u then
       results[sid], given[sid], again = u.result, u, again + 1
     else
@@ -57,7 +57,7 @@ local function try_watch(d, w)
   if again > 0 then
     log.info("watch %s: %d answer(s) the host may not have got, given again", tostring(w.key), again)
     -- each was fitted to the budget of the watch it first went to: now it gets its share of this one
-    -- (the kept copy is cut with it)
+    -- (the held copy is cut with it)
     for sid, u in pairs(given) do results[sid] = rules_poll.fit(u.result, share) end
   end
   if w.detail and #ready > 0 then w.poll_opts.budget = share end
@@ -73,7 +73,7 @@ local function try_watch(d, w)
     if repeated then results[s.id].decision_repeated = true end
     session.mark_delivered(d, s)
   end
-  for sid, result in pairs(results) do kept.answered(d, w, sid, given[sid], result) end
+  for sid, result in pairs(results) do receipts.hold(d, w, sid, given[sid], result) end
   finish(d, w, { results = results })
   return true
 end
@@ -130,9 +130,9 @@ local function arm(d, w, params, on_timeout)
 end
 
 -- Starts a watch for conn (request req_id) on sessions ids (already ownership-checked);
--- params.delivery_key names the host request (see the top of this file).
+-- params.delivery_key names the host request (receipts.asker).
 function M.watch(d, conn, req_id, ids, params, poll_opts, reply)
-  local w = kept.asker("watch", conn, params)
+  local w = receipts.asker("watch", conn, params)
   w.req_id, w.ids, w.reply, w.detail, w.poll_opts = req_id, ids, reply, poll_opts.detail, poll_opts
   for _, sid in ipairs(ids) do
     local old = d.watch_by_session[sid]
@@ -166,29 +166,23 @@ function M.check(d, s)
   end
 end
 
--- Offers the kept answers lost just now (kept.lose) to the watches waiting on their sessions.
-local function offer(d, sids)
+-- Offers the answers of sessions sids whose receipt was lost just now (receipts.lost,
+-- receipts.conn_closed) to the watches waiting on those sessions.
+function M.offer(d, sids)
   for _, sid in ipairs(sids) do
     local w = d.watch_by_session[sid]
     if w and not w.done then try_watch(d, w) end
   end
 end
 
--- The answer to host request key of orchestrator orch did not reach the host (it cancelled the
--- request first): its kept answers go to the next watch of their sessions.
-function M.unconfirm(d, orch, key)
-  offer(d, kept.lose(d, function(u) return u.key == key and u.orch == orch end))
-end
-
 -- Ends every long request of a connection that went away (pending state stays undelivered); the
--- answers it carried and nobody confirmed are lost.
+-- answers it carried whose receipt was pending are lost, and offered to the next watches.
 function M.drop_conn(d, conn)
   for id, cancel in pairs(conn.requests) do
     conn.requests[id] = nil
     cancel()
   end
-  kept.prune(d)
-  offer(d, kept.lose(d, function(u) return u.conn == conn end))
+  M.offer(d, receipts.conn_closed(d, conn))
 end
 
 return M

@@ -7,6 +7,23 @@ local log = require "rmcp.lib.log"
 
 local M = {}
 
+---@class LauncherChild
+---@field n integer                    sequence number (1: the server core/first_server.c started)
+---@field exe string                   the binary it runs
+---@field started integer              uv.now() at its start
+---@field p userdata                   the rmcp.proc process
+---@field pid integer
+---@field ready boolean                answered the replayed initialize (supervisor.lua)
+---@field exited boolean
+---@field code integer?                exit code once exited
+---@field signal integer?              terminating signal once exited
+---@field stdin_closed boolean         stop or kill began
+---@field own table<string, fun(msg: table)> launcher request id -> its answer's handler (supervisor.lua: the replay)
+---@field server_reqs table<any, integer> id_key of a request this server sent the host -> host-facing id (router.lua)
+---@field timers table<string, userdata> start, drain, term, kill: closed on exit
+---@field reason string?               why it was started (supervisor.lua)
+---@field failed string?               why its start failed (supervisor.lua)
+---@field retiring boolean?            replaced: finishing what it owns, then stopped (supervisor.lua)
 local Child = {}
 Child.__index = Child
 

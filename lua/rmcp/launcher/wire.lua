@@ -21,8 +21,9 @@ M.REPEATABLE_TOOLS = {
   reasonix_models = true, reasonix_transcript = true,
 }
 
--- Tools whose answers agentd keeps until the launcher says what became of them (Proxy:answer_fate).
-M.KEPT_ANSWER_TOOLS = { reasonix_watch = true, reasonix_poll = true }
+-- Tools whose answers have a receipt: agentd holds each until the launcher reports whether the host
+-- got it (ledger.lua; agentd/PROTOCOL.md "Receipts").
+M.RECEIPT_TOOLS = { reasonix_watch = true, reasonix_poll = true }
 
 -- Takes a decoded id back to what the peer sent: lua-cjson 2.1.0 decodes 1 as 1.0.
 function M.normalize_id(id)

@@ -7,6 +7,7 @@ local log = require "rmcp.lib.log"
 local toolsets = require "rmcp.rules.toolsets"
 local elicitation = require "rmcp.server.elicitation"
 local orchestrator = require "rmcp.server.orchestrator"
+local receipts = require "rmcp.server.receipts"
 local uv = require "luv"
 -- what serves tools, not initialize: loaded on first use, after the initialize answer went out
 local lazy = require "rmcp.lib.lazy"
@@ -48,6 +49,7 @@ function M.new(opts)
     project_dir = opts.project_dir,
     version = opts.version or "0",
     supervised = opts.supervised or false,
+    receipts = receipts.new(opts.supervised or false), -- of watch and poll answers (server/receipts.lua)
     make_link = opts.link,
     finish_start = opts.finish_start,
     initialized = false,          -- initialize answered
@@ -349,23 +351,6 @@ function Server:describe_tool(tool)
   return d
 end
 
--- The key of host request id under our launcher, the same when the launcher sends the request again
--- to the server that replaces us (an integer id is written "n:<id>", as every earlier version wrote
--- it); nil without a launcher.
-function Server:request_key(id)
-  local key = jsonrpc.id_key(id)
-  if not self.supervised or key == nil then return nil end
-  return os.getenv("REASONIX_MCP_LAUNCHER_PID") .. "/" .. (math.type(key) == "integer" and "n:" .. key or key)
-end
-
--- Tells agentd what became of our answer to host request id, a call for orchestrator orch
--- (agentd/kept.lua): the launcher wrote it to the host (delivered), or it never reached the host.
-function Server:answer_fate(id, delivered, orch)
-  local key = self:request_key(id)
-  if not key then return end
-  self:link(orch):notify(delivered and "delivered" or "undelivered", { key = key })
-end
-
 M.methods = {}
 
 -- What we offer, for initialize and server/discover (elicitation is a client capability we use).
@@ -502,7 +487,7 @@ M.methods["tools/call"] = function(self, params, reply)
     if key and self.calls[key] == call then self.calls[key] = nil end
     if call.cancelled then
       log.info("tool %s: result dropped, the client cancelled request %s", name, tostring(request_id))
-      if tool.answer_kept and derr == nil then self:answer_fate(request_id, false, call.orchestrator) end
+      if tool.answer_kept and derr == nil then self.receipts:report(self, call.orchestrator, request_id, false) end
       return
     end
     if derr ~= nil then reply(self:with_warnings(self:tool_error(name, derr)))
@@ -526,11 +511,11 @@ function Server:on_notification(method, params)
     self:cancel(params.requestId, params.reason)
   elseif method == "$/rmcp/launcher" then
     -- from our launcher, before any host line: what it does for us
-    self.launcher_fates = params.answer_fates == true
+    self.receipts:launcher_hello(params)
   elseif method == "$/rmcp/answered" then
-    -- from our launcher: it wrote our answer to params.id to the host, or dropped it (cancelled);
-    -- thread_id is the request's _meta.threadId, which names its orchestrator
-    self:answer_fate(params.id, params.delivered == true, self:call_orchestrator({ threadId = params.thread_id }))
+    -- from our launcher: the receipt of our answer to params.id (it wrote it to the host, or dropped
+    -- it: cancelled); thread_id is the request's _meta.threadId, which names its orchestrator
+    self.receipts:report(self, self:call_orchestrator({ threadId = params.thread_id }), params.id, params.delivered == true)
   elseif method == "notifications/roots/list_changed" or method == "notifications/progress" then
     -- nothing to do: the project dir is the server's cwd
   else

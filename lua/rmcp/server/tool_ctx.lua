@@ -1,8 +1,7 @@
 -- The ctx a tool handler gets in the MCP server (tools/ctx.lua adds the agentd calls): the
--- project dir, the call's orchestrator and progress token, and (under a launcher) request_key: the
--- same for this host request when the launcher sends it again to the server that replaces us, so
--- agentd can answer it again. agentd's long requests made for the call are cancelled with it and
--- carry its progress.
+-- project dir, the call's orchestrator and progress token, and what asks agentd to hold a watch or
+-- poll answer until its receipt (ask_receipt, server/receipts.lua). agentd's long requests made for
+-- the call are cancelled with it and carry its progress.
 local tools_ctx = require "rmcp.tools.ctx"
 
 -- A sender of agentd requests for call on server: each request is recorded on the call (a cancel
@@ -32,15 +31,18 @@ function M.new(server, call)
   local ctx = {
     project_dir = server.project_dir, orchestrator_id = call.orchestrator,
     progress_token = call.progress_token, progress_interval_ms = tonumber(os.getenv("REASONIX_MCP_PROGRESS_INTERVAL_MS") or ""),
-    request_key = server:request_key(call.id),
-    -- the launcher reports each watch and poll answer's receipt (agentd keeps it until then)
-    answer_fates = server.supervised and server.launcher_fates or nil,
   }
   tools_ctx.with_agentd(ctx, sender(server, call))
   -- What agentd said of itself at the link's last hello (agentd_pid, version), or nil.
   function ctx.agentd_info()
     local link = server.links[call.orchestrator]
     return link and link.conn and link.conn.info
+  end
+  -- Adds to agentd params what asks agentd to hold this call's answer until its receipt (the
+  -- launcher may send this host request again to the server that replaces us: agentd then gives
+  -- the same answer again). Returns params.
+  function ctx.ask_receipt(params)
+    return server.receipts:ask(params, call.id)
   end
   -- Lists the tool sets after enabling/disabling some (reasonix_toolsets).
   function ctx.toolsets(enable, disable)

@@ -110,12 +110,12 @@ function M.blocking(args, ctx)
   return params
 end
 
--- Asks agentd to keep the answer of a watch or poll until the host's receipt for it comes
--- (agentd/PROTOCOL.md, "Receipts"): params get the host request's key and, when the launcher reports
--- receipts, confirm. Returns params. (Such a tool says answer_kept = true: see the server's tools/call.)
+-- Asks agentd to hold the answer of a watch or poll until its receipt says the host got it
+-- (server/receipts.lua, agentd/PROTOCOL.md "Receipts"): the server's ctx adds what the receipt
+-- needs; a process with no launcher (ctl) asks for none. Returns params. (Such a tool says
+-- answer_kept = true: a cancelled call's late answer then reports its receipt lost.)
 function M.keep_answer(params, ctx)
-  params.delivery_key = ctx.request_key
-  params.confirm = ctx.answer_fates
+  if ctx.ask_receipt then return ctx.ask_receipt(params) end
   return params
 end
 

@@ -1,6 +1,6 @@
 -- The socket methods on one session of the caller's (PROTOCOL.md): spawn, resume, configure, send,
 -- poll, watch, wait, list, transcript, respond_permission, stop, and the delivered / undelivered
--- word about a kept answer. Each is handler(d, conn, params, reply, request_id); the dispatcher
+-- word about an answer's receipt. Each is handler(d, conn, params, reply, request_id); the dispatcher
 -- (agentd/api.lua) finds it by name.
 local json = require "rmcp.lib.json"
 local jsonrpc = require "rmcp.lib.jsonrpc"
@@ -10,7 +10,7 @@ local config = require "rmcp.config"
 local session = require "rmcp.agentd.session"
 local store = require "rmcp.agentd.store"
 local watch = require "rmcp.agentd.watch"
-local kept = require "rmcp.agentd.kept"
+local receipts = require "rmcp.agentd.receipts"
 local ownership = require "rmcp.agentd.ownership"
 local health = require "rmcp.agentd.health"
 local upgrade = require "rmcp.agentd.upgrade"
@@ -85,18 +85,18 @@ function M.poll(d, conn, p, reply)
   if not s then return reply(nil, err) end
   local o, oerr = rules_poll.options(p)
   if not o then return reply(nil, bad(oerr)) end
-  -- kept until the host has it, like a watch's answer (kept.lua); a lost one comes first, as it was
-  local asker = kept.asker("poll", conn, p)
-  local given = kept.due(d, asker, s.id)
+  -- held until its receipt, like a watch's answer (receipts.lua); a lost one comes first, as it was
+  local asker = receipts.asker("poll", conn, p)
+  local given = receipts.due(d, asker, s.id)
   if given then
     log.info("poll %s: an answer the host may not have got, given again", tostring(asker.key))
-    kept.answered(d, asker, s.id, given)
+    receipts.hold(d, asker, s.id, given)
     return reply(given.result)
   end
   local snap = session.drain(d, s, o.detail)
   snap.health = health.anomaly(d, s)
   local result = rules_poll.shape(snap, o)
-  kept.answered(d, asker, s.id, nil, result)
+  receipts.hold(d, asker, s.id, nil, result)
   reply(result)
 end
 
@@ -122,17 +122,17 @@ function M.watch(d, conn, p, reply, req_id)
   watch.watch(d, conn, req_id, ids, p, o, reply)
 end
 
--- delivered (a notification): the launcher wrote the answer to host request key to the host.
+-- delivered (a notification): the receipt of the answer to host request key is confirmed (receipts.lua).
 function M.delivered(d, conn, p, reply)
   if type(p.key) ~= "string" then return reply(nil, bad("key must be a string")) end
-  kept.confirm(d, conn.orch, p.key)
+  receipts.confirmed(d, conn.orch, p.key)
   reply()
 end
 
--- undelivered (a notification): the answer to host request key did not reach the host.
+-- undelivered (a notification): the receipt of the answer to host request key is lost (receipts.lua).
 function M.undelivered(d, conn, p, reply)
   if type(p.key) ~= "string" then return reply(nil, bad("key must be a string")) end
-  watch.unconfirm(d, conn.orch, p.key)
+  watch.offer(d, receipts.lost(d, conn.orch, p.key))
   reply()
 end
 

@@ -15,7 +15,7 @@ local state = require "rmcp.agentd.session.state"
 local events = require "rmcp.agentd.session.events"
 local turns = require "rmcp.agentd.session.turns"
 local configure = require "rmcp.agentd.session.configure"
-local kept = require "rmcp.agentd.kept"
+local receipts = require "rmcp.agentd.receipts"
 
 local M = {}
 
@@ -295,11 +295,11 @@ function M.resume(d, s, changes, env, cb)
   s.rt.resuming = true
   s.pending = {}
   s.status = "starting"
-  -- the host knows it died (it resumes it): its death is no longer news for a watch, kept or not
+  -- the host knows it died (it resumes it): its death is no longer news for a watch, held or not
   -- (a failed resume puts the pending state back: retention and reloads still see it)
   local was_pending = s.terminal_pending
   s.terminal_pending = false
-  kept.forget_death_notices(d, s.id)
+  receipts.forget_death_notices(d, s.id)
   async.run(function()
     local ok, err = start_agent(d, s, o, s.acp_session_id and "resume" or "new")
     if not ok then
