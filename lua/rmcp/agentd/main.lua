@@ -177,16 +177,9 @@ function M.main(_)
   require("rmcp.policy.loader").init{ role = "agentd" }
   restore(d)
   if handed then handover.adopt_all(d, handed) end
-  -- a worktree left half-made by a dead daemon is removed (the module loads only when one is)
-  local half_made = {}
-  for _, s in pairs(d.sessions) do
-    if type(s.worktree) == "table" and s.worktree.state == "creating" then half_made[#half_made + 1] = s end
-  end
-  if #half_made > 0 then
-    require("rmcp.lib.async").run(function()
-      require("rmcp.agentd.worktree").recover(half_made, function(x) session.persist(d, x) end)
-    end, function(e) log.error("worktree recovery failed: %s", tostring(e)) end)
-  end
+  -- a worktree left half-made by a dead daemon is removed (git's module loads only when one is)
+  require("rmcp.lib.async").run(function() session.recover_worktrees(d) end,
+    function(e) log.error("worktree recovery failed: %s", tostring(e)) end)
   retention.start(d)
   health.start(d)
   -- the routine scheduler loads only when there is a routine (or a run record) to keep; otherwise

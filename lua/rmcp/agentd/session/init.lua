@@ -5,6 +5,7 @@
 --   turns.lua   prompts, steers, forced send, turn end, idle cleanup, stop
 --   setup.lua   the agent process: start and configure, spawn, resume, adopt (handover), kill all
 --   configure.lua  options changed after spawn: now, before the next turn, or at the resume
+--   isolate.lua the session's git worktree record: made at spawn, removed on request, recovered at start
 -- Status: starting → running ⇄ idle, awaiting_decision while a decision is pending, exited
 -- (tombstone), orphaned (was live when the daemon died). Sessions live in d.sessions.
 
@@ -93,6 +94,7 @@ local turns = require "rmcp.agentd.session.turns"
 -- (loaded on the first spawn, resume, handover or shutdown with agents: an idle daemon stays small)
 local setup = lazy "rmcp.agentd.session.setup"
 local configure = require "rmcp.agentd.session.configure"
+local isolate = require "rmcp.agentd.session.isolate"
 
 return {
   -- reading
@@ -120,4 +122,6 @@ return {
   mark_delivered = state.mark_delivered,
   adopt = function(...) return setup.adopt(...) end,
   pause_cleanup = state.cancel_cleanup,
+  worktree_removed = isolate.removed,
+  recover_worktrees = isolate.recover,
 }

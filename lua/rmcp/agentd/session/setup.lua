@@ -15,6 +15,7 @@ local state = require "rmcp.agentd.session.state"
 local events = require "rmcp.agentd.session.events"
 local turns = require "rmcp.agentd.session.turns"
 local configure = require "rmcp.agentd.session.configure"
+local isolate = require "rmcp.agentd.session.isolate"
 local kept = require "rmcp.agentd.kept"
 
 local M = {}
@@ -224,17 +225,14 @@ function M.spawn(d, owner, project_dir, o, cwd, cb)
     return cb(nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, "spawn failed: " .. serr))
   end
   async.run(function()
-    local wt_warnings
+    local wt_warnings, werr
     if o.isolate == "worktree" then
-      -- (loaded on first use: most fleets never isolate, and an idle agentd stays small)
-      local agent_cwd, werr = require("rmcp.agentd.worktree").create(d, s, cwd, function() return state.save_first(d, s) end)
-      if not agent_cwd then
+      wt_warnings, werr = isolate.make(d, s, cwd)
+      if not wt_warnings then
         state.discard(d, s)
         log.warn("session %s: spawn refused: %s", s.id, werr.message)
         return cb(nil, werr)
       end
-      s.cwd, wt_warnings = agent_cwd, werr
-      state.save_first(d, s)
     end
     local ok, err = start_agent(d, s, o, "new")
     for _, w in ipairs(ok and wt_warnings or {}) do s.warnings[#s.warnings + 1] = w end
