@@ -120,6 +120,7 @@ return {
   current_work = state.current_work,
   forget = state.discard,
   mark_delivered = state.mark_delivered,
+  mark_stalled = state.mark_stalled,
   adopt = function(...) return setup.adopt(...) end,
   pause_cleanup = state.cancel_cleanup,
   worktree_removed = isolate.removed,

@@ -491,6 +491,13 @@ function M.drain(d, s, with_events)
   return snap
 end
 
+-- Flags the running turn of s as stalled (agentd/health.lua saw no progress): the next watch reports
+-- it once (rules/watch.lua); its delivery or a new turn clears the flag.
+function M.mark_stalled(d, s, note)
+  s.rt.health_alert = true
+  M.changed(d, s, "status", { note = note })
+end
+
 -- Marks what a watch just reported as delivered: the terminal state and the pending decisions
 -- (a queued reload and later watches go by these). Saved for a tombstone only: a live session
 -- comes back from a daemon restart orphaned with its result pending whatever the file said.
