@@ -1,6 +1,7 @@
 -- A session: one agent, its ACP traffic folded into one table, journaled and persisted. This package
 -- is the only writer of session state; everything outside it goes through the verbs below.
 --   state.lua   the shape, buffers, event queue, persist/journal, drain and delivery marks
+--   restore.lua a session brought back from its file at start (repaired, caught up with its journal)
 --   events.lua  what the agent sends: chunks, updates, decisions (and their answers), its exit
 --   turns.lua   prompts, steers, forced send, turn end, idle cleanup, stop
 --   setup.lua   the agent process: start and configure, spawn, resume, adopt (handover), kill all
@@ -89,6 +90,7 @@
 
 local lazy = require "rmcp.lib.lazy"
 local state = require "rmcp.agentd.session.state"
+local restore = require "rmcp.agentd.session.restore"
 local events = require "rmcp.agentd.session.events"
 local turns = require "rmcp.agentd.session.turns"
 -- (loaded on the first spawn, resume, handover or shutdown with agents: an idle daemon stays small)
@@ -105,7 +107,7 @@ return {
   turn_thought = state.turn_thought,
   handover_state = function(...) return setup.handover_state(...) end,
   -- the daemon's life
-  restore = state.restore,
+  restore = restore.restore,
   persist = state.persist,
   policy_changed = turns.policy_changed,
   kill_all = function(...) return setup.kill_all(...) end,
