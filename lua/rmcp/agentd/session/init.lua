@@ -4,7 +4,8 @@
 --   restore.lua a session brought back from its file at start (repaired, caught up with its journal)
 --   events.lua  what the agent sends: chunks, updates, decisions (and their answers), its exit
 --   turns.lua   prompts, steers, forced send, turn end, idle cleanup, stop
---   setup.lua   the agent process: start and configure, spawn, resume, adopt (handover), kill all
+--   start.lua   starting the agent and configuring it: command, process, ACP session, options, posture
+--   setup.lua   the verbs on the agent process: spawn, resume, adopt (handover), kill all
 --   configure.lua  options changed after spawn: now, before the next turn, or at the resume
 --   isolate.lua the session's git worktree record: made at spawn, removed on request, recovered at start
 -- Status: starting → running ⇄ idle, awaiting_decision while a decision is pending, exited
@@ -93,7 +94,8 @@ local state = require "rmcp.agentd.session.state"
 local restore = require "rmcp.agentd.session.restore"
 local events = require "rmcp.agentd.session.events"
 local turns = require "rmcp.agentd.session.turns"
--- (loaded on the first spawn, resume, handover or shutdown with agents: an idle daemon stays small)
+-- (with start.lua, loaded on the first spawn, resume, handover or shutdown with agents: an idle
+-- daemon stays small)
 local setup = lazy "rmcp.agentd.session.setup"
 local configure = require "rmcp.agentd.session.configure"
 local isolate = require "rmcp.agentd.session.isolate"
