@@ -44,6 +44,36 @@ end
 
 local LEVELS = log.MCP_LEVELS
 
+---@class Proxy                      between the host and its server children (methods: Proxy below)
+---@field send_host fun(line: string): integer?  writes to the host: bytes still queued, nil when it cannot
+---@field spawn_child fun(o: table): table?, string?  starts a server child (launcher/child.lua)
+---@field on_stopping function        stop reading the host
+---@field on_exit fun(code: integer)  every child is gone: exit the process
+---@field on_settled function         a host request left flight
+---@field children table              live children (set)
+---@field n integer                   children started
+---@field active table?               the ready child host requests go to
+---@field candidate table?            a child being started (handshake replay in progress)
+---@field last_pid integer?           the pid of the last child that took over
+---@field swap_again string?          why to start another child once this start is over
+---@field pending table               id_key -> host request in flight (host_request)
+---@field n_pending integer           how many
+---@field tokens table                id_key(progressToken) -> pending entry
+---@field buffer table[]              {entry=} or {line=} waiting for a ready child, in arrival order
+---@field seq integer                 host requests seen (orders the pending entries)
+---@field hs table                    the handshake: init_line, initialized_line, level_line, protocol
+---@field log_level string            the host's logging/setLevel, for our own notifications/message
+---@field host_reqs table             id_key(host-facing id) -> {child, id_json, orig_key}: server→host requests
+---@field next_host_id integer
+---@field next_own_id integer
+---@field streak integer              quick crashes in a row
+---@field restart_timer userdata?     the backoff before the next restart
+---@field stopping boolean            the host went or we give up: no new child
+---@field exit_code integer?          what the process exits with
+---@field finished boolean?           on_exit was called
+---@field cancelled table             id_key -> watch or poll entry the host cancelled while its server had it
+---@field cancelled_order string[]    their keys, oldest first (at most CANCELLED_KEPT)
+---@field unflushed table             watch and poll entries whose answer waits in our queue to the host
 local Proxy = {}
 Proxy.__index = Proxy
 
@@ -51,6 +81,7 @@ Proxy.__index = Proxy
 -- nil when it cannot be written; spawn_child{n, on_line, on_exit} -> child | nil, err
 -- (default: child.spawn of opts.exe); on_stopping() (stop reading the host); on_exit(code) (all
 -- children are gone: exit the process); on_settled() (a host request left flight).
+---@return Proxy
 function M.new(opts)
   local self = setmetatable({
     send_host = opts.send_host,

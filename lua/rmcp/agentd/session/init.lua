@@ -33,8 +33,8 @@
 ---@field updated_at number
 ---@field turns_total integer
 ---@field turns_drained integer?   turns_total at the last poll/watch drain (turns after it are rebuilt from the journal at restore)
----@field damaged string?         why the file was not taken as it was (repaired fields, or unreadable)
----@field unreadable string?      (not persisted) its file could not be read: never written, never resumed
+---@field damaged string?          why the file was not taken as it was (repaired fields, or unreadable)
+---@field unreadable string?       (not persisted) its file could not be read: never written, never resumed
 ---@field last_text string?        the last turn's text (last 20000 bytes)
 ---@field plan table?              the agent's plan entries {content, status}
 ---@field posture table?           sandbox posture (posture.lua)
@@ -44,8 +44,24 @@
 ---@field transcript_path string   the journal (<id>.events.jsonl)
 ---@field work_seconds number?     time spent in turns
 ---@field queued_config table?     options configured for the next turn or the resume (configure.lua)
+---@field interrupted_turn boolean? a turn was cut short by the daemon's death (resume_fleet continues it)
+---@field agent_profile string?    the name of its agent's profile (rules/profiles.lua)
+---@field agent_info table?        the agent's own {name, version}, from its initialize answer
+---@field routine table?           the routine run it is: {id, run_id, marker} (agentd/routines.lua)
+---@field on_behalf_of string?     a routine run's: the orchestrator that made the routine
+---@field worktree SessionWorktree? its git worktree (isolate=worktree; isolate.lua)
+---@field changes table?           what its agent changed there at the last turn's end (agentd/worktree.lua changes)
 ---@field pending SessionDecision[] decisions awaiting respond_permission (runtime only)
 ---@field rt SessionRuntime        runtime-only state, never persisted
+
+---@class SessionWorktree           a session's git worktree (agentd/worktree.lua makes it, isolate.lua records it)
+---@field state string             creating (saved before git runs) | ready | removed
+---@field path string              the worktree, under the managed directory
+---@field branch string            its branch, named after the session
+---@field base string              the commit it started from
+---@field repo string              the repository it belongs to (top level of the spawn's cwd)
+---@field rel string               the spawn's cwd relative to repo ("" at the top)
+---@field head string?             repo's branch at the start (nil: HEAD was detached)
 
 ---@class SessionDecision
 ---@field request_id integer       ours, per session
@@ -56,20 +72,31 @@
 ---@field delivered boolean        a watch reported it
 
 ---@class SessionRuntime
----@field agent table?             the acp client of the live agent
----@field setting_up boolean?      start_agent is running
+---@field agent AcpAgent?          the live agent
+---@field profile table?           the profile it was started with (rules/profiles.lua; state.profile reads it)
+---@field setting_up boolean?      the agent is being started (start.lua)
 ---@field stopping string?         the exit_reason a requested stop will give
 ---@field resuming boolean?        a resume is starting the agent
 ---@field prompt_active boolean    a session/prompt is running
 ---@field prompt_id integer?       its request id (handover re-attaches it)
 ---@field prompt_text string?
----@field turn_started_at number?
+---@field turn_started_at number?  wall time the turn started (work_seconds)
+---@field turn_started_ms integer? uv.now() then (agentd/health.lua counts quiet time from it)
+---@field health_alert boolean?    a stall the next watch reports, once (mark_stalled; rules/watch.lua)
+---@field finishing boolean?       a turn ended and its worktree's changes are being read before it is reported
+---@field after_turn string[]?     messages that start the next turn (a profile that steers by queueing)
+---@field last_thought string?     the ended turn's reasoning (last 20000 bytes), for the journal
+---@field recovery_attempts integer? recovery turns run for a failed background job (rules/recovery.lua)
+---@field recovery_report table?   {attempts, gave_up} for the next drain, once recovery ended
+---@field answer_gates boolean?    agentd answers permission requests itself (yolo without the agent's mode)
+---@field released boolean?        a tombstone's text buffers were dropped: its text is its journal's
 ---@field idle_since integer?      uv.now() when it went idle
 ---@field idle_timer userdata?     the idle-cleanup timer
 ---@field queued string[]          messages sent while starting
 ---@field text table               bounded buffers (state.buf_*): since the last drain…
 ---@field thought table
----@field turn_text table          …the running turn…
+---@field turn_text table          …the running turn (and its reasoning)…
+---@field turn_thought table
 ---@field full_text table          …and the whole session (capped)
 ---@field full_thought table
 ---@field turns table[]            undrained turn ends {text, stop_reason, text_truncated}
