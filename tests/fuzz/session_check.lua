@@ -1,12 +1,12 @@
 -- The checks of fuzz_session.c: arbitrary bytes as a session metadata file go through what agentd
--- does at start (agentd/main.lua: store.load_all, then session.state.restore, which repairs damaged
+-- does at start (agentd/main.lua: store.load_all, then session.restore.restore, which repairs damaged
 -- fields) and then through a list row and a save. None of it may raise; after restore every
 -- persisted field has its declared type; the list result encodes as valid UTF-8; a saved session
 -- loads back and restores to the same damage report (repair is stable). The file is <dir>/rx-fuzz.json,
 -- so the id check at load passes when the file says "id":"rx-fuzz".
 local json = require "rmcp.lib.json"
 local store = require "rmcp.agentd.store"
-local state = require "rmcp.agentd.session.state"
+local restore = require "rmcp.agentd.session.restore"
 local rules_list = require "rmcp.rules.list"
 local utf8_fix = require("fuzz_utf8").fix
 local sentinel = require "fuzz_sentinel"
@@ -28,7 +28,7 @@ end
 -- Loads and restores the dir's sessions into a fresh daemon table; returns it.
 local function restore_all()
   local d = { paths = { sessions = dir }, sessions = {} }
-  for _, rec in ipairs(store.load_all(dir)) do state.restore(d, rec) end
+  for _, rec in ipairs(store.load_all(dir)) do restore.restore(d, rec) end
   return d
 end
 

@@ -1,5 +1,6 @@
 -- agentd/session/state.lua on its own: the event buffer of a session and what a drain takes from it.
 local state = require "rmcp.agentd.session.state"
+local restore = require "rmcp.agentd.session.restore"
 
 test("a lean drain leaves the buffered chunks as they are; a detailed one takes them as events", function(t)
   local d = { sessions = {}, paths = { sessions = t.tmpdir("rmcp-state") } }
@@ -49,7 +50,7 @@ test("a restore takes the turn ends its metadata missed from the journal (a deat
   state.journal(d, s, { type = "turn_end", stop_reason = "end_turn", text = "done: x" })
   local rec = { id = s.id, owner = "orch", project_dir = "/p", cwd = "/w", task = "x", status = "running",
                 turns_total = 0, turns_drained = 0, created_at = 1, updated_at = 1 }
-  local back = state.restore({ sessions = {}, paths = { sessions = dir } }, rec)
+  local back = restore.restore({ sessions = {}, paths = { sessions = dir } }, rec)
   t.eq(back.turns_total, 1, "the journal's turn end counts")
   t.eq(back.last_text, "done: x")
   t.eq(back.stop_reason, "end_turn")
@@ -62,7 +63,7 @@ test("a restore takes the turn ends its metadata missed from the journal (a deat
   state.journal(d, s, { type = "prompt", via = "prompt", text = "more" })
   rec = { id = s.id, owner = "orch", project_dir = "/p", cwd = "/w", task = "x", status = "running",
           turns_total = 0, turns_drained = 0, created_at = 1, updated_at = 1 }
-  back = state.restore({ sessions = {}, paths = { sessions = dir } }, rec)
+  back = restore.restore({ sessions = {}, paths = { sessions = dir } }, rec)
   t.eq(back.turns_total, 1)
   t.eq(back.interrupted_turn, true, "the running turn is continued by resume_fleet")
   store.close_journals()

@@ -2,10 +2,14 @@
 -- changes summary and the diff against its base (untracked files in, the agent's index untouched),
 -- removal keeping a branch with commits; and each refusal or stated choice — not a repository, no
 -- commit yet, a branch that exists, a detached HEAD, uncommitted changes, a cwd not in the commit —
--- with nothing half-made left behind, also after a daemon died while making one.
+-- with nothing half-made left behind, also after a daemon died while making one. Git's side is
+-- agentd/worktree.lua, the session's record of it agentd/session/isolate.lua.
 -- needs: git
 local uv = require "luv"
+local json = require "rmcp.lib.json"
 local worktree = require "rmcp.agentd.worktree"
+local isolate = require "rmcp.agentd.session.isolate"
+local state = require "rmcp.agentd.session.state"
 
 -- Runs a shell command (the test's own setup), failing the case when it fails.
 local function sh(t, cmd)
@@ -13,8 +17,8 @@ local function sh(t, cmd)
   t.ok(ok, "ran: " .. cmd)
 end
 
--- A repository with one commit (a.txt, sub/b.txt) in a fresh dir; returns its path and the daemon
--- table (paths.home) and env the worktrees go under.
+-- A repository with one commit (a.txt, sub/b.txt) in a fresh dir; returns its path, the daemon
+-- table (paths.home, paths.sessions) and the dir the worktrees go under.
 local function repo(t)
   local root = t.tmpdir("rmcp-wt")
   local r = root .. "/repo"
@@ -22,7 +26,8 @@ local function repo(t)
     .. "git add -A && git -c user.email=t@e -c user.name=t commit -qm base", r, r))
   local home = root .. "/home"
   uv.fs_mkdir(home, tonumber("700", 8))
-  return r, { paths = { home = home } }, root
+  uv.fs_mkdir(home .. "/sessions", tonumber("700", 8))
+  return r, { paths = { home = home, sessions = home .. "/sessions" }, sessions = {} }, root
 end
 
 -- Runs fn with the worktrees under root/wt and this run's branch prefix.
@@ -41,11 +46,15 @@ end
 test("a worktree on a new branch at the same relative path; changes and the diff against its base; removal", function(t)
   local r, d, root = repo(t)
   with_root(t, root, function()
-    local saves = 0
+    local saved = {}
+    local save_first = state.save_first
+    state.save_first = function(d_, s_) saved[#saved + 1] = s_.worktree.state; return save_first(d_, s_) end
+    t.defer(function() state.save_first = save_first end)
     local s = { id = "rx-one" }
-    local cwd, warnings = worktree.create(d, s, uv.fs_realpath(r .. "/sub"), function() saves = saves + 1; return true end)
-    t.ok(cwd, tostring(warnings and warnings.message))
-    t.eq(saves, 1, "the intent is saved before git runs")
+    local warnings, err = isolate.make(d, s, uv.fs_realpath(r .. "/sub"))
+    t.ok(warnings, tostring(err and err.message))
+    local cwd = s.cwd
+    t.eq(saved, { "creating", "ready" }, "the intent is saved before git runs")
     t.eq(s.worktree.state, "ready")
     t.eq(s.worktree.branch, "rx-test/rx-one")
     t.eq(cwd, s.worktree.path .. "/sub", "the same relative path")
@@ -79,7 +88,7 @@ test("a worktree on a new branch at the same relative path; changes and the diff
     t.match(out("git -C " .. r .. " branch --list 'rx-test/*'"), "rx%-test/rx%-one")
     -- one without commits: its branch goes with it
     local s2 = { id = "rx-two" }
-    assert(worktree.create(d, s2, uv.fs_realpath(r), function() return true end))
+    assert(isolate.make(d, s2, uv.fs_realpath(r)))
     t.eq(assert(worktree.remove(s2.worktree, false)).branch_kept, false)
     t.eq(out("git -C " .. r .. " branch --list 'rx-test/rx-two'"), "")
   end)
@@ -90,28 +99,29 @@ test("refusals and stated choices: not a repository, no commit, an existing bran
   with_root(t, root, function()
     local plain = root .. "/plain"
     uv.fs_mkdir(plain, tonumber("755", 8))
-    local none, err = worktree.create(d, { id = "rx-a" }, plain, function() return true end)
+    local none, err = isolate.make(d, { id = "rx-a" }, plain)
     t.eq(none, nil)
     t.match(err.message, "is not inside a git repository")
     sh(t, "mkdir -p " .. root .. "/empty && git -C " .. root .. "/empty init -q")
-    none, err = worktree.create(d, { id = "rx-b" }, root .. "/empty", function() return true end)
+    none, err = isolate.make(d, { id = "rx-b" }, root .. "/empty")
     t.match(err.message, "has no commit yet")
     sh(t, "git -C " .. r .. " branch rx-test/rx-c")
     local s = { id = "rx-c" }
-    none, err = worktree.create(d, s, uv.fs_realpath(r), function() return true end)
+    none, err = isolate.make(d, s, uv.fs_realpath(r))
     t.match(err.message, "branch rx%-test/rx%-c already exists")
     t.eq(s.worktree, nil, "nothing recorded")
     sh(t, "cd " .. r .. " && printf 'dirty\\n' >> a.txt && mkdir -p untracked/dir")
     local dirty = { id = "rx-d" }
-    local cwd, warnings = worktree.create(d, dirty, uv.fs_realpath(r .. "/untracked/dir"), function() return true end)
-    t.ok(cwd, "made")
+    local warnings = isolate.make(d, dirty, uv.fs_realpath(r .. "/untracked/dir"))
+    local cwd = dirty.cwd
+    t.ok(warnings, "made")
     t.match(table.concat(warnings, "\n"), "1 uncommitted change%(s%) in .* stay there")
     t.match(table.concat(warnings, "\n"), "untracked/dir is not in commit .*: made empty")
     t.ok(uv.fs_stat(cwd), "the cwd exists in the worktree")
     sh(t, "git -C " .. r .. " checkout -q --detach")
     local detached = { id = "rx-e" }
-    cwd, warnings = worktree.create(d, detached, uv.fs_realpath(r), function() return true end)
-    t.ok(cwd)
+    warnings = isolate.make(d, detached, uv.fs_realpath(r))
+    t.ok(warnings)
     t.match(table.concat(warnings, "\n"), "HEAD of .* is detached: the worktree starts at its commit")
     for _, x in ipairs({ dirty, detached }) do assert(worktree.remove(x.worktree, false)) end
   end)
@@ -121,14 +131,17 @@ test("a worktree a dead daemon left half-made is removed at the next start, lock
   local r, d, root = repo(t)
   with_root(t, root, function()
     local s = { id = "rx-crash", status = "starting" }
-    assert(worktree.create(d, s, uv.fs_realpath(r), function() return true end))
+    assert(isolate.make(d, s, uv.fs_realpath(r)))
     s.worktree.state = "creating" -- as saved before git ran, when the daemon died
+    d.sessions[s.id] = s
     sh(t, "printf 'initializing\\n' > " .. r .. "/.git/worktrees/rx-crash/locked")
-    local persisted
-    worktree.recover({ s }, function(x) persisted = x end)
-    t.eq(persisted, s)
+    isolate.recover(d)
     t.eq(s.status, "exited")
     t.eq(s.exit_reason, "worktree_interrupted")
+    local f = assert(io.open(d.paths.sessions .. "/rx-crash.json"))
+    local saved = json.decode(f:read("a"))
+    f:close()
+    t.eq({ saved.status, saved.exit_reason, saved.worktree.state }, { "exited", "worktree_interrupted", "removed" }, "saved")
     t.eq(uv.fs_stat(s.worktree.path), nil)
     t.eq(out("git -C " .. r .. " worktree list --porcelain"):match("worktree (%S+)"), uv.fs_realpath(r))
     t.eq(select(2, out("git -C " .. r .. " worktree list"):gsub("\n", "")), 1, "only the main tree")
@@ -161,8 +174,8 @@ test("worktrees of one repository made and removed all at once: each add and rem
     local made, errors = {}, {}
     all_at_once(t, { 1, 2, 3, 4, 5, 6, 7, 8 }, function(i)
       local s = { id = "rx-many-" .. i }
-      local cwd, err = worktree.create(d, s, uv.fs_realpath(i % 2 == 0 and linked or r), function() return true end)
-      if cwd then made[#made + 1] = s.worktree else errors[#errors + 1] = tostring(err and err.message) end
+      local ok, err = isolate.make(d, s, uv.fs_realpath(i % 2 == 0 and linked or r))
+      if ok then made[#made + 1] = s.worktree else errors[#errors + 1] = tostring(err and err.message) end
     end, "the creations")
     t.eq(errors, {}, "every add succeeded (git reads .git/worktrees/* during an add)")
     t.eq(#made, 8)

@@ -53,12 +53,25 @@ function M.ignored_notification(line)
   return method ~= nil and method ~= UPDATE and not line:find('"id":', 1, true)
 end
 
+---@class AcpAgent                 one `reasonix acp` process and our JSON-RPC peer on its stdio (methods: Agent below)
+---@field opts table                 what start or adopt was given: bin, args, cwd, env, limits, the on_* callbacks
+---@field peer table                 the JSON-RPC peer (lib/jsonrpc.lua) its lines go through
+---@field p userdata?                the process (rmcp.proc), once started or adopted
+---@field stderr string              the tail of its stderr (stderr_max bytes)
+---@field stderr_max integer
+---@field exited boolean             its process ended (handle_exit)
+---@field exit_code integer?
+---@field exit_signal integer?
+---@field stopping boolean           stop() began: stdin closed, TERM and KILL follow
+---@field kill_timer userdata?       the timer of that escalation
+---@field last_line_at integer?      uv.now() of its last line: protocol progress (agentd/health.lua)
 local Agent = {}
 Agent.__index = Agent
 
 M.PROTOCOL_VERSION = 1
 
 -- An agent object with its JSON-RPC peer, not attached to a process yet.
+---@return AcpAgent
 local function new_agent(opts)
   local self = setmetatable({
     opts = opts, stderr = "", stderr_max = opts.stderr_tail or 4000,

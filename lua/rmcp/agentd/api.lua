@@ -128,8 +128,22 @@ local function dispatch(d, conn, method, params, reply)
   fn(d, conn, params, reply, conn.peer.current_id)
 end
 
+---@class AgentdConn                 one client of the socket: an MCP server, ctl, the dashboard
+---@field id integer                 its number in the log (d.next_conn)
+---@field peer table                 its JSON-RPC peer (lib/jsonrpc.lua)
+---@field ch userdata?               the socket's channel (accept; nil for a connection made in process)
+---@field peer_pid integer?          the client's pid (SO_PEERCRED)
+---@field requests table<any, function> the cancel of each long request in flight, by request id ($/cancel)
+---@field hello boolean              hello was answered: the methods are open
+---@field orch string?               the orchestrator it speaks for (hello; ownership.lua checks sessions against it)
+---@field project_dir string?        that orchestrator's project dir
+---@field client table?              what the client said of itself in hello: name, version, warnings
+---@field env table<string, string>? the caller's environment: the agents it spawns or resumes run with it
+---@field observer boolean?          the dashboard: sees every orchestrator's sessions, consumes nothing
+
 -- A new connection of d whose lines go out through send(line): its JSON-RPC peer dispatches to the
 -- API methods (feed it with conn.peer:receive(line)). Registered in d.conns.
+---@return AgentdConn
 function M.connect(d, send, peer_pid)
   d.next_conn = d.next_conn + 1
   local conn = { id = d.next_conn, requests = {}, hello = false, peer_pid = peer_pid }

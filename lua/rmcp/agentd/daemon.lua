@@ -10,7 +10,7 @@ local M = {}
 ---@field version string               the binary's version (main.lua)
 ---@field lock integer?                fd of agentd.lock, held for the daemon's life (main.lua; upgrade.finish releases it)
 ---@field sessions table<string, Session> every session by id (agentd/session: create, restore, discard)
----@field conns table<table, boolean>  open socket connections (api.lua: accept, close)
+---@field conns table<AgentdConn, boolean> open socket connections (api.lua: accept, close)
 ---@field next_conn integer            the last connection number given (api.lua)
 ---@field server userdata?             the listening socket (main.lua; shutdown and handover close it)
 ---@field signals userdata[]           signal handles (main.lua)
@@ -22,7 +22,7 @@ local M = {}
 ---@field idle_exit table?             the idle-exit timer state (idle_exit.lua)
 ---@field models_cache table?          the last models answer (models.lua)
 ---@field retention_timer userdata?    the hourly prune (retention.lua)
----@field health table?                the health sampler's timer and its shared /proc snapshot (health.lua)
+---@field health table?                the health sampler's timer, shared /proc snapshot and bookkeeping per agent (health.lua)
 ---@field observers table?             observer connections and the sessions with a nudge pending (observe.lua)
 ---@field routines RoutineState?       the routine scheduler's definitions, runs and timer (routines/scheduler.lua); nil until it starts
 ---@field on_change fun(s: Session, event: string?, extra: table?) a session changed: wake watches, emit agent_event (main.lua)

@@ -1,12 +1,13 @@
 -- Live handover: agentd replaces its own image with a new binary (exec: same pid, so the agents stay
 -- our children and their PDEATHSIG still points at us) and keeps every agent running, mid-turn or
 -- waiting on a decision. The old image pauses the agents' pipes (nothing half-read), writes what the
--- new one needs to $REASONIX_MCP_HOME/agentd.handover.json (each live session's runtime state, the
--- agent's pid, pipe fds, next request id, the in-flight session/prompt and the agent's open
--- permission requests; the lock fd; the watch and poll answers held until their receipt, which
--- arrive lost), clears CLOEXEC on those fds and execs `<binary> agentd` with REASONIX_MCP_HANDOVER
--- naming the file. The new image keeps the lock, restores sessions as usual, then adopts the agents
--- (rmcp.proc.adopt) and re-attaches the prompt, the decisions and the held answers.
+-- new one needs to $REASONIX_MCP_HOME/agentd.handover.json (each live session's runtime state and
+-- the health sampler's bookkeeping of its agent, the agent's pid, pipe fds, next request id, the
+-- in-flight session/prompt and the agent's open permission requests; the lock fd; the watch and poll
+-- answers held until their receipt, which arrive lost), clears CLOEXEC on those fds and execs
+-- `<binary> agentd` with REASONIX_MCP_HANDOVER naming the file. The new image keeps the lock,
+-- restores sessions as usual, then adopts the agents (rmcp.proc.adopt) and re-attaches the prompt,
+-- the decisions and the held answers.
 -- Opt-in: REASONIX_MCP_LIVE_HANDOVER=1 (a queued reload then waits only for what cannot be moved).
 local uv = require "luv"
 local json = require "rmcp.lib.json"
@@ -19,6 +20,7 @@ local session = require "rmcp.agentd.session"
 local store = require "rmcp.agentd.store"
 local files = require "rmcp.lib.files"
 local receipts = require "rmcp.agentd.receipts"
+local health = require "rmcp.agentd.health"
 
 local M = {}
 
@@ -89,6 +91,7 @@ function M.collect(d)
       paused[#paused + 1] = a
       local hs = session.handover_state(s)
       hs.agent = ast
+      hs.health = health.handover_state(d, a)
       st.sessions[id] = hs
     end
   end
@@ -180,6 +183,7 @@ function M.adopt_all(d, st)
         log.error("handover: cannot adopt the agent of %s (pid %s): %s; it stays orphaned", id, tostring(hs.agent.pid), tostring(err))
         discard(hs)
       else
+        health.adopt(d, s, agent, hs.health)
         n = n + 1
         log.info("handover: adopted %s (agent pid %d, %s%s)", id, agent:pid(), s.status,
           #s.pending > 0 and (", " .. #s.pending .. " decision(s) pending") or "")

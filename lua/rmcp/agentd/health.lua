@@ -8,10 +8,16 @@
 -- /proc/locks and the agent's lease directory ($XDG_CACHE_HOME or $HOME/.cache, then
 -- reasonix/workspace-leases): reasonix holds flock(2) WRITE on <key>.lock while a turn uses the
 -- workspace, and a queued agent holds <key>.lock.queue while it waits for <key>.lock.
+--
+-- Its state is in d.health (this module is reloadable): the sampler's timer, the shared /proc
+-- snapshot, and per live agent its bookkeeping (d.health.agents[agent]: the process tree's CPU
+-- ticks and when they last changed, when the current stall was reported, and of which turn). A
+-- stall is flagged on the session through its verb (session.mark_stalled).
 local uv = require "luv"
 local config = require "rmcp.config"
 local log = require "rmcp.lib.log"
 local files = require "rmcp.lib.files"
+local session = require "rmcp.agentd.session"
 
 local M = {}
 
@@ -96,6 +102,24 @@ local function lease_dir(pid)
   return cache and cache .. "/reasonix/workspace-leases" or nil
 end
 
+-- The sampler's bookkeeping of agent, whose session's runtime is rt: {cpu_total, cpu_changed_at,
+-- stalled, turn}; a new turn re-arms the stall report. Weak keys: it goes with the agent.
+local function bookkeeping(d, agent, rt)
+  d.health = d.health or {}
+  local agents = d.health.agents
+  if not agents then
+    agents = setmetatable({}, { __mode = "k" })
+    d.health.agents = agents
+  end
+  local b = agents[agent]
+  if not b then
+    b = {}
+    agents[agent] = b
+  end
+  if b.turn ~= rt.turn_started_ms then b.turn, b.stalled = rt.turn_started_ms, nil end
+  return b
+end
+
 -- What every health answer in one loop iteration shares: the process table, the locks and which
 -- session each live agent's process belongs to (built at most once per 500 ms).
 local function snapshot(d)
@@ -149,7 +173,8 @@ function M.of(d, s)
   local snap = snapshot(d)
   local pids = tree(snap.procs, agent:pid())
   local now = uv.now()
-  local progress = math.max(agent.last_line_at or 0, rt.cpu_changed_at or 0, rt.turn_started_ms or 0)
+  local cpu_changed_at = bookkeeping(d, agent, rt).cpu_changed_at
+  local progress = math.max(agent.last_line_at or 0, cpu_changed_at or 0, rt.turn_started_ms or 0)
   local quiet_s = math.max(0, (now - progress) // 1000)
   local holder = lease_holder(snap, pids, lease_dir(agent:pid()))
   if holder then return { state = "blocked", workspace_lease_holder = holder, quiet_s = quiet_s } end
@@ -164,7 +189,7 @@ function M.anomaly(d, s)
 end
 
 -- One sampling pass: the CPU of every running turn's process tree (a change is progress), then
--- the turns that just became stalled are flagged (health_alert) and reported once per quiet stretch
+-- the turns that just became stalled are flagged (session.mark_stalled) and reported once per quiet stretch
 -- of the protocol: process-tree CPU counts as progress for the state, but only a line from the
 -- agent (or a new turn) lets a later stall wake a watch again.
 local function sample(d)
@@ -173,22 +198,36 @@ local function sample(d)
   if not any then return end
   local snap = snapshot(d)
   for _, s in pairs(d.sessions) do
-    local rt, agent = s.rt, s.rt and s.rt.agent
+    local agent = s.rt and s.rt.agent
     if s.status == "running" and agent and not agent.exited then
+      local b = bookkeeping(d, agent, s.rt)
       local total = 0
       for _, p in ipairs(tree(snap.procs, agent:pid())) do total = total + (snap.procs.cpu[p] or 0) end
-      if rt.cpu_total ~= total then rt.cpu_total, rt.cpu_changed_at = total, uv.now() end
+      if b.cpu_total ~= total then b.cpu_total, b.cpu_changed_at = total, uv.now() end
       local h = M.of(d, s)
       local stalled = h and h.state == "stalled"
-      if stalled and not rt.stalled then
-        rt.stalled, rt.health_alert = uv.now(), true
+      if stalled and not b.stalled then
+        b.stalled = uv.now()
         log.warn("session %s: stalled: no protocol or process progress for %ds", s.id, h.quiet_s)
-        d.on_change(s, "status", { note = string.format("stalled: no protocol or process progress for %ds", h.quiet_s) })
-      elseif not stalled and rt.stalled and (agent.last_line_at or 0) > rt.stalled then
-        rt.stalled = nil -- re-armed by the agent speaking: a CPU blip alone does not make a new stall
+        session.mark_stalled(d, s, string.format("stalled: no protocol or process progress for %ds", h.quiet_s))
+      elseif not stalled and b.stalled and (agent.last_line_at or 0) > b.stalled then
+        b.stalled = nil -- re-armed by the agent speaking: a CPU blip alone does not make a new stall
       end
     end
   end
+end
+
+-- The bookkeeping of agent for a new daemon image (handover), or nil.
+function M.handover_state(d, agent)
+  local b = d.health and d.health.agents and d.health.agents[agent]
+  return b and { cpu_total = b.cpu_total, cpu_changed_at = b.cpu_changed_at, stalled = b.stalled, turn = b.turn } or nil
+end
+
+-- In a new daemon image: takes the bookkeeping st (handover_state) of agent, adopted for session s.
+function M.adopt(d, s, agent, st)
+  if type(st) ~= "table" then return end
+  local b = bookkeeping(d, agent, s.rt)
+  b.cpu_total, b.cpu_changed_at, b.stalled, b.turn = st.cpu_total, st.cpu_changed_at, st.stalled, st.turn
 end
 
 -- Starts the sampler (every quarter of the stall threshold, between 0.2 and 30 s).

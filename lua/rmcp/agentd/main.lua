@@ -170,14 +170,8 @@ end
 
 -- Removes the worktrees a dead daemon left half-made (the module loads only when there is one).
 local function recover_worktrees(d)
-  local half_made = {}
-  for _, s in pairs(d.sessions) do
-    if type(s.worktree) == "table" and s.worktree.state == "creating" then half_made[#half_made + 1] = s end
-  end
-  if #half_made == 0 then return end
-  require("rmcp.lib.async").run(function()
-    require("rmcp.agentd.worktree").recover(half_made, function(x) session.persist(d, x) end)
-  end, function(e) log.error("worktree recovery failed: %s", tostring(e)) end)
+  require("rmcp.lib.async").run(function() session.recover_worktrees(d) end,
+    function(e) log.error("worktree recovery failed: %s", tostring(e)) end)
 end
 
 -- Starts the routine scheduler when the routines dir holds anything (a routine or a run record

@@ -22,7 +22,7 @@ M.field_types = {
   interrupted_turn = "boolean", queued_config = "object",
   routine = "object", on_behalf_of = "string", -- a routine run's: its marker, and the routine's creator
   agent_profile = "string", agent_info = "object", -- rules/profiles.lua's name; the agent's initialize agentInfo
-  worktree = "object", changes = "object", -- isolate=worktree: the worktree (agentd/worktree.lua) and the last changes summary
+  worktree = "object", changes = "object", -- isolate=worktree: the worktree (agentd/session/isolate.lua) and the last changes summary
 }
 
 -- True when value v (as decoded) has type want (M.field_types); a number must be finite (JSON has

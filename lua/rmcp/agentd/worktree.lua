@@ -3,8 +3,9 @@
 -- directory outside the user's tree, and the agent runs there at the same relative path. What the
 -- agent changed is read back against the commit it started from (the changes summary, the diff),
 -- and the worktree goes only when asked, its branch kept when it has commits. Git is called as a
--- process (Debian's git). The session record carries the worktree; one saved as "creating" is a
--- half-made worktree of a daemon that died, removed at the next start.
+-- process (Debian's git). This module is git's side only: the worktree's record is the session's
+-- (agentd/session/isolate.lua keeps it), and one saved as "creating" is a half-made worktree of a
+-- daemon that died, removed at the next start.
 local uv = require "luv"
 local log = require "rmcp.lib.log"
 local json = require "rmcp.lib.json"
@@ -90,15 +91,17 @@ function M.exclusive(top, fn)
   return M.take_turns(repository_of(top), fn)
 end
 
--- A refusal of the isolate option, as the spawn's error.
+-- A refusal of the isolate option, as the spawn's error: nil and the error.
 local function refuse(fmt, ...)
   return nil, jsonrpc.error(M.ISOLATE_FAILED, "isolate=worktree: " .. string.format(fmt, ...))
 end
+M.refuse = refuse
 
--- Makes the worktree for session s whose spawn cwd is cwd (realpath, confined already); saves the
--- intent first (s.worktree.state = "creating"), then "ready". Returns the agent's cwd inside it and
--- warnings, or nil and an error (nothing left behind). Coroutine.
-function M.create(d, s, cwd, save)
+-- The worktree session id, spawned in cwd (realpath, confined already), is to get: its record
+-- {state = "creating", path, branch, base, repo, rel, head} and the warnings about where it starts,
+-- or nil and the refusal (the spawn's error). Nothing is made yet: the session saves the record
+-- first, so a daemon that dies while git runs leaves a record the next start cleans up. Coroutine.
+function M.plan(id, cwd)
   local top, terr = git(cwd, { "rev-parse", "--show-toplevel" })
   if not top then return refuse("%s is not inside a git repository (%s)", cwd, terr) end
   top = uv.fs_realpath(top) or top
@@ -116,34 +119,34 @@ function M.create(d, s, cwd, save)
     warnings[#warnings + 1] = string.format("%d uncommitted change(s) in %s stay there: the worktree starts at HEAD %s",
       n, top, base:sub(1, 12))
   end
-  local branch = M.branch_prefix() .. s.id
+  local branch = M.branch_prefix() .. id
   if git(top, { "show-ref", "--verify", "--quiet", "refs/heads/" .. branch }) then
     return refuse("branch %s already exists in %s; it is never reused", branch, top)
   end
-  local dir = string.format("%s/%s/%s", M.root(), require("rmcp.lib.hash").fnv1a64(top):sub(1, 12), s.id)
+  local dir = string.format("%s/%s/%s", M.root(), require("rmcp.lib.hash").fnv1a64(top):sub(1, 12), id)
   require("rmcp.sock").secure_dir(M.root())
   uv.fs_mkdir(dir:match("^(.*)/[^/]+$"), tonumber("700", 8))
-  s.worktree = { state = "creating", path = dir, branch = branch, base = base, repo = top, rel = rel, head = head }
-  local saved, serr = save()
-  if not saved then s.worktree = nil; return refuse("cannot save the session first: %s", tostring(serr)) end
-  local _, aerr = M.exclusive(top, function()
-    return git(top, { "worktree", "add", "--quiet", "-b", branch, dir, base }, 120000)
+  return { state = "creating", path = dir, branch = branch, base = base, repo = top, rel = rel, head = head }, warnings
+end
+
+-- Makes worktree wt (from plan, its record saved) and returns the agent's cwd inside it, what to
+-- warn about appended to warnings; or nil and the refusal, nothing left behind. Coroutine.
+function M.add(wt, warnings)
+  local _, aerr = M.exclusive(wt.repo, function()
+    return git(wt.repo, { "worktree", "add", "--quiet", "-b", wt.branch, wt.path, wt.base }, 120000)
   end)
   if aerr then
-    M.discard(s.worktree)
-    s.worktree = nil
+    M.discard(wt)
     return refuse("git worktree add failed: %s", aerr)
   end
   fault.point("worktree_mid_create")
-  local agent_cwd = rel == "" and dir or (dir .. "/" .. rel)
+  local agent_cwd = wt.rel == "" and wt.path or (wt.path .. "/" .. wt.rel)
   if not uv.fs_stat(agent_cwd) then
     -- cwd is not in the commit (an untracked or ignored directory): made empty, and said so
     command.run("mkdir", { "-p", "--", agent_cwd })
-    warnings[#warnings + 1] = string.format("%s is not in commit %s: made empty in the worktree", rel, base:sub(1, 12))
+    warnings[#warnings + 1] = string.format("%s is not in commit %s: made empty in the worktree", wt.rel, wt.base:sub(1, 12))
   end
-  s.worktree.state = "ready"
-  log.info("session %s: worktree %s on branch %s from %s", s.id, dir, branch, base:sub(1, 12))
-  return agent_cwd, warnings
+  return agent_cwd
 end
 
 -- Removes a worktree (however far it got) and its branch when that has no commit of its own; used
@@ -218,7 +221,8 @@ function M.diff(d, wt, o)
 end
 
 -- Removes worktree wt of a session that is not live; its branch is kept when it has commits unless
--- delete_branch. Returns {removed, branch, branch_kept, commits, merge?, patch?}. Coroutine.
+-- delete_branch. Returns {removed, branch, branch_kept, commits, merge?, patch?} (the session then
+-- records it removed), or nil and why. Coroutine.
 function M.remove(wt, delete_branch)
   local count = tonumber(git(wt.repo, { "rev-list", "--count", wt.base .. ".." .. wt.branch }) or "0") or 0
   local _, rerr = M.exclusive(wt.repo, function()
@@ -230,30 +234,12 @@ function M.remove(wt, delete_branch)
   if rerr then return nil, "git worktree remove failed: " .. rerr end
   local kept = count > 0 and not delete_branch
   if not kept then git(wt.repo, { "branch", "-D", wt.branch }) end
-  wt.state = "removed"
   local out = { removed = wt.path, branch = wt.branch, branch_kept = kept, commits = count }
   if kept then
     out.merge = string.format("git -C %s merge %s", wt.repo, wt.branch)
     out.patch = string.format("git -C %s diff %s %s", wt.repo, wt.base, wt.branch)
   end
   return out
-end
-
--- Removes the half-made worktrees of the sessions a dead daemon left "creating" (at start; the
--- daemon picks them out, so this module loads only when there are some): the sessions are marked
--- exited before the first git call (so no caller sees them as resumable), then each worktree, its
--- lock and its branch go. Coroutine.
-function M.recover(sessions, persist)
-  local half = {}
-  for _, s in ipairs(sessions) do
-    log.warn("session %s: its worktree %s was being made when agentd stopped; removing it", s.id, tostring(s.worktree.path))
-    half[#half + 1] = s.worktree
-    s.worktree.state = "removed"
-    s.status, s.exit_reason = "exited", "worktree_interrupted"
-    s.error_text = "agentd stopped while making this session's worktree; it was removed (spawn again)"
-    persist(s)
-  end
-  for _, wt in ipairs(half) do M.discard(wt) end
 end
 
 return M

@@ -38,12 +38,39 @@ Coding agents run in a background daemon; you orchestrate them.
 4. reasonix_send steers or starts a turn; reasonix_stop ends an agent (resumable).
 Lost your ids? reasonix_list.]]
 
+---@class McpServer                  the MCP session with one host over stdio (methods: Server below)
+---@field peer table                  the JSON-RPC peer of the host's lines (lib/jsonrpc.lua)
+---@field project_dir string?         the host's project dir (our cwd)
+---@field version string              our version
+---@field supervised boolean          a launcher can restart us
+---@field make_link fun(server: McpServer, orch: string): table  makes the agentd link of an orchestrator
+---@field finish_start function?      what the tools need and initialize does not (run once by load_tools)
+---@field initialized boolean         initialize answered
+---@field client_ready boolean        notifications/initialized received
+---@field protocol_version string     the version agreed at initialize
+---@field client_info table?          the host's clientInfo
+---@field client_caps table           the host's capabilities
+---@field log_level string            the notifications/message level the host set
+---@field launcher_fates boolean?     our launcher reports whether each answer reached the host ($/rmcp/launcher)
+---@field calls table                 id_key -> in-flight tools/call
+---@field progress_calls table        "<orchestrator>/<agentd request id>" -> call with a progressToken
+---@field elicitations table          open elicitation forms (elicitation.lua)
+---@field orchestrator_id string?     this host's orchestrator (initialize)
+---@field orchestrator_how string?    how it was found (orchestrator.id; "env": given, no per-conversation ids)
+---@field links table                 orchestrator id -> agentd link: this host's, and one per conversation
+---@field toolsets table              set name -> true: the tool sets tools/list shows (rules/toolsets.lua)
+---@field tool_list table?            the tools, loaded once initialize is answered (load_tools)
+---@field tools_by_name table?
+---@field tools_generation integer?   the reload generation they were loaded at
+---@field tools_cache table?          the encoded tools/list answer {version, text}
+---@field warned table                warnings already reported to this host (until the next swap)
 local Server = {}
 Server.__index = Server
 
 -- Creates the MCP session. opts: send(line), project_dir, link(server, orchestrator_id) -> agentd link,
 -- version (server version), supervised (a launcher can restart us), finish_start() (what the tools
 -- need and initialize does not: run once, before the tools load).
+---@return McpServer
 function M.new(opts)
   local self = setmetatable({
     project_dir = opts.project_dir,

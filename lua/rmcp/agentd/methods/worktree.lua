@@ -61,7 +61,7 @@ function M.worktree(d, conn, p, reply)
   async.run(function()
     local r, err = worktrees.remove(wt, p.delete_branch == true)
     if not r then return reply(nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, err)) end
-    session.persist(d, s)
+    session.worktree_removed(d, s)
     r.session_id = s.id
     reply(r)
   end, function(e) reply(nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, "worktree remove failed: " .. tostring(e))) end)

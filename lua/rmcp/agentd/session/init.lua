@@ -1,10 +1,13 @@
 -- A session: one agent, its ACP traffic folded into one table, journaled and persisted. This package
 -- is the only writer of session state; everything outside it goes through the verbs below.
 --   state.lua   the shape, buffers, event queue, persist/journal, drain and delivery marks
+--   restore.lua a session brought back from its file at start (repaired, caught up with its journal)
 --   events.lua  what the agent sends: chunks, updates, decisions (and their answers), its exit
 --   turns.lua   prompts, steers, forced send, turn end, idle cleanup, stop
---   setup.lua   the agent process: start and configure, spawn, resume, adopt (handover), kill all
+--   start.lua   starting the agent and configuring it: command, process, ACP session, options, posture
+--   setup.lua   the verbs on the agent process: spawn, resume, adopt (handover), kill all
 --   configure.lua  options changed after spawn: now, before the next turn, or at the resume
+--   isolate.lua the session's git worktree record: made at spawn, removed on request, recovered at start
 -- Status: starting → running ⇄ idle, awaiting_decision while a decision is pending, exited
 -- (tombstone), orphaned (was live when the daemon died). Sessions live in d.sessions.
 
@@ -30,8 +33,8 @@
 ---@field updated_at number
 ---@field turns_total integer
 ---@field turns_drained integer?   turns_total at the last poll/watch drain (turns after it are rebuilt from the journal at restore)
----@field damaged string?         why the file was not taken as it was (repaired fields, or unreadable)
----@field unreadable string?      (not persisted) its file could not be read: never written, never resumed
+---@field damaged string?          why the file was not taken as it was (repaired fields, or unreadable)
+---@field unreadable string?       (not persisted) its file could not be read: never written, never resumed
 ---@field last_text string?        the last turn's text (last 20000 bytes)
 ---@field plan table?              the agent's plan entries {content, status}
 ---@field posture table?           sandbox posture (posture.lua)
@@ -41,8 +44,24 @@
 ---@field transcript_path string   the journal (<id>.events.jsonl)
 ---@field work_seconds number?     time spent in turns
 ---@field queued_config table?     options configured for the next turn or the resume (configure.lua)
+---@field interrupted_turn boolean? a turn was cut short by the daemon's death (resume_fleet continues it)
+---@field agent_profile string?    the name of its agent's profile (rules/profiles.lua)
+---@field agent_info table?        the agent's own {name, version}, from its initialize answer
+---@field routine table?           the routine run it is: {id, run_id, marker} (agentd/routines.lua)
+---@field on_behalf_of string?     a routine run's: the orchestrator that made the routine
+---@field worktree SessionWorktree? its git worktree (isolate=worktree; isolate.lua)
+---@field changes table?           what its agent changed there at the last turn's end (agentd/worktree.lua changes)
 ---@field pending SessionDecision[] decisions awaiting respond_permission (runtime only)
 ---@field rt SessionRuntime        runtime-only state, never persisted
+
+---@class SessionWorktree           a session's git worktree (agentd/worktree.lua makes it, isolate.lua records it)
+---@field state string             creating (saved before git runs) | ready | removed
+---@field path string              the worktree, under the managed directory
+---@field branch string            its branch, named after the session
+---@field base string              the commit it started from
+---@field repo string              the repository it belongs to (top level of the spawn's cwd)
+---@field rel string               the spawn's cwd relative to repo ("" at the top)
+---@field head string?             repo's branch at the start (nil: HEAD was detached)
 
 ---@class SessionDecision
 ---@field request_id integer       ours, per session
@@ -53,20 +72,31 @@
 ---@field delivered boolean        a watch reported it
 
 ---@class SessionRuntime
----@field agent table?             the acp client of the live agent
----@field setting_up boolean?      start_agent is running
+---@field agent AcpAgent?          the live agent
+---@field profile table?           the profile it was started with (rules/profiles.lua; state.profile reads it)
+---@field setting_up boolean?      the agent is being started (start.lua)
 ---@field stopping string?         the exit_reason a requested stop will give
 ---@field resuming boolean?        a resume is starting the agent
 ---@field prompt_active boolean    a session/prompt is running
 ---@field prompt_id integer?       its request id (handover re-attaches it)
 ---@field prompt_text string?
----@field turn_started_at number?
+---@field turn_started_at number?  wall time the turn started (work_seconds)
+---@field turn_started_ms integer? uv.now() then (agentd/health.lua counts quiet time from it)
+---@field health_alert boolean?    a stall the next watch reports, once (mark_stalled; rules/watch.lua)
+---@field finishing boolean?       a turn ended and its worktree's changes are being read before it is reported
+---@field after_turn string[]?     messages that start the next turn (a profile that steers by queueing)
+---@field last_thought string?     the ended turn's reasoning (last 20000 bytes), for the journal
+---@field recovery_attempts integer? recovery turns run for a failed background job (rules/recovery.lua)
+---@field recovery_report table?   {attempts, gave_up} for the next drain, once recovery ended
+---@field answer_gates boolean?    agentd answers permission requests itself (yolo without the agent's mode)
+---@field released boolean?        a tombstone's text buffers were dropped: its text is its journal's
 ---@field idle_since integer?      uv.now() when it went idle
 ---@field idle_timer userdata?     the idle-cleanup timer
 ---@field queued string[]          messages sent while starting
 ---@field text table               bounded buffers (state.buf_*): since the last drain…
 ---@field thought table
----@field turn_text table          …the running turn…
+---@field turn_text table          …the running turn (and its reasoning)…
+---@field turn_thought table
 ---@field full_text table          …and the whole session (capped)
 ---@field full_thought table
 ---@field turns table[]            undrained turn ends {text, stop_reason, text_truncated}
@@ -88,11 +118,14 @@
 
 local lazy = require "rmcp.lib.lazy"
 local state = require "rmcp.agentd.session.state"
+local restore = require "rmcp.agentd.session.restore"
 local events = require "rmcp.agentd.session.events"
 local turns = require "rmcp.agentd.session.turns"
--- (loaded on the first spawn, resume, handover or shutdown with agents: an idle daemon stays small)
+-- (with start.lua, loaded on the first spawn, resume, handover or shutdown with agents: an idle
+-- daemon stays small)
 local setup = lazy "rmcp.agentd.session.setup"
 local configure = require "rmcp.agentd.session.configure"
+local isolate = require "rmcp.agentd.session.isolate"
 
 return {
   -- reading
@@ -103,7 +136,7 @@ return {
   turn_thought = state.turn_thought,
   handover_state = function(...) return setup.handover_state(...) end,
   -- the daemon's life
-  restore = state.restore,
+  restore = restore.restore,
   persist = state.persist,
   policy_changed = turns.policy_changed,
   kill_all = function(...) return setup.kill_all(...) end,
@@ -118,6 +151,9 @@ return {
   current_work = state.current_work,
   forget = state.discard,
   mark_delivered = state.mark_delivered,
+  mark_stalled = state.mark_stalled,
   adopt = function(...) return setup.adopt(...) end,
   pause_cleanup = state.cancel_cleanup,
+  worktree_removed = isolate.removed,
+  recover_worktrees = isolate.recover,
 }

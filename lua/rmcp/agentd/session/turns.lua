@@ -149,7 +149,7 @@ function M.prompt(d, s, text, via)
   rt.idle_since = nil
   rt.prompt_active = true
   rt.turn_started_at = rt.turn_started_at or store.now()
-  rt.turn_started_ms, rt.stalled, rt.health_alert = uv.now(), nil, nil
+  rt.turn_started_ms, rt.health_alert = uv.now(), nil -- (a new turn: a stall of it is news again)
   rt.counters.prompts = rt.counters.prompts + 1
   s.terminal_pending = false
   state.journal(d, s, { type = "prompt", via = via or "prompt", text = text })

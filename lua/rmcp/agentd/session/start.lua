@@ -1,0 +1,247 @@
+-- Starting a session's agent and configuring it, the part spawn and resume share: the command (its
+-- profile), the process with a setup watchdog, the ACP session (initialize, then session/new or
+-- session/resume), the spawn options set the way the profile does, and the sandbox posture probed
+-- meanwhile. Adopting a handed-over agent takes the same process options (agent_opts).
+local uv = require "luv"
+local json = require "rmcp.lib.json"
+local jsonrpc = require "rmcp.lib.jsonrpc"
+local async = require "rmcp.lib.async"
+local log = require "rmcp.lib.log"
+local config = require "rmcp.config"
+local acp = require "rmcp.acp.client"
+local posture = require "rmcp.agentd.posture"
+local rules_spawn = require "rmcp.rules.spawn"
+local events = require "rmcp.agentd.session.events"
+
+local M = {}
+
+-- The options an agent of s runs with, started or adopted: the line limits, and its traffic folded
+-- into s (extra: the process fields of a start).
+function M.agent_opts(d, s, extra)
+  local o = extra or {}
+  o.max_line, o.stderr_tail = config.limit("max_line"), config.limit("stderr_tail")
+  o.on_update = function(_, update) events.on_update(d, s, update) end
+  o.on_chunk = function(kind, text) events.on_chunk(d, s, kind, text) end
+  o.on_permission = function(params, reply) events.on_permission(d, s, params, reply) end
+  o.on_exit = function(code, signal, agent) events.on_exit(d, s, agent, code, signal) end
+  return o
+end
+
+-- Sets the spawn options o on an agent of the "acp" profile kind (rules_spawn.acp_plan: set_model,
+-- set_mode) and records what holds: s's options are the agent's effective values, never the ones
+-- asked for; rt.config_options shows them in the configOptions shape. Returns true, or nil and
+-- {what, err} for an explicit value the agent refuses.
+local function apply_acp_options(s, agent, o, res, profile, skipped, warnings)
+  local rt = s.rt
+  local plan = rules_spawn.acp_plan(o, res, profile)
+  if #plan.errors > 0 then
+    return nil, { what = "spawn option refused", err = jsonrpc.error(jsonrpc.INVALID_PARAMS, table.concat(plan.errors, "; ")) }
+  end
+  for _, w in ipairs(plan.warnings) do warnings[#warnings + 1] = w end
+  for _, k in ipairs(plan.skipped) do skipped[#skipped + 1] = k end
+  local eff = plan.effective
+  for _, c in ipairs(plan.calls) do
+    local params = { sessionId = s.acp_session_id }
+    for k, v in pairs(c.params) do params[k] = v end
+    local _, cerr = agent:call(c.method, params)
+    if cerr then
+      if o.explicit[c.key] then
+        return nil, { what = "setting " .. c.key .. " failed", err = cerr }
+      end
+      warnings[#warnings + 1] = string.format("could not set %s to %s: %s", c.key, c.value, tostring(cerr.message))
+      if c.key == "tool_approval" then eff.tool_approval = nil; plan.answer_gates = nil end
+    elseif c.key == "model" then eff.model = c.value
+    else eff.mode = c.value end
+  end
+  s.model, s.tool_approval, s.effort, s.work_mode = eff.model, eff.tool_approval, nil, nil
+  rt.answer_gates = plan.answer_gates
+  local function opt(id, current, list, field)
+    local values = json.array()
+    for _, v in ipairs(list or {}) do values[#values + 1] = { value = v[field], name = v.name } end
+    return { id = id, category = id, currentValue = current, options = values }
+  end
+  local models = type(res.models) == "table" and res.models.availableModels or nil
+  local modes = type(res.modes) == "table" and res.modes.availableModes or nil
+  rt.config_options = json.array({ models and opt("model", eff.model, models, "modelId") or nil })
+  if modes then rt.config_options[#rt.config_options + 1] = opt("mode", eff.mode, modes, "id") end
+  return true
+end
+
+-- Sets the spawn options o through the agent's configOptions (a profile of the "config_options"
+-- kind: rules_spawn.step for each option) and records on s what holds. options: what the agent
+-- advertises. Returns the options it advertises now, or nil and {what, err} for a refusal.
+local function apply_config_options(s, agent, o, options, profile, skipped, warnings)
+  for _, key in ipairs(rules_spawn.order) do
+    local step = rules_spawn.step(key, o, options, profile)
+    if step.error then return nil, { what = "spawn option refused", err = jsonrpc.error(jsonrpc.INVALID_PARAMS, step.error) } end
+    if step.set then
+      local r, serr = agent:call("session/set_config_option", { sessionId = s.acp_session_id, configId = step.id, value = step.set })
+      if serr then
+        if o.explicit[key] then return nil, { what = "setting " .. key .. " failed", err = serr } end
+        warnings[#warnings + 1] = string.format("could not set %s to %s: %s", key, step.set, tostring(serr.message))
+        s[key] = nil
+      else
+        if type(r) == "table" and type(r.configOptions) == "table" then options = r.configOptions end
+        s[key] = o[key]
+      end
+    elseif step.skip then
+      if o.strict and o.explicit[key] then
+        return nil, { what = "spawn option refused", err = jsonrpc.error(jsonrpc.INVALID_PARAMS,
+          key .. " " .. tostring(o[key]) .. " not applied: " .. step.skip .. " (strict)") }
+      end
+      if step.warn then
+        warnings[#warnings + 1] = step.warn
+        s[key] = key == "model" and step.fallback or nil
+      else
+        skipped[#skipped + 1] = key
+      end
+    else
+      s[key] = o[key]
+    end
+  end
+  return options
+end
+
+-- Notes the spawn options o as not applied, for a profile that sets none (refused when strict and
+-- explicit). Returns true, or nil and {what, err}.
+local function skip_options(s, o, skipped, warnings)
+  for _, key in ipairs(rules_spawn.order) do
+    if o[key] and o.explicit[key] and o.strict then
+      return nil, { what = "spawn option refused", err = jsonrpc.error(jsonrpc.INVALID_PARAMS,
+        key .. " not applied: this agent's profile sets no options (strict)") }
+    elseif o[key] and o.explicit[key] then warnings[#warnings + 1] = key .. " not applied: this agent's profile sets no options"
+    elseif o[key] then skipped[#skipped + 1] = key end
+    s[key] = nil
+  end
+  return true
+end
+
+-- Sets the spawn options o on the agent the way its profile does (ACP calls, configOptions, or
+-- none) and records on s what holds: the effective options, the skipped ones and the warnings, and
+-- what the agent advertises (rt.config_options). res: the agent's session/new or resume result.
+-- Returns true, or nil and {what, err}.
+local function configure_agent(s, agent, o, res, profile)
+  local options = type(res) == "table" and res.configOptions or {}
+  local skipped, warnings = json.array(), json.array()
+  local ok, err = true, nil
+  if profile.options == "acp" then
+    ok, err = apply_acp_options(s, agent, o, res, profile, skipped, warnings)
+    options = s.rt.config_options
+  elseif profile.options == "config_options" then
+    options, err = apply_config_options(s, agent, o, options, profile, skipped, warnings)
+    ok = options ~= nil
+  elseif profile.options == "none" then
+    ok, err = skip_options(s, o, skipped, warnings)
+  end
+  if not ok then return nil, err end
+  local model_opt = rules_spawn.find_option(options, "model")
+  if model_opt then s.model = model_opt.currentValue end
+  s.rt.config_options = options
+  s.skipped_options, s.warnings = skipped, warnings
+  return true
+end
+
+-- Opens the agent's ACP session for s: initialize (the agent's name and version go on s), then
+-- session/new, or for mode "resume" session/resume of s's agent session (session/load where the
+-- agent has only that: it replays the history to us). Returns the result; or nil, what failed and
+-- the error. Coroutine.
+local function open_session(d, s, agent, mode)
+  local init, ierr = agent:initialize({ name = "reasonix-mcp", version = d.version or "0" })
+  if ierr then return nil, "ACP initialize failed", ierr end
+  local info = type(init) == "table" and type(init.agentInfo) == "table" and init.agentInfo or {}
+  s.agent_info = { name = type(info.name) == "string" and info.name or nil, version = type(info.version) == "string" and info.version or nil }
+  local caps = type(init) == "table" and type(init.agentCapabilities) == "table" and init.agentCapabilities or {}
+  if mode == "resume" then
+    local method = "session/resume"
+    if type(caps.sessionCapabilities) == "table" and caps.sessionCapabilities.resume == nil and caps.loadSession == true then
+      method = "session/load"
+    end
+    local res, rerr = agent:call(method, { sessionId = s.acp_session_id, cwd = s.cwd, mcpServers = json.array() })
+    if rerr then return nil, method .. " failed", rerr end
+    return res
+  end
+  local res, rerr = agent:call("session/new", { cwd = s.cwd, mcpServers = json.array() })
+  if rerr then return nil, "session/new failed", rerr end
+  if type(res) ~= "table" or type(res.sessionId) ~= "string" then return nil, "session/new failed", "no sessionId in the result" end
+  s.acp_session_id = res.sessionId
+  return res
+end
+
+-- The command that runs s's agent with the spawn options o (rules/spawn: the profile's argv, the
+-- policies' say), its profile recorded on s; or nil and the error.
+local function agent_command(s, o)
+  local bin, berr = config.agent_bin(o.env)
+  local cmd, perr = rules_spawn.agent_command(bin, { purpose = "session", session_id = s.id, cwd = s.cwd,
+                                                     model = o.model or s.model, orchestrator_id = s.owner, env = o.env })
+  if not cmd then return nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, perr or berr) end
+  s.rt.profile, s.agent_profile = cmd.profile, cmd.profile.name
+  return cmd
+end
+
+-- Starts finding out the sandbox posture the agent of command cmd will have in s's cwd (env: its
+-- environment): probed when the profile says "doctor", else what the profile states (or none:
+-- its agent's own permission modes decide). Returns a function that waits for it (coroutine).
+local function probe_posture(s, cmd, env)
+  local result, waiter
+  if cmd.profile.posture == "doctor" then
+    posture.probe_cached(rules_spawn.doctor_argv(cmd.argv), s.cwd, env, function(p)
+      result = p
+      if waiter then waiter() end
+    end)
+  else
+    result = type(cmd.profile.posture) == "table" and cmd.profile.posture or { sandbox = "unknown", allow_write = json.array() }
+  end
+  return function()
+    if not result then async.await(function(resume) waiter = resume end) end
+    return result
+  end
+end
+
+-- Starts the agent for s and configures it: the process, its ACP session (new, or resumed for mode
+-- "resume"), the spawn options o, and the posture probe in parallel; the agent runs with o.env (the
+-- environment of the orchestrator that asked; nil: agentd's own). A setup that takes over 60 s is
+-- killed. Runs in a coroutine; returns true or nil, error.
+function M.start(d, s, o, mode)
+  local rt = s.rt
+  local cmd, cerr = agent_command(s, o)
+  if not cmd then return nil, cerr end
+  local argv, env = cmd.argv, rules_spawn.command_env(cmd, o.env)
+  local posture_of = probe_posture(s, cmd, env)
+  rt.setting_up = true
+  local agent, serr = acp.start(M.agent_opts(d, s, { bin = argv[1], args = { table.unpack(argv, 2) }, cwd = s.cwd, env = env }))
+  if not agent then
+    rt.setting_up = nil
+    return nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, "cannot start " .. argv[1] .. ": " .. tostring(serr))
+  end
+  rt.agent = agent
+  log.info("session %s: agent pid %d in %s (%s): %s", s.id, agent:pid(), s.cwd, mode, table.concat(argv, " "))
+  local watchdog = uv.new_timer()
+  watchdog:start(60000, 0, function() log.warn("session %s: agent setup timed out", s.id); agent:kill() end)
+
+  local function fail(what, err)
+    if not watchdog:is_closing() then watchdog:close() end
+    rt.setting_up = nil
+    local msg = what .. ": " .. tostring(err and err.message or err)
+    local tail = agent:stderr_tail()
+    if agent.exited and tail ~= "" then msg = msg .. " (agent stderr: " .. tail .. ")" end
+    if rt.stopping then msg = "stopped while starting" end
+    if rt.agent == agent then rt.agent = nil end
+    agent:stop()
+    return nil, jsonrpc.error(err and err.code == jsonrpc.INVALID_PARAMS and jsonrpc.INVALID_PARAMS or jsonrpc.INTERNAL_ERROR, msg)
+  end
+
+  local res, what, oerr = open_session(d, s, agent, mode)
+  if what then return fail(what, oerr) end
+  local configured, e = configure_agent(s, agent, o, res, cmd.profile)
+  if not configured then return fail(e.what, e.err) end
+  local probed = posture_of()
+  s.posture = probed
+  if probed.warning then log.warn("session %s: %s", s.id, probed.warning) end
+  if not watchdog:is_closing() then watchdog:close() end
+  rt.setting_up = nil
+  if agent.exited then return fail("agent exited during setup", "exit code " .. tostring(agent.exit_code)) end
+  if rt.stopping then return fail("stopped", "stopped while starting") end
+  return true
+end
+
+return M
