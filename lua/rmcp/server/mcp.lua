@@ -51,7 +51,7 @@ Lost your ids? reasonix_list.]]
 ---@field client_info table?          the host's clientInfo
 ---@field client_caps table           the host's capabilities
 ---@field log_level string            the notifications/message level the host set
----@field launcher_fates boolean?     our launcher reports whether each answer reached the host ($/rmcp/launcher)
+---@field receipts ServerReceipts      the receipts of our watch and poll answers (server/receipts.lua)
 ---@field calls table                 id_key -> in-flight tools/call
 ---@field progress_calls table        "<orchestrator>/<agentd request id>" -> call with a progressToken
 ---@field elicitations table          open elicitation forms (elicitation.lua)
