@@ -8,7 +8,7 @@ local M = {}
 M.prefixes = { "rmcp.rules.", "rmcp.tools." }
 M.modules = {
   ["rmcp.config"] = true, ["rmcp.tools"] = true, ["rmcp.lib.schema"] = true,
-  ["rmcp.server.relay"] = true, ["rmcp.server.elicitation"] = true, ["rmcp.server.orchestrator"] = true,
+  ["rmcp.server.relay"] = true, ["rmcp.server.tool_view"] = true, ["rmcp.server.elicitation"] = true, ["rmcp.server.orchestrator"] = true,
   ["rmcp.agentd.transcript"] = true, ["rmcp.agentd.posture"] = true, ["rmcp.agentd.ownership"] = true,
   ["rmcp.agentd.models"] = true, ["rmcp.policy.hooks"] = true, ["rmcp.policy.api"] = true,
   ["rmcp.policy.check"] = true,

@@ -26,6 +26,15 @@ function M.of(tool)
   return tool.toolset or "core"
 end
 
+-- The names of the sets the enabled map on lists, in their order, comma-separated (for the log).
+function M.listed_names(on)
+  local out = {}
+  for _, s in ipairs(M.SETS) do
+    if on[s.name] then out[#out + 1] = s.name end
+  end
+  return table.concat(out, ", ")
+end
+
 -- The names of the sets, comma-separated (for messages).
 function M.names()
   local out = {}

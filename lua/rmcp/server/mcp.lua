@@ -13,10 +13,10 @@ local uv = require "luv"
 local lazy = require "rmcp.lib.lazy"
 local schema = lazy "rmcp.lib.schema"
 local tools = lazy "rmcp.tools"
-local tool_ctx = lazy "rmcp.server.tool_ctx"
+local calls = require "rmcp.server.calls"
+local view = lazy "rmcp.server.tool_view"
 local relay = lazy "rmcp.server.relay"
 local reload = lazy "rmcp.lib.reload"
-local async = lazy "rmcp.lib.async"
 
 local M = {}
 
@@ -52,8 +52,7 @@ Lost your ids? reasonix_list.]]
 ---@field client_caps table           the host's capabilities
 ---@field log_level string            the notifications/message level the host set
 ---@field receipts ServerReceipts      the receipts of our watch and poll answers (server/receipts.lua)
----@field calls table                 id_key -> in-flight tools/call
----@field progress_calls table        "<orchestrator>/<agentd request id>" -> call with a progressToken
+---@field calls ServerCalls           the tool calls in flight (server/calls.lua)
 ---@field elicitations table          open elicitation forms (elicitation.lua)
 ---@field orchestrator_id string?     this host's orchestrator (initialize)
 ---@field orchestrator_how string?    how it was found (orchestrator.id; "env": given, no per-conversation ids)
@@ -85,8 +84,7 @@ function M.new(opts)
     client_info = nil,
     client_caps = {},
     log_level = M.DEFAULT_LOG_LEVEL,
-    calls = {},                   -- id_key -> in-flight tools/call
-    progress_calls = {},          -- "<orchestrator>/<agentd request id>" -> call with a progressToken
+    calls = calls.new(),          -- the tool calls in flight (server/calls.lua)
     elicitations = {},            -- open elicitation forms (see elicitation.lua)
     orchestrator_id = nil,        -- this host's orchestrator (initialize)
     links = {},                   -- orchestrator id -> agentd link: this host's, and one per conversation
@@ -250,57 +248,12 @@ function Server:agentd_request(method, params, cb, orch)
   return self:link(orch):request(method, params, cb)
 end
 
--- Turns an agentd error (or a message) into an actionable isError tool result.
-function Server:tool_error(tool_name, err)
-  local text
-  if type(err) == "table" then
-    text = tostring(err.message or "error")
-    if err.code == -32001 then
-      text = text .. " Call reasonix_list to see this orchestrator's sessions."
-    elseif err.code == -32602 and not text:find("reasonix_", 1, true) then
-      text = "Invalid arguments: " .. text
-    elseif err.unavailable then
-      text = text .. " (agentd could not be reached: check " .. tostring(err.log_hint or "$REASONIX_MCP_HOME/agentd.log")
-        .. " or run `reasonix-mcp doctor`.)"
-    end
-  else
-    text = tostring(err)
-  end
-  log.info("tool %s failed: %s", tool_name, text)
-  return { content = json.array({ { type = "text", text = tool_name .. ": " .. text } }), isError = true }
-end
-
--- Wraps a structured tool result as a CallToolResult for the negotiated version. A json.raw
--- result (agentd's answer, passed through undecoded) is its own text block and structuredContent:
--- encoded once, in agentd (the text block is that text as a string: json.encode quotes a long one
--- in one pass).
-function Server:tool_result(tool, result)
-  local raw = json.raw_text(result)
-  if raw then
-    local out = { content = json.array({ { type = "text", text = raw } }) }
-    if self.protocol_version >= "2025-06-18" then out.structuredContent = result end
-    return out
-  end
-  if type(result) ~= "table" or result == json.null or schema.json_type(result) == "array" then
-    result = { value = result }
-  end
-  schema.conform(tool.outputSchema, result)
-  local text = json.encode(result) or "{}"
-  local out = { content = json.array({ { type = "text", text = text } }) }
-  if self.protocol_version >= "2025-06-18" then out.structuredContent = result end
-  return out
-end
-
 -- The tools/list array as JSON for the negotiated version: the tools of the enabled sets, built once
 -- per tool list, version and choice of sets (the cache is dropped when any of them changes).
 function Server:tools_json()
   local cache = self.tools_cache
   if cache and cache.version == self.protocol_version then return cache.text end
-  local list = json.array()
-  for _, tool in ipairs(self.tool_list) do
-    if not tool.hidden and self.toolsets[toolsets.of(tool)] then list[#list + 1] = self:describe_tool(tool) end
-  end
-  local text = assert(json.encode(list))
+  local text = view.list_json(self.tool_list, self.toolsets, self.protocol_version)
   self.tools_cache = { version = self.protocol_version, text = text }
   return text
 end
@@ -313,69 +266,12 @@ function Server:change_toolsets(enable, disable)
   if changed == nil then return nil, err end
   if changed then
     self.tools_cache = nil
-    log.info("tool sets listed: %s", table.concat(self:enabled_toolsets(), ", "))
+    log.info("tool sets listed: %s", toolsets.listed_names(self.toolsets))
     if self:ready_for_requests() then self:notify("notifications/tools/list_changed") end
   end
-  local sets = json.array()
-  for _, set in ipairs(toolsets.SETS) do
-    local names = json.array()
-    for _, tool in ipairs(self.tool_list) do
-      if not tool.hidden and toolsets.of(tool) == set.name then names[#names + 1] = tool.name end
-    end
-    sets[#sets + 1] = { name = set.name, listed = self.toolsets[set.name] == true, about = set.about, tools = names }
-  end
-  return { toolsets = sets, list_changed = changed,
+  return { toolsets = view.sets(self.tool_list, self.toolsets), list_changed = changed,
            note = changed and "Hosts that refresh on notifications/tools/list_changed offer the tools now; others "
              .. "(Claude Code and Codex within a run) at their next start, with REASONIX_MCP_TOOLSETS." or nil }
-end
-
--- The names of the listed tool sets, in their order.
-function Server:enabled_toolsets()
-  local out = {}
-  for _, set in ipairs(toolsets.SETS) do
-    if self.toolsets[set.name] then out[#out + 1] = set.name end
-  end
-  return out
-end
-
--- The values MCP assumes for a tool annotation that is absent.
-local ANNOTATION_DEFAULTS = { readOnlyHint = false, destructiveHint = true, idempotentHint = false, openWorldHint = true }
-
--- The keywords the server enforces itself and tools/list leaves out: an unknown argument, a value
--- out of range or an empty list is refused with a message naming the field, so listing them would
--- only cost every host's context.
-local ENFORCED_ONLY = { additionalProperties = true, minItems = true, minLength = true, minimum = true, maximum = true }
-
--- The schema s as tools/list shows it: without the keywords the server enforces itself.
-local function listed_schema(s)
-  local out = {}
-  for k, v in pairs(s) do
-    if k == "properties" then
-      out.properties = {}
-      for name, p in pairs(v) do out.properties[name] = listed_schema(p) end
-    elseif k == "items" then
-      out.items = listed_schema(v)
-    elseif not ENFORCED_ONLY[k] then
-      out[k] = v
-    end
-  end
-  return out
-end
-
--- The tool definition as tools/list shows it under the negotiated version.
-function Server:describe_tool(tool)
-  local d = { name = tool.name, description = tool.description, inputSchema = listed_schema(tool.inputSchema) }
-  -- no title: hosts show the name, and every byte here is in the host's context
-  if self.protocol_version >= "2025-06-18" then d.outputSchema = tool.outputSchema end
-  if self.protocol_version >= "2025-03-26" then
-    -- only the hints that differ from the spec's defaults (every byte here is in the host's context)
-    local hints = {}
-    for k, v in pairs(tool.annotations or {}) do
-      if ANNOTATION_DEFAULTS[k] ~= v then hints[k] = v end
-    end
-    if next(hints) then d.annotations = hints end
-  end
-  return d
 end
 
 M.methods = {}
@@ -496,38 +392,10 @@ M.methods["tools/call"] = function(self, params, reply)
   end
   schema.drop_nulls(args)
   local ok, err = schema.validate(tool.inputSchema, args)
-  if not ok then return reply(self:tool_error(name, "invalid arguments: " .. err)) end
+  if not ok then return reply(view.error(name, "invalid arguments: " .. err)) end
   schema.conform(tool.inputSchema, args)
 
-  local request_id = self.peer.current_id
-  local meta = type(params._meta) == "table" and params._meta or {}
-  local token = meta.progressToken
-  if token ~= nil and type(token) ~= "string" and type(token) ~= "number" then token = nil end
-  local call = { id = request_id, tool = tool, agentd_ids = {}, progress_token = token, progress_n = 0,
-                 orchestrator = self:call_orchestrator(meta) }
-  local key = jsonrpc.id_key(request_id)
-  if key then self.calls[key] = call end
-  local finished = false
-  local function done(result, derr)
-    if finished then return end
-    finished = true
-    if key and self.calls[key] == call then self.calls[key] = nil end
-    if call.cancelled then
-      log.info("tool %s: result dropped, the client cancelled request %s", name, tostring(request_id))
-      if tool.answer_kept and derr == nil then self.receipts:report(self, call.orchestrator, request_id, false) end
-      return
-    end
-    if derr ~= nil then reply(self:with_warnings(self:tool_error(name, derr)))
-    else reply(self:with_warnings(self:tool_result(tool, result))) end
-  end
-  async.run(function()
-    local result, err = tool.handler(args, tool_ctx.new(self, call))
-    if result == nil and err == nil then err = "tool " .. name .. " returned no result" end
-    done(result, err)
-  end, function(e)
-    log.error("tool %s%s raised: %s", name, tool.policy and (" (policy " .. tool.policy .. ")") or "", tostring(e))
-    done(nil, (tool.policy and "policy tool failed: " or "internal error in the MCP server: ") .. tostring(e):match("^[^\n]*"))
-  end)
+  self.calls:run(self, tool, args, self.peer.current_id, type(params._meta) == "table" and params._meta or {}, reply)
 end
 
 -- Handles a notification from the host.
@@ -552,19 +420,7 @@ end
 
 -- Cancels an in-flight tools/call: its watch/wait in agentd is released, no reply is sent.
 function Server:cancel(request_id, reason)
-  local call = self.calls[jsonrpc.id_key(request_id)]
-  if not call then
-    log.debug("mcp: cancel for unknown or finished request %s", tostring(request_id))
-    return
-  end
-  call.cancelled = true
-  self.calls[jsonrpc.id_key(request_id)] = nil
-  log.info("mcp: client cancelled %s (request %s)%s", call.tool.name, tostring(request_id),
-    reason and (": " .. tostring(reason)) or "")
-  local link = self.links[call.orchestrator]
-  if call.tool.long and link then
-    for aid in pairs(call.agentd_ids) do link:cancel(aid) end
-  end
+  self.calls:cancel(self, request_id, reason)
 end
 
 -- Handles a push from agentd on the link of orchestrator orch: agent events (relay + elicitation)
@@ -578,14 +434,7 @@ function Server:on_agentd_notification(method, params, orch)
     -- agentd's copy of a broken policy fails like ours: the same text is reported once
     if type(params.message) == "string" then reload.warn(params.message, true) end
   elseif method == "watch_progress" then
-    local call = params.request_id ~= nil and self.progress_calls[tostring(orch) .. "/" .. tostring(params.request_id)] or nil
-    if call and not call.cancelled and call.progress_token ~= nil then
-      call.progress_n = call.progress_n + 1
-      self:notify("notifications/progress", {
-        progressToken = call.progress_token, progress = call.progress_n,
-        message = type(params.message) == "string" and params.message or nil,
-      })
-    end
+    self.calls:progress(self, orch, params)
   else
     log.debug("agentd: ignored notification %s", tostring(method))
   end

@@ -4,23 +4,17 @@
 -- the call are cancelled with it and carry its progress.
 local tools_ctx = require "rmcp.tools.ctx"
 
--- A sender of agentd requests for call on server: each request is recorded on the call (a cancel
--- reaches it) and, with a progress token, routed its progress lines.
+-- A sender of agentd requests for call on server: each request is recorded on the call while it is
+-- unanswered (a cancel reaches it; with a progress token, its progress lines are routed to it).
 local function sender(server, call)
   return function(method, params, raw, cb)
     local settled, aid = false, nil
     aid = server:link(call.orchestrator):request(method, params, function(result, err)
       settled = true
-      if aid then
-        call.agentd_ids[aid] = nil
-        server.progress_calls[call.orchestrator .. "/" .. aid] = nil
-      end
+      if aid then server.calls:track(call, aid, true) end
       cb(result, err)
     end, raw)
-    if aid and not settled then
-      call.agentd_ids[aid] = true
-      if call.progress_token ~= nil then server.progress_calls[call.orchestrator .. "/" .. aid] = call end
-    end
+    if aid and not settled then server.calls:track(call, aid, false) end
   end
 end
 
