@@ -25,6 +25,7 @@ M.limits = {
   retain_max = 100,           -- finished, collected sessions kept per orchestrator (agentd/retention.lua)
   retain_days = 7,            -- and none of them older than this (last updated)
   list_limit = 50,            -- rows a list returns by default (a cursor gives the rest)
+  decision_remind_s = 300,    -- a decision a host connection saw wakes its watch again after this long unanswered
   background_recovery_attempts = 3, -- fresh turns after "background bash failed: needs attention", in a row (0: off)
   runtime_stalled_after = 600, -- seconds without protocol or process-tree progress before a live turn is stalled
   stderr_tail = 4000,         -- bytes of agent stderr kept for error text

@@ -114,8 +114,8 @@ export function useHost(host, scenario) {
   };
   // Runs the host's own CLI (e.g. `mcp get`) in the private homes and parses its JSON output.
   fx.hostJson = (args) => JSON.parse(execFileSync(HOST_BIN[host], args, { env: fx.env, cwd: fx.sb.ws, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }));
-  // agentd's view of the home's sessions, as a user sees it: `reasonix-mcp ctl --json list`.
-  fx.ctlList = (orchestrator) => JSON.parse(execFileSync(BIN, ['ctl', '--orchestrator', orchestrator, '--json', 'list'],
+  // agentd's view of the home's sessions, as a user sees it: `reasonix-mcp ctl --json list --all`.
+  fx.ctlList = (orchestrator) => JSON.parse(execFileSync(BIN, ['ctl', '--orchestrator', orchestrator, '--json', 'list', '--all'],
     { env: { PATH: process.env.PATH, HOME: fx.sb.home, RMCP_E2E_RUN: RUN_ID }, encoding: 'utf8' }));
   return fx;
 }

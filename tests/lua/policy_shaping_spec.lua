@@ -121,8 +121,19 @@ test("watch readiness and the compact result", function(t)
   t.eq(watch.ready({ status = "running", pending = {} }), nil)
   t.eq(watch.ready({ status = "idle", pending = {}, terminal_pending = true }), "terminal")
   t.eq(watch.ready({ status = "awaiting_decision", pending = { { delivered = false } } }), "decision")
-  t.eq(watch.ready({ status = "awaiting_decision", pending = { { delivered = true } } }), "decision",
-    "a decision wakes every watch until it is answered")
+  -- a decision wakes each connection's watch once; again after a failed answer, for a connection
+  -- that has not seen it, and as a reminder
+  local now, remind = 1000, watch.remind_s()
+  local seen = { delivered = true, delivered_at = now - 1, seen_by = { [7] = true } }
+  t.eq(watch.ready({ status = "awaiting_decision", pending = { seen } }, 7, now), nil, "seen by this connection: no spin")
+  t.eq(watch.ready({ status = "awaiting_decision", pending = { seen } }, 8, now), "decision", "a connection that has not seen it")
+  t.eq(watch.next_reminder({ pending = { seen } }, 7, now), now - 1 + remind)
+  t.eq(watch.ready({ status = "awaiting_decision", pending = { seen } }, 7, now - 1 + remind), "reminder")
+  seen.answer_failed = true
+  t.eq(watch.ready({ status = "awaiting_decision", pending = { seen } }, 7, now), "decision", "an answer that failed")
+  t.eq(watch.next_reminder({ pending = { seen } }, 7, now), nil, "due now, no reminder to wait for")
+  t.eq(watch.ready({ status = "awaiting_decision", pending = { { delivered = true } } }), "reminder",
+    "without a connection and a time (a wait): every reported decision is due")
   t.eq(watch.decision_repeated({ pending = { { delivered = false } } }), false)
   t.eq(watch.decision_repeated({ pending = { { delivered = true } } }), true)
   t.eq(watch.ready({ status = "exited", pending = {} }), "exited")

@@ -11,8 +11,11 @@ local rules_poll = require "rmcp.rules.poll"
 local rules_caps = require "rmcp.rules.caps"
 local health = require "rmcp.agentd.health"
 local receipts = require "rmcp.agentd.receipts"
+local store = require "rmcp.agentd.store"
 
 local M = {}
+
+local arm_reminder -- (defined after try_watch, which it calls back)
 
 M.CANCELLED = -32800
 M.WAIT_TIMEOUT = 30 -- seconds a wait without a timeout blocks (a legacy long poll, not a watch)
@@ -20,7 +23,7 @@ M.WAIT_TIMEOUT = 30 -- seconds a wait without a timeout blocks (a legacy long po
 -- Closes a watch's timers and unregisters it.
 local function release(d, w)
   w.done = true
-  for _, t in ipairs({ w.timer, w.progress }) do
+  for _, t in ipairs({ w.timer, w.progress, w.remind }) do
     if t and not t:is_closing() then t:close() end
   end
   for _, sid in ipairs(w.ids) do
@@ -42,17 +45,22 @@ end
 -- decisions. Detailed results, and answers given again, share one result budget
 -- (max_result_bytes). Returns true when it ended the watch.
 local function try_watch(d, w)
-  local results, given, again, ready = {}, {}, 0, {}
+  local results, given, again, ready, why = {}, {}, 0, {}, {}
+  local now, watcher = store.now(), w.conn and w.conn.id
   for _, sid in ipairs(w.ids) do
     local u = receipts.due(d, w, sid)
     if u then
       results[sid], given[sid], again = u.result, u, again + 1
     else
       local s = d.sessions[sid]
-      if s and rules_watch.ready(s) then ready[#ready + 1] = s end
+      why[sid] = s and rules_watch.ready(s, watcher, now)
+      if why[sid] then ready[#ready + 1] = s end
     end
   end
-  if #ready + again == 0 then return false end
+  if #ready + again == 0 then
+    arm_reminder(d, w, now)
+    return false
+  end
   local share = (again > 0 or w.detail) and rules_caps.limit("max_result_bytes") // (#ready + again)
   if again > 0 then
     log.info("watch %s: %d answer(s) the host may not have got, given again", tostring(w.key), again)
@@ -71,16 +79,35 @@ local function try_watch(d, w)
       results[s.id] = rules_watch.compact(snap)
     end
     if repeated then results[s.id].decision_repeated = true end
-    session.mark_delivered(d, s)
+    if why[s.id] == "reminder" then results[s.id].decision_reminder = true end
+    session.mark_delivered(d, s, watcher)
   end
   for sid, result in pairs(results) do receipts.hold(d, w, sid, given[sid], result) end
   finish(d, w, { results = results })
   return true
 end
 
--- True when a wait should return for s: new output, turn end, decision or exit.
+-- Arms (again) the timer that wakes watch w when the first reminder of a decision it already
+-- reported falls due (rules/watch.lua), if any of its sessions waits on one.
+arm_reminder = function(d, w, now)
+  local first
+  for _, sid in ipairs(w.ids) do
+    local s = d.sessions[sid]
+    local t = s and rules_watch.next_reminder(s, w.conn and w.conn.id, now)
+    if t and (not first or t < first) then first = t end
+  end
+  if w.remind then w.remind:stop() end
+  if not first then return end
+  w.remind = w.remind or uv.new_timer()
+  w.remind:start(math.max(0, math.ceil((first - now) * 1000)), 0, function()
+    if not w.done then try_watch(d, w) end
+  end)
+end
+
+-- True when a wait should return for s: new output, turn end, a pending decision (reported or not:
+-- a wait consumes nothing) or exit.
 local function wait_ready(s)
-  return s.rt.wait_dirty or rules_watch.ready(s) ~= nil
+  return s.rt.wait_dirty or rules_watch.ready(s, nil, math.huge) ~= nil
 end
 
 -- A wait's result: woke (false: the timeout ended it), the ready ids, and each watched session's

@@ -1,15 +1,42 @@
 -- Watch shaping: when a watched session is ready, and the compact result a watch returns for it.
 local json = require "rmcp.lib.json"
+local config = require "rmcp.config"
 local caps = require "rmcp.rules.caps"
 
 local M = {}
 
--- Says why a session wakes a watch ("terminal", "decision", "exited") or nil when it does not. A
--- pending decision wakes every watch until it is answered: an answer that failed (a wrong option id)
--- must not leave the orchestrator waiting on a session that waits on it.
-function M.ready(s)
+-- Seconds after which a decision a connection's watch reported wakes it again, unanswered.
+function M.remind_s()
+  return config.limit("decision_remind_s")
+end
+
+-- Says why pending decision dec wakes the watch of connection watcher (nil: any) at time now, or
+-- nil. A decision wakes each connection's watch once: a host that keeps a watch in flight while a
+-- person answers does not spin on it. It comes back at once when an answer to it failed (a wrong
+-- option, a dismissed form: the orchestrator is never left waiting on a session that waits on it),
+-- to a connection that has not seen it (a new host, ctl), and as a reminder after remind_s.
+function M.decision_due(dec, watcher, now)
+  now = now or math.huge -- (no time: any reported decision is due, as a wait sees it)
+  if not dec.delivered or dec.answer_failed then return "decision" end
+  if watcher ~= nil and not (dec.seen_by and dec.seen_by[watcher]) then return "decision" end
+  if (dec.delivered_at or 0) + M.remind_s() <= now then return "reminder" end
+  return nil
+end
+
+-- When the watch of connection watcher is next due a reminder of s's pending decision (a time), or nil.
+function M.next_reminder(s, watcher, now)
+  local dec = s.pending and s.pending[1]
+  if not dec or M.decision_due(dec, watcher, now) then return nil end
+  return (dec.delivered_at or now) + M.remind_s()
+end
+
+-- Says why a session wakes the watch of connection watcher at time now ("terminal", "decision",
+-- "reminder", "exited", "stalled") or nil when it does not.
+function M.ready(s, watcher, now)
   if s.terminal_pending then return "terminal" end
-  if s.pending and s.pending[1] then return "decision" end
+  local dec = s.pending and s.pending[1]
+  local why = dec and M.decision_due(dec, watcher, now)
+  if why then return why end
   if s.status == "exited" or s.status == "orphaned" then return "exited" end
   if s.rt and s.rt.health_alert then return "stalled" end -- once per stall (agentd/health.lua)
   return nil

@@ -58,6 +58,14 @@ local function schema_for(pr, protocol_version)
   return { type = "object", properties = { option = field }, required = json.array({ "option" }) }
 end
 
+-- Tells agentd whether a person is being asked decision request_id of session sid in the host's
+-- form (open), or that the form closed without an answer: the decision is the orchestrator's again.
+local function tell_asking(server, orch, sid, request_id, open)
+  server:agentd_request("asking", { session_id = sid, request_id = request_id, open = open }, function(_, err)
+    if err then log.info("elicitation: agentd did not take the form's state: %s", tostring(err.message or err)) end
+  end, orch)
+end
+
 -- Key of one decision: a session's request.
 local function key_of(session_id, request_id)
   return tostring(session_id) .. "#" .. tostring(request_id)
@@ -71,7 +79,7 @@ local function open(server, ev, orch)
   local requested = schema_for(pr, server.protocol_version)
   if not requested then
     log.warn("elicitation: session %s request %s has no options; left for watch/poll", tostring(ev.session_id), tostring(pr.request_id))
-    return
+    return tell_asking(server, orch, ev.session_id, pr.request_id, false)
   end
   local params = { message = message_for(ev, pr), requestedSchema = requested }
   if server.protocol_version >= "2025-11-25" then params.mode = "form" end
@@ -79,20 +87,21 @@ local function open(server, ev, orch)
   server.elicitations[key] = entry
   log.info("elicitation: asking the client about session %s request %s (%s)", tostring(ev.session_id),
     tostring(pr.request_id), tostring(pr.kind or "permission"))
+  tell_asking(server, orch, ev.session_id, pr.request_id, true)
   entry.mcp_id = server.peer:request("elicitation/create", params, function(result, err)
     server.elicitations[key] = nil
     if entry.withdrawn then return end
     if err then
       log.warn("elicitation: client error for session %s request %s: %s; left pending for watch/poll",
         tostring(ev.session_id), tostring(pr.request_id), tostring(err.message or err))
-      return
+      return tell_asking(server, orch, ev.session_id, pr.request_id, false)
     end
     local action = type(result) == "table" and result.action or nil
     local option = action == "accept" and type(result.content) == "table" and result.content.option or nil
     if type(option) ~= "string" then
       log.info("elicitation: client answered %s for session %s request %s; left pending for watch/poll",
         tostring(action), tostring(ev.session_id), tostring(pr.request_id))
-      return
+      return tell_asking(server, orch, ev.session_id, pr.request_id, false)
     end
     server:agentd_request("respond_permission",
       { session_id = ev.session_id, option_id = option, request_id = pr.request_id },
@@ -132,7 +141,7 @@ function M.agent_event(server, ev, orch)
     if not M.supported(server.client_caps) then return end
     if not server:ready_for_requests() then
       log.info("elicitation: session %s decision not bridged (client not initialized)", tostring(ev.session_id))
-      return
+      return tell_asking(server, orch, ev.session_id, ev.permission_request.request_id, false)
     end
     open(server, ev, orch)
   elseif ev.event == "turn_end" or ev.event == "process_exited" then

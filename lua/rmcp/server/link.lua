@@ -35,7 +35,9 @@ function M.new(server, orch)
     orchestrator_id = orch,
     project_dir = server.project_dir,
     client_info = { name = "reasonix-mcp server", version = server.version, warnings = true,
-                    mcp_client = { name = info.name, version = info.version } },
+                    mcp_client = { name = info.name, version = info.version },
+                    -- the host shows the person a form for each decision (server/elicitation.lua)
+                    elicitation = require("rmcp.server.elicitation").supported(server.client_caps) },
     on_notification = function(method, params) server:on_agentd_notification(method, params, orch) end,
     on_connect = function(hello)
       log.info("agentd link: connected to agentd %s (pid %s) as orchestrator %s, project %s",

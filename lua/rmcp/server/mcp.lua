@@ -34,7 +34,7 @@ M.INSTRUCTIONS = [[
 Coding agents run in a background daemon; you orchestrate them.
 1. reasonix_spawn each piece of work (task; agents for many): session ids at once.
 2. Keep reasonix_watch(session_ids) in flight: it returns when an agent finishes, needs a decision or dies. No polling.
-3. A permission_request: reasonix_respond_permission. A finished agent: drop its id (details: reasonix_poll, reasonix_transcript). Watch the rest again.
+3. A permission_request: reasonix_respond_permission (asking: a person is answering it; leave it). A finished agent: drop its id (details: reasonix_poll, reasonix_transcript). Watch the rest again.
 4. reasonix_send steers or starts a turn; reasonix_stop ends an agent (resumable).
 Lost your ids? reasonix_list.]]
 

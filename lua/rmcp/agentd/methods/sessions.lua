@@ -129,6 +129,16 @@ function M.delivered(d, conn, p, reply)
   reply()
 end
 
+-- asking (a notification): the host shows a person a form for a decision (open), or the form closed
+-- without an answer: the decision is the orchestrator's again (its watch wakes once more).
+function M.asking(d, conn, p, reply)
+  local s, err = ownership.lookup(d.sessions, conn.orch, p.session_id)
+  if not s then return reply(nil, err) end
+  if math.type(p.request_id) ~= "integer" then return reply(nil, bad("request_id must be an integer")) end
+  session.mark_asking(d, s, p.request_id, p.open == true and "elicitation" or nil)
+  reply()
+end
+
 -- undelivered (a notification): the receipt of the answer to host request key is lost (receipts.lua).
 function M.undelivered(d, conn, p, reply)
   if type(p.key) ~= "string" then return reply(nil, bad("key must be a string")) end

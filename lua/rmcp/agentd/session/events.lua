@@ -169,6 +169,7 @@ function M.on_permission(d, s, params, reply)
     options = options,
     reply = reply,
     delivered = false,
+    asking = state.form_expected(d, s), -- a host that shows the person a form for every decision
   }
   local auto = hooks.permission(s, dec, tc)
   if not auto and rt.answer_gates and not is_question and s.tool_approval == "yolo" then
@@ -203,6 +204,7 @@ function M.respond(d, s, option_id, request_id)
     if request_id == nil or dec.request_id == request_id then index = i; break end
   end
   if not index then
+    if s.pending[1] then state.answer_failed(d, s, s.pending[1]) end
     return nil, jsonrpc.error(state.NOT_READY, request_id and ("no pending decision " .. tostring(request_id) .. " in session " .. s.id)
       or ("session " .. s.id .. " has no pending decision"))
   end
@@ -217,6 +219,7 @@ function M.respond(d, s, option_id, request_id)
       if o.optionId == option_id then outcome = { outcome = "selected", optionId = option_id } end
     end
     if not outcome then
+      state.answer_failed(d, s, dec)
       return nil, jsonrpc.error(jsonrpc.INVALID_PARAMS, string.format("option_id %q is not an option of request %d (options: %s, or cancel)",
         option_id, dec.request_id, table.concat(valid, ", ")))
     end

@@ -70,6 +70,10 @@
 ---@field options table
 ---@field reply function           answers the agent's request
 ---@field delivered boolean        a watch reported it
+---@field delivered_at number?     when a watch last reported it (store.now())
+---@field seen_by table<integer, boolean>? the connections (ids) whose watch reported it: it wakes each once
+---@field answer_failed boolean?   an answer to it failed (or the person dismissed its form) since it was last reported
+---@field asking string?           how a person is being asked it now ("elicitation": the host's form), or nil
 
 ---@class SessionRuntime
 ---@field agent AcpAgent?          the live agent
@@ -151,6 +155,7 @@ return {
   current_work = state.current_work,
   forget = state.discard,
   mark_delivered = state.mark_delivered,
+  mark_asking = state.mark_asking,
   mark_stalled = state.mark_stalled,
   adopt = function(...) return setup.adopt(...) end,
   pause_cleanup = state.cancel_cleanup,

@@ -238,7 +238,8 @@ end
 
 -- The public view of a pending decision.
 function M.decision_view(dec)
-  return { request_id = dec.request_id, kind = dec.kind, tool_call = dec.tool_call, options = dec.options }
+  return { request_id = dec.request_id, kind = dec.kind, tool_call = dec.tool_call, options = dec.options,
+           asking = dec.asking }
 end
 
 -- Cancels the idle-cleanup timer of s.
@@ -376,14 +377,55 @@ function M.mark_stalled(d, s, note)
   M.changed(d, s, "status", { note = note })
 end
 
--- Marks what a watch just reported as delivered: the terminal state and the pending decisions
--- (a queued reload and later watches go by these). Saved for a tombstone only: a live session
--- comes back from a daemon restart orphaned with its result pending whatever the file said.
-function M.mark_delivered(d, s)
+-- Marks what a watch of connection conn_id (nil: none) just reported as delivered: the terminal
+-- state and the pending decisions (a queued reload and later watches go by these: a decision wakes
+-- each connection's watch once, rules/watch.lua). Saved for a tombstone only: a live session comes
+-- back from a daemon restart orphaned with its result pending whatever the file said.
+function M.mark_delivered(d, s, conn_id)
   s.terminal_pending = false
   if s.rt then s.rt.health_alert = nil end
-  for _, dec in ipairs(s.pending) do dec.delivered = true end
+  for _, dec in ipairs(s.pending) do
+    dec.delivered, dec.delivered_at, dec.answer_failed = true, store.now(), nil
+    if conn_id then
+      dec.seen_by = dec.seen_by or {}
+      dec.seen_by[conn_id] = true
+    end
+  end
   if not live_status[s.status] then M.persist(d, s) end
+end
+
+-- True ("elicitation") when a connection of s's owner said in hello that its host shows the person a
+-- form for each decision (server/elicitation.lua), else nil.
+function M.form_expected(d, s)
+  for conn in pairs(d.conns) do
+    if conn.hello and conn.orch == s.owner and type(conn.client) == "table" and conn.client.elicitation == true then
+      return "elicitation"
+    end
+  end
+  return nil
+end
+
+-- Records that an answer to decision dec of s failed (a wrong option or request id): it wakes the
+-- next watch at once, marked a repeat, so the orchestrator is never left waiting on it.
+function M.answer_failed(d, s, dec)
+  dec.answer_failed = true
+  M.changed(d, s)
+end
+
+-- Records how a person is being asked decision request_id of s now (via: "elicitation", the host's
+-- form), or that the asking ended without an answer (via nil: the form was dismissed): the
+-- decision is then the orchestrator's again, and wakes its watch once more. Returns false when s has
+-- no such decision.
+function M.mark_asking(d, s, request_id, via)
+  for _, dec in ipairs(s.pending) do
+    if dec.request_id == request_id then
+      if via == nil and dec.asking ~= nil then dec.answer_failed = true end
+      dec.asking = via
+      M.changed(d, s)
+      return true
+    end
+  end
+  return false
 end
 
 return M
