@@ -34,7 +34,7 @@ test('spawn cwd is confined to the project dir and the allow_write dirs', async 
   await watchUntil(client, [sub.session_id, extra.session_id]);
   await tool(client, 'reasonix_stop', { session_id: sub.session_id });
   await tool(client, 'reasonix_stop', { session_id: extra.session_id });
-  const list = await tool(client, 'reasonix_list', {});
+  const list = await tool(client, 'reasonix_list', { all: true });
   assert.equal(list.sessions.length, 2, 'refused spawns leave nothing behind');
 });
 

@@ -103,7 +103,7 @@ test('restart_agentd refuses while another orchestrator has live agents, then re
   assert.deepEqual(r.checkpointed_sessions, []);
   assert.ok(!alive(oldPid), 'the old daemon is gone when the call returns');
   // The next call starts a fresh daemon and reconnects without any help.
-  const list = await tool(theirs.client, 'reasonix_list', {});
+  const list = await tool(theirs.client, 'reasonix_list', { all: true });
   const row = list.sessions.find((s) => s.session_id === other);
   assert.ok(['exited', 'orphaned'].includes(row?.status), `the terminated session stays listed and resumable: ${JSON.stringify(row)}`);
   const newPid = agentdPid(fx.sb);

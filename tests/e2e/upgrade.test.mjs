@@ -60,7 +60,7 @@ test('an upgrade swaps the server and, once the running turn was delivered, relo
   assert.equal(res.results[sid].message, 'held reply');
   await until(() => !alive(oldDaemon), 10000, 'the old agentd handed over');
   const reloadMs = Date.now() - t0;
-  const row = (await tool(client, 'reasonix_list', {})).sessions.find((s) => s.session_id === sid);
+  const row = (await tool(client, 'reasonix_list', { all: true })).sessions.find((s) => s.session_id === sid);
   assert.equal(row.status, 'exited');
   assert.equal(row.exit_reason, 'daemon_reload');
   const fresh = agentdPid(fx.sb);
