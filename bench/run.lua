@@ -910,10 +910,7 @@ local function run_mcp(bare)
   local peer_tools = #(peer_line:match('^{"result":(.*),"jsonrpc":"2%.0","id":%d+}$') or peer_line)
   row({ section = "mcp", what = "  tools/list result size", value = sizes["ours tools/list"], base = peer_tools,
         fmt = fmt_bytes, target = { on = "value", op = "<=", limit = 8192, text = "<= 8192 B" } })
-  local all_sets = capture_for_floor(env_with({ REASONIX_MCP_ORCHESTRATOR_ID = "bench-mcp", REASONIX_MCP_TOOLSETS = "all" }),
-    { all = { request = request("tools/list"), file = "tools_list_all" } }).all
-  note("tools/list: %d B as a host gets it (the core tool set), %d B with every set listed (REASONIX_MCP_TOOLSETS=all)",
-    sizes["ours tools/list"], all_sets)
+  note("tools/list: %d B as a host gets it, every tool listed", sizes["ours tools/list"])
   note_cases(rt, { "ours ping", "peer ping", "floor ping", "ours list", "peer echo", "floor list", "ours tools/list",
     "peer tools/list", "floor tools/list" })
   local ours_srv, peer_srv = rt.servers.ours, rt.servers.peer
