@@ -1,8 +1,9 @@
 -- Reads Lua source the way a checker needs it, without running it: tokens with their lines (comments
 -- dropped, a string one token, so nothing in either counts as code) and what each sits in; the
--- variables assignment statements and table.insert/remove write; the fields of a table constructor;
--- the LuaLS `---@class` declarations. Specs build rules on it (tests/lua/shapes_spec.lua: a field
--- written is a field declared).
+-- variables assignment statements and table.insert/remove write; the locals that hold a field; the
+-- modules a file requires; its functions and their lengths; the fields of a table constructor; the
+-- LuaLS `---@class` declarations. Specs build rules on it: tests/lua/shapes_spec.lua (a field written
+-- is a field declared) and tests/lua/boundaries_spec.lua (layers, circles, session writes, sizes).
 local uv = require "luv"
 
 local M = {}
@@ -197,6 +198,132 @@ function M.writes(toks)
       for _, w in ipairs(assignment(toks, k)) do out[#out + 1] = w end
     elseif t.kind == "name" and t.v == "table" then
       out[#out + 1] = table_arg(toks, k)
+    end
+  end
+  return out
+end
+
+-- The plain field chain (a.b.c) starting at token j when it is a whole expression: its parts and
+-- the index after it, or nil.
+local function plain_chain(toks, j)
+  if not (toks[j] and toks[j].kind == "name") then return nil end
+  local parts = { toks[j].v }
+  j = j + 1
+  while is(toks[j], ".") and toks[j + 1] and toks[j + 1].kind == "name" do
+    parts[#parts + 1] = toks[j + 1].v
+    j = j + 2
+  end
+  local nx = toks[j]
+  if nx == nil or is(nx, ",") or is(nx, ";") or nx.kind == "name"
+      or (nx.kind == "keyword" and nx.v ~= "and" and nx.v ~= "or") then
+    return parts, j
+  end
+  return nil
+end
+
+-- The locals that `local x, y = a.b, c.d.e` (at token k, the `local`) makes aliases of a field:
+-- calls add(name, parts) for each.
+local function local_aliases(toks, k, add)
+  local names, j = {}, k + 1
+  while toks[j] and toks[j].kind == "name" do
+    names[#names + 1] = toks[j].v
+    if not is(toks[j + 1], ",") then break end
+    j = j + 2
+  end
+  if not is(toks[j + 1], "=") then return end
+  j = j + 2
+  for _, name in ipairs(names) do
+    local parts, after = plain_chain(toks, j)
+    if not parts and toks[j] and toks[j].kind ~= "symbol" and is(toks[j + 1], ",") then
+      parts, after = {}, j + 1 -- a literal: no alias, on to the next
+    end
+    if not parts then return end
+    if #parts > 1 then add(name, parts) end
+    if not is(toks[after], ",") then return end
+    j = after + 1
+  end
+end
+
+-- The locals of toks that hold a field (`local wt = s.worktree`): {name = parts}, per file, not per scope.
+function M.aliases(toks)
+  local out = {}
+  for k, t in ipairs(toks) do
+    if t.kind == "keyword" and t.v == "local" then
+      local_aliases(toks, k, function(name, parts) out[name] = parts end)
+    end
+  end
+  return out
+end
+
+-- The require at token k (a `require` or `lazy` name): {module, line, prefix = true for
+-- `require("a.b." .. x)`}, or "dynamic" when the name is computed, or nil when k is no require.
+local function require_at(toks, k)
+  local t, before = toks[k], toks[k - 1]
+  if t.kind ~= "name" or (t.v ~= "require" and t.v ~= "lazy") then return nil end
+  if is(before, ".") or is(before, ":") or is(before, "function") then return nil end
+  local arg
+  if t.v == "require" and is(toks[k + 1], ",") and is(before, "(") and toks[k - 2]
+      and toks[k - 2].kind == "name" and toks[k - 2].v:match("^x?pcall$") then
+    arg = k + 2 -- pcall(require, "x")
+  elseif toks[k + 1] and toks[k + 1].kind == "string" then
+    return { module = toks[k + 1].text, line = t.line }
+  elseif is(toks[k + 1], "(") then
+    arg = k + 2
+  elseif t.v == "lazy" then
+    return nil -- lazy as a value (local lazy = require …) is no require
+  else
+    return "dynamic" -- require handed around as a value
+  end
+  local name, after = toks[arg], toks[arg + 1]
+  if not name or name.kind ~= "string" then return "dynamic" end
+  if is(after, "..") and name.text:sub(-1) == "." then
+    return { module = name.text:sub(1, -2), line = t.line, prefix = true }
+  end
+  if is(after, ")") or is(after, ",") then return { module = name.text, line = t.line } end
+  return "dynamic"
+end
+
+-- The modules toks require (also pcall(require, …), rmcp.lib.lazy's lazy "…", and requires inside
+-- functions): a list of {module, line[, prefix]}, and the lines of requires whose name is computed.
+function M.requires(toks)
+  local out, dynamic = {}, {}
+  for k, t in ipairs(toks) do
+    local r = require_at(toks, k)
+    if r == "dynamic" then dynamic[#dynamic + 1] = t.line elseif r then out[#out + 1] = r end
+  end
+  return out, dynamic
+end
+
+-- The name a function defined at token k (the `function` keyword) is known by.
+local function function_name(toks, k)
+  local parts, j = {}, k + 1
+  while toks[j] and toks[j].kind == "name" do
+    parts[#parts + 1] = toks[j].v
+    if is(toks[j + 1], ".") or is(toks[j + 1], ":") then
+      parts[#parts + 1] = toks[j + 1].v
+      j = j + 2
+    else
+      break
+    end
+  end
+  if #parts > 0 then return table.concat(parts) end
+  if is(toks[k - 1], "=") and toks[k - 2] and toks[k - 2].kind == "name" then
+    local chain, m = { toks[k - 2].v }, k - 3
+    while is(toks[m], ".") and toks[m - 1] and toks[m - 1].kind == "name" do
+      table.insert(chain, 1, toks[m - 1].v .. ".")
+      m = m - 2
+    end
+    return table.concat(chain)
+  end
+  return "(anonymous)"
+end
+
+-- The functions of toks, nested ones too: {{name ("M.f", "Obj:m", "(anonymous)"), line, lines}}.
+function M.functions(toks)
+  local out = {}
+  for k, t in ipairs(toks) do
+    if t.kind == "keyword" and t.v == "function" then
+      out[#out + 1] = { name = function_name(toks, k), line = t.line, lines = toks[t.close].line - t.line + 1 }
     end
   end
   return out
