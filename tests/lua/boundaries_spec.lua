@@ -63,30 +63,21 @@ local function session_write(parts, fields, aliases)
   return nil
 end
 
--- The layer table of README text (its "## Layers" section): {ranks = {{rank, packages}}, external
--- = {name = true}, package_rank = {path = rank}} where a package is a dir ("lib/") or a file
--- ("config.lua") under lua/rmcp.
+-- The layer table of README text (its "## Layers" section): {external = {name = true}, package_rank
+-- = {path = rank}} where a package is a dir ("lib/") or a file ("config.lua") under lua/rmcp.
 local function layers(text)
   local section = text:match("\n## Layers\n(.-)\n## ") or text:match("\n## Layers\n(.*)$")
   assert(section, "lua/rmcp/README.md has no '## Layers' section with the layer table")
-  local out = { ranks = {}, external = {}, package_rank = {} }
+  local out, rows = { external = {}, package_rank = {} }, 0
   for row in ("\n" .. section):gmatch("\n|([^\n]*)") do
     local rank, cell = row:match("^%s*(%d+)%s*|([^|]*)|")
-    if rank then
-      rank = tonumber(rank)
-      local packages = {}
-      for name in cell:gmatch("`([^`]+)`") do
-        if name:match("/$") or name:match("%.lua$") then
-          packages[#packages + 1] = name
-          out.package_rank[name] = rank
-        else
-          out.external[name] = true
-        end
-      end
-      out.ranks[#out.ranks + 1] = { rank = rank, packages = packages }
+    for name in (cell or ""):gmatch("`([^`]+)`") do
+      local package = name:match("/$") or name:match("%.lua$")
+      if package then out.package_rank[name] = tonumber(rank) else out.external[name] = true end
     end
+    rows = rows + (rank and 1 or 0)
   end
-  assert(#out.ranks > 0, "the '## Layers' section of lua/rmcp/README.md has no rows `| rank | packages | … |`")
+  assert(rows > 0, "the '## Layers' section of lua/rmcp/README.md has no rows `| rank | packages | … |`")
   return out
 end
 
@@ -164,93 +155,78 @@ local function layer_offences(edges, table_)
   return out
 end
 
+-- Breadth first from file v along next_of ({from = {to = edge}}), successors in name order and only
+-- those in the set within when given: {file = the file it is first reached from}. v is in it only
+-- when a circle leads back to it.
+local function breadth_first(next_of, v, within)
+  local prev, queue, head = {}, { v }, 1
+  while queue[head] do
+    local from, succ = queue[head], {}
+    for w in pairs(next_of[from] or {}) do succ[#succ + 1] = w end
+    table.sort(succ)
+    for _, w in ipairs(succ) do
+      if not prev[w] and (not within or within[w]) then prev[w], queue[#queue + 1] = from, w end
+    end
+    head = head + 1
+  end
+  return prev
+end
+
 -- The circles among the edges: one message per strongly connected set of files, naming a shortest
 -- circle through it with the line of each require.
 local function circle_offences(edges)
-  local next_of = {}
+  local next_of, nodes, reach, placed, out = {}, {}, {}, {}, {}
   for _, e in ipairs(edges) do
     if e.from ~= e.to then
       next_of[e.from] = next_of[e.from] or {}
       if not next_of[e.from][e.to] then next_of[e.from][e.to] = e end
     end
   end
-  -- Tarjan's strongly connected components
-  local index, low, on, stack, comps, count = {}, {}, {}, {}, {}, 0
-  local function visit(v)
-    count = count + 1
-    index[v], low[v] = count, count
-    stack[#stack + 1], on[v] = v, true
-    for w in pairs(next_of[v] or {}) do
-      if not index[w] then
-        visit(w)
-        low[v] = math.min(low[v], low[w])
-      elseif on[w] then
-        low[v] = math.min(low[v], index[w])
-      end
-    end
-    if low[v] == index[v] then
-      local comp = {}
-      repeat
-        local w = table.remove(stack)
-        on[w] = nil
-        comp[#comp + 1] = w
-      until w == v
-      if #comp > 1 then comps[#comps + 1] = comp end
-    end
-  end
-  local nodes = {}
   for v in pairs(next_of) do nodes[#nodes + 1] = v end
   table.sort(nodes)
-  for _, v in ipairs(nodes) do if not index[v] then visit(v) end end
-  local out = {}
-  for _, comp in ipairs(comps) do
-    table.sort(comp)
-    local member = {}
-    for _, v in ipairs(comp) do member[v] = true end
-    -- a shortest way from comp[1] back to itself, by breadth first
-    local start, prev, queue, found = comp[1], {}, { comp[1] }, nil
-    local head = 1
-    while head <= #queue and not found do
-      local v = queue[head]
-      head = head + 1
-      local succ = {}
-      for w in pairs(next_of[v] or {}) do succ[#succ + 1] = w end
-      table.sort(succ)
-      for _, w in ipairs(succ) do
-        if member[w] then
-          if w == start then found = v; break end
-          if not prev[w] then prev[w] = v; queue[#queue + 1] = w end
-        end
+  for _, v in ipairs(nodes) do reach[v] = breadth_first(next_of, v) end
+  for _, start in ipairs(nodes) do
+    if reach[start][start] and not placed[start] then
+      local comp, member = {}, {} -- the files that each reach the other, start first
+      for _, w in ipairs(nodes) do
+        if reach[start][w] and reach[w][start] then comp[#comp + 1], member[w], placed[w] = w, true, true end
       end
+      local prev, way = breadth_first(next_of, start, member), { start } -- a shortest way back to start
+      local v = prev[start]
+      while v ~= start do table.insert(way, 2, v); v = prev[v] end
+      local steps = {}
+      for i, a in ipairs(way) do
+        local b = way[i + 1] or start
+        steps[#steps + 1] = string.format("%s requires %s (%s:%d)", module_of(a), module_of(b), a, next_of[a][b].line)
+      end
+      out[#out + 1] = string.format("circle of %d module(s) [%s]: %s; break it: move what they share into a module "
+        .. "below both, or pass it in as an argument", #comp, table.concat(comp, ", "), table.concat(steps, ", "))
     end
-    local way, v = {}, found
-    while v do
-      table.insert(way, 1, v)
-      v = prev[v]
-    end
-    local steps = {}
-    for i, a in ipairs(way) do
-      local b = way[i + 1] or start
-      steps[#steps + 1] = string.format("%s requires %s (%s:%d)", module_of(a), module_of(b), a, next_of[a][b].line)
-    end
-    out[#out + 1] = string.format("circle of %d module(s) [%s]: %s; break it: move what they share into a module "
-      .. "below both, or pass it in as an argument", #comp, table.concat(comp, ", "), table.concat(steps, ", "))
   end
   table.sort(out)
   return out
 end
 
--- The scanned tree, read once for every case: {files, scans, table, fields, edges, unknown}.
+-- The scanned tree, read once for every case: {list (its files, sorted), files (as a set), scans,
+-- table, fields, edges, unknown}.
 local tree
 local function the_tree()
   if tree then return tree end
-  local files, scans, fields = {}, {}, {}
-  for _, f in ipairs(src.files(ROOT)) do files[f], scans[f] = true, scan(src.read(ROOT .. f)) end
+  local list, files, scans, fields = src.files(ROOT), {}, {}, {}
+  for _, f in ipairs(list) do files[f], scans[f] = true, scan(src.read(ROOT .. f)) end
   local table_ = layers(src.read(README))
   for name, class in pairs(src.classes(src.read(ROOT .. SESSION_CLASSES))) do fields[name] = class.fields end
   local edges, unknown = file_edges(scans, files, table_)
-  tree = { files = files, scans = scans, table = table_, fields = fields, edges = edges, unknown = unknown }
+  tree = { list = list, files = files, scans = scans, table = table_, fields = fields, edges = edges,
+           unknown = unknown }
   return tree
+end
+
+-- What check(file, scan, add) reports of each file of the tree, in file order: the offences it adds.
+local function per_file(check)
+  local tr, out = the_tree(), {}
+  for _, f in ipairs(tr.list) do check(f, tr.scans[f], function(offence) out[#out + 1] = offence end) end
+  return out
 end
 
 -- Fails listing the offences, one per line, under a heading.
@@ -258,14 +234,6 @@ local function none(t, offences, heading)
   if #offences > 0 then
     t.fail(string.format("%s (%d):\n  %s", heading, #offences, table.concat(offences, "\n  ")))
   end
-end
-
--- Sorted keys of a set.
-local function sorted(set)
-  local out = {}
-  for k in pairs(set) do out[#out + 1] = k end
-  table.sort(out)
-  return out
 end
 
 -- The detectors, on samples ----------------------------------------------------------------------
@@ -395,13 +363,13 @@ end)
 test("the layer table of lua/rmcp/README.md covers every file, and every package it names exists", function(t)
   local tr = the_tree()
   local out = {}
-  for _, f in ipairs(sorted(tr.files)) do
+  for _, f in ipairs(tr.list) do
     if not package_of(tr.table, f) then
       out[#out + 1] = f .. ": in no package of the layer table: move it into one, or add its package to the "
         .. "'## Layers' table of lua/rmcp/README.md at the rank it belongs to"
     end
   end
-  for _, p in ipairs(sorted(tr.table.package_rank)) do
+  for p in pairs(tr.table.package_rank) do
     local present = false
     for f in pairs(tr.files) do present = present or f == p or f:sub(1, #p) == p end
     if not present then out[#out + 1] = p .. ": named by the layer table but not in lua/rmcp: fix the table" end
@@ -424,60 +392,43 @@ test("no circle between modules (requires inside functions and lazy ones count)"
 end)
 
 test("a require names its module in the code (only the modules whose job it is compute one)", function(t)
-  local tr = the_tree()
-  local out = {}
-  for _, f in ipairs(sorted(tr.scans)) do
-    if not DYNAMIC_REQUIRE[f] then
-      for _, line in ipairs(tr.scans[f].dynamic) do
-        out[#out + 1] = string.format("%s:%d: require of a computed name (or require handed around): write the "
-          .. "module name as a string, so the layers and circles can be checked", f, line)
-      end
+  none(t, per_file(function(f, sc, add)
+    for _, line in ipairs(DYNAMIC_REQUIRE[f] and {} or sc.dynamic) do
+      add(string.format("%s:%d: require of a computed name (or require handed around): write the module name as "
+        .. "a string, so the layers and circles can be checked", f, line))
     end
-  end
-  none(t, out, "requires the check cannot see")
+  end), "requires the check cannot see")
 end)
 
 test("only agentd/session/ writes a Session or SessionRuntime field", function(t)
   local tr = the_tree()
   t.ok(tr.fields.Session and tr.fields.Session.status and tr.fields.SessionRuntime,
     "---@class Session and SessionRuntime are declared in " .. SESSION_CLASSES)
-  local out = {}
-  for _, f in ipairs(sorted(tr.scans)) do
-    if f:sub(1, #SESSION_PACKAGE) ~= SESSION_PACKAGE then
-      for _, w in ipairs(tr.scans[f].writes) do
-        local what = session_write(w.parts, tr.fields, tr.scans[f].aliases)
-        if what then
-          out[#out + 1] = string.format("%s:%d: writes %s outside %s: add a verb to rmcp.agentd.session (%s) that "
-            .. "makes this change, and call it", f, w.line, what, SESSION_PACKAGE, SESSION_CLASSES)
-        end
+  none(t, per_file(function(f, sc, add)
+    for _, w in ipairs(f:sub(1, #SESSION_PACKAGE) ~= SESSION_PACKAGE and sc.writes or {}) do
+      local what = session_write(w.parts, tr.fields, sc.aliases)
+      if what then
+        add(string.format("%s:%d: writes %s outside %s: add a verb to rmcp.agentd.session (%s) that makes this "
+          .. "change, and call it", f, w.line, what, SESSION_PACKAGE, SESSION_CLASSES))
       end
     end
-  end
-  none(t, out, "session state written outside " .. SESSION_PACKAGE)
+  end), "session state written outside " .. SESSION_PACKAGE)
 end)
 
 test("no Lua file in lua/rmcp is over " .. MAX_FILE_LINES .. " lines", function(t)
-  local tr = the_tree()
-  local out = {}
-  for _, f in ipairs(sorted(tr.scans)) do
-    local n = tr.scans[f].lines
-    if n > MAX_FILE_LINES then
-      out[#out + 1] = string.format("%s: %d lines: split it by concern into files of one job each", f, n)
+  none(t, per_file(function(f, sc, add)
+    if sc.lines > MAX_FILE_LINES then
+      add(string.format("%s: %d lines: split it by concern into files of one job each", f, sc.lines))
     end
-  end
-  none(t, out, "files over " .. MAX_FILE_LINES .. " lines")
+  end), "files over " .. MAX_FILE_LINES .. " lines")
 end)
 
 test("no function in lua/rmcp is over " .. MAX_FUNCTION_LINES .. " lines", function(t)
-  local tr = the_tree()
-  local out = {}
-  for _, f in ipairs(sorted(tr.scans)) do
-    for _, fn in ipairs(tr.scans[f].functions) do
+  none(t, per_file(function(f, sc, add)
+    for _, fn in ipairs(sc.functions) do
       if fn.lines > MAX_FUNCTION_LINES then
-        out[#out + 1] = string.format("%s:%d: function %s is %d lines: split it into named steps", f, fn.line,
-          fn.name, fn.lines)
+        add(string.format("%s:%d: function %s is %d lines: split it into named steps", f, fn.line, fn.name, fn.lines))
       end
     end
-  end
-  none(t, out, "functions over " .. MAX_FUNCTION_LINES .. " lines")
+  end), "functions over " .. MAX_FUNCTION_LINES .. " lines")
 end)
