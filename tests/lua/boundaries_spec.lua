@@ -2,9 +2,10 @@
 -- pcall(require, …), lazy "…", and requires inside functions) goes down the layer table of
 -- lua/rmcp/README.md ("Layers") or stays in its own package; no circle between modules; only
 -- agentd/session/ writes a Session or SessionRuntime field; no file over 450 lines, no function over
--- 80. Sources are tokenized first, so nothing in a comment or a string counts as code. The first
--- cases feed each detector small samples, so a detector that finds nothing cannot pass unnoticed.
-local uv = require "luv"
+-- 80. Sources are read by tests/support/lua_source.lua, so nothing in a comment or a string counts as
+-- code. The first cases feed each detector small samples, so a detector that finds nothing cannot
+-- pass unnoticed.
+local src = require "lua_source"
 
 local here = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
 local ROOT = here .. "../../lua/rmcp/"
@@ -20,286 +21,23 @@ local DYNAMIC_REQUIRE = {
   ["lib/swap.lua"] = "a build replaces require with its private one while new code loads",
 }
 
-local KEYWORDS = {}
-for w in ([[and break do else elseif end false for function goto if in local nil not or repeat return
-            then true until while]]):gmatch("%a+") do KEYWORDS[w] = true end
-local OPS = { ["..."] = true, [".."] = true, ["=="] = true, ["~="] = true, ["<="] = true, [">="] = true,
-              ["//"] = true, ["::"] = true, ["<<"] = true, [">>"] = true }
-
--- Splits Lua source into tokens {kind = name|keyword|string|number|op, value, line}. Comments are
--- dropped and a string keeps only its contents, so nothing in either is ever matched as code.
-local function lex(src)
-  local toks, i, line, n = {}, 1, 1, #src
-  local function push(kind, value, at) toks[#toks + 1] = { kind = kind, value = value, line = at or line } end
-  -- The contents of the long bracket whose level has `level` "=", opening at i; the index after it.
-  local function long_bracket(at, level)
-    local close = "]" .. string.rep("=", level) .. "]"
-    local first = at + level + 2
-    local e = src:find(close, first, true)
-    if not e then error("unfinished long bracket at line " .. line, 0) end
-    return src:sub(first, e - 1), e + #close
+-- What one Lua source holds: {edges, dynamic (lines), writes, aliases, functions, lines}, as
+-- lua_source reads them; writes are those with a field (a.b = …, a[i].c = …, each target of a
+-- multiple assignment, the table of table.insert/remove).
+local function scan(text)
+  local toks = src.tokens(text)
+  local edges, dynamic = src.requires(toks)
+  local writes = {}
+  for _, w in ipairs(src.writes(toks)) do
+    if #w.parts > 1 then writes[#writes + 1] = w end
   end
-  if src:sub(1, 1) == "#" then i = src:find("\n", 1, true) or n + 1 end
-  while i <= n do
-    local c = src:sub(i, i)
-    if c == "\n" then
-      line, i = line + 1, i + 1
-    elseif c:match("%s") then
-      i = i + 1
-    elseif src:sub(i, i + 1) == "--" then
-      local eq = src:match("^%[(=*)%[", i + 2)
-      if eq then
-        local body, after = long_bracket(i + 2, #eq)
-        line, i = line + select(2, body:gsub("\n", "")), after
-      else
-        i = src:find("\n", i, true) or n + 1
-      end
-    elseif c == '"' or c == "'" then
-      local j, at, buf = i + 1, line, {}
-      while true do
-        local ch = src:sub(j, j)
-        if ch == "" or ch == "\n" then error("unfinished string at line " .. at, 0) end
-        if ch == "\\" then
-          local esc = src:sub(j + 1, j + 1)
-          if esc == "z" then
-            local gap = src:match("^%s*", j + 2)
-            line, j = line + select(2, gap:gsub("\n", "")), j + 2 + #gap
-          else
-            if esc == "\n" then line = line + 1 end
-            buf[#buf + 1] = "\\" .. esc
-            j = j + 2
-          end
-        elseif ch == c then
-          break
-        else
-          buf[#buf + 1] = ch
-          j = j + 1
-        end
-      end
-      push("string", table.concat(buf), at)
-      i = j + 1
-    elseif src:match("^%[=*%[", i) then
-      local eq = src:match("^%[(=*)%[", i)
-      local body, after = long_bracket(i, #eq)
-      push("string", body)
-      line, i = line + select(2, body:gsub("\n", "")), after
-    elseif c:match("[%a_]") then
-      local word = src:match("^[%a_][%w_]*", i)
-      push(KEYWORDS[word] and "keyword" or "name", word)
-      i = i + #word
-    elseif c:match("%d") or (c == "." and src:sub(i + 1, i + 1):match("%d")) then
-      local num = src:match("^0[xX][%x%.]*[pP][+-]?%d+", i) or src:match("^0[xX][%x%.]*", i)
-        or src:match("^%d*%.?%d*[eE][+-]?%d+", i) or src:match("^%d*%.?%d*", i)
-      push("number", num)
-      i = i + #num
-    else
-      local op = OPS[src:sub(i, i + 2)] and src:sub(i, i + 2) or OPS[src:sub(i, i + 1)] and src:sub(i, i + 1) or c
-      push("op", op)
-      i = i + #op
-    end
-  end
-  return toks
+  local lines = select(2, text:gsub("\n", "")) + ((text ~= "" and text:sub(-1) ~= "\n") and 1 or 0)
+  return { edges = edges, dynamic = dynamic, writes = writes, aliases = src.aliases(toks),
+           functions = src.functions(toks), lines = lines }
 end
 
--- True when token t is the operator or keyword v.
-local function is(t, v) return t ~= nil and (t.kind == "op" or t.kind == "keyword") and t.value == v end
-
--- The require edge at token k (a `require` or `lazy` name): {module, line, prefix = true for
--- `require("a.b." .. x)`}, or "dynamic" when the name is computed, or nil when k is no require.
-local function edge_at(toks, k)
-  local t, before = toks[k], toks[k - 1]
-  if t.kind ~= "name" or (t.value ~= "require" and t.value ~= "lazy") then return nil end
-  if is(before, ".") or is(before, ":") or is(before, "function") then return nil end
-  local arg
-  if t.value == "require" and is(toks[k + 1], ",") and is(before, "(") and toks[k - 2]
-      and toks[k - 2].kind == "name" and toks[k - 2].value:match("^x?pcall$") then
-    arg = k + 2 -- pcall(require, "x")
-  elseif toks[k + 1] and toks[k + 1].kind == "string" then
-    return { module = toks[k + 1].value, line = t.line }
-  elseif is(toks[k + 1], "(") then
-    arg = k + 2
-  elseif t.value == "lazy" then
-    return nil -- lazy as a value (local lazy = require …) is no require
-  else
-    return "dynamic" -- require handed around as a value
-  end
-  local name, after = toks[arg], toks[arg + 1]
-  if not name or name.kind ~= "string" then return "dynamic" end
-  if is(after, "..") and name.value:sub(-1) == "." then
-    return { module = name.value:sub(1, -2), line = t.line, prefix = true }
-  end
-  if is(after, ")") or is(after, ",") then return { module = name.value, line = t.line } end
-  return "dynamic"
-end
-
--- The name a function defined at token k (the `function` keyword) is known by.
-local function function_name(toks, k)
-  local parts, j = {}, k + 1
-  while toks[j] and toks[j].kind == "name" do
-    parts[#parts + 1] = toks[j].value
-    if is(toks[j + 1], ".") or is(toks[j + 1], ":") then
-      parts[#parts + 1] = toks[j + 1].value
-      j = j + 2
-    else
-      break
-    end
-  end
-  if #parts > 0 then return table.concat(parts) end
-  if is(toks[k - 1], "=") and toks[k - 2] and toks[k - 2].kind == "name" then
-    local chain, m = { toks[k - 2].value }, k - 3
-    while is(toks[m], ".") and toks[m - 1] and toks[m - 1].kind == "name" do
-      table.insert(chain, 1, toks[m - 1].value .. ".")
-      m = m - 2
-    end
-    return table.concat(chain)
-  end
-  return "(anonymous)"
-end
-
--- The assignment target ending at token k read backwards: its parts ({"s", "rt", "x"}; an index as
--- "[]", a call or parenthesis as "()") and the index of its first token; nil when none ends there.
-local function target_before(toks, k)
-  local parts, j = {}, k
-  while true do
-    local t = toks[j]
-    if t and t.kind == "name" then
-      table.insert(parts, 1, t.value)
-      if not is(toks[j - 1], ".") then return parts, j end
-      j = j - 2
-    elseif is(t, "]") or is(t, ")") then
-      local open, close, depth = t.value == "]" and "[" or "(", t.value, 0
-      repeat
-        if is(toks[j], close) then depth = depth + 1 elseif is(toks[j], open) then depth = depth - 1 end
-        j = j - 1
-      until depth == 0 or j < 1
-      table.insert(parts, 1, open == "[" and "[]" or "()")
-      local prev = toks[j]
-      if not (prev and (prev.kind == "name" or is(prev, "]") or is(prev, ")"))) then
-        if open == "(" then return parts, j + 1 end -- (expr).x
-        return nil -- [k] = … of a table constructor
-      end
-    else
-      return nil
-    end
-  end
-end
-
--- The plain field chain (a.b.c) starting at token j when it is a whole expression: its parts and
--- the index after it, or nil.
-local function plain_chain(toks, j)
-  if not (toks[j] and toks[j].kind == "name") then return nil end
-  local parts = { toks[j].value }
-  j = j + 1
-  while is(toks[j], ".") and toks[j + 1] and toks[j + 1].kind == "name" do
-    parts[#parts + 1] = toks[j + 1].value
-    j = j + 2
-  end
-  local nx = toks[j]
-  if nx == nil or is(nx, ",") or is(nx, ";") or nx.kind == "name"
-      or (nx.kind == "keyword" and nx.value ~= "and" and nx.value ~= "or") then
-    return parts, j
-  end
-  return nil
-end
-
--- The locals that `local x, y = a.b, c.d.e` (at token k, the `local`) makes aliases of a field:
--- calls add(name, parts) for each.
-local function local_aliases(toks, k, add)
-  local names, j = {}, k + 1
-  while toks[j] and toks[j].kind == "name" do
-    names[#names + 1] = toks[j].value
-    if not is(toks[j + 1], ",") then break end
-    j = j + 2
-  end
-  if not is(toks[j + 1], "=") then return end
-  j = j + 2
-  for _, name in ipairs(names) do
-    local parts, after = plain_chain(toks, j)
-    if not parts and toks[j] and toks[j].kind ~= "op" and is(toks[j + 1], ",") then
-      parts, after = {}, j + 1 -- a literal: no alias, on to the next
-    end
-    if not parts then return end
-    if #parts > 1 then add(name, parts) end
-    if not is(toks[after], ",") then return end
-    j = after + 1
-  end
-end
-
--- What one Lua source holds: {edges, dynamic (lines), writes = {{parts, line}}, aliases = {name =
--- parts} (locals holding a field: `local wt = s.worktree`; per file, not per scope), functions =
--- {{name, line, lines}}, lines}. Writes are assignment targets with a field (a.b = …, a[i].c = …,
--- each target of a multiple assignment) and the table argument of table.insert/remove.
-local function scan(src)
-  local toks = lex(src)
-  local out = { edges = {}, dynamic = {}, writes = {}, aliases = {}, functions = {} }
-  out.lines = select(2, src:gsub("\n", "")) + ((src ~= "" and src:sub(-1) ~= "\n") and 1 or 0)
-  local stack = {} -- open brackets ({ ( [) and blocks (function if do repeat)
-  for k, t in ipairs(toks) do
-    local e = edge_at(toks, k)
-    if e == "dynamic" then out.dynamic[#out.dynamic + 1] = t.line elseif e then out.edges[#out.edges + 1] = e end
-    if t.kind == "keyword" then
-      if t.value == "local" then
-        local_aliases(toks, k, function(name, parts) out.aliases[name] = parts end)
-      end
-      if t.value == "function" then
-        stack[#stack + 1] = { block = "function", name = function_name(toks, k), line = t.line }
-      elseif t.value == "if" or t.value == "do" or t.value == "repeat" then
-        stack[#stack + 1] = { block = t.value }
-      elseif t.value == "end" or t.value == "until" then
-        local b = table.remove(stack)
-        if b and b.block == "function" then
-          out.functions[#out.functions + 1] = { name = b.name, line = b.line, lines = t.line - b.line + 1 }
-        end
-      end
-    elseif t.kind == "op" then
-      if t.value == "{" or t.value == "(" or t.value == "[" then
-        stack[#stack + 1] = { bracket = t.value }
-      elseif t.value == "}" or t.value == ")" or t.value == "]" then
-        table.remove(stack)
-      elseif t.value == "=" and not (stack[#stack] and stack[#stack].bracket) then
-        local j = k - 1
-        while true do
-          local parts, first = target_before(toks, j)
-          if not parts then break end
-          if #parts > 1 then out.writes[#out.writes + 1] = { parts = parts, line = toks[first].line } end
-          if not is(toks[first - 1], ",") then break end
-          j = first - 2
-        end
-      end
-    end
-    if t.kind == "name" and t.value == "table" and is(toks[k + 1], ".") and toks[k + 2]
-        and (toks[k + 2].value == "insert" or toks[k + 2].value == "remove") and is(toks[k + 3], "(") then
-      local depth, j = 0, k + 4
-      while toks[j] and not (depth == 0 and (is(toks[j], ",") or is(toks[j], ")"))) do
-        if is(toks[j], "(") or is(toks[j], "[") then depth = depth + 1 end
-        if is(toks[j], ")") or is(toks[j], "]") then depth = depth - 1 end
-        j = j + 1
-      end
-      local parts = target_before(toks, j - 1)
-      if parts and #parts > 1 then out.writes[#out.writes + 1] = { parts = parts, line = t.line } end
-    end
-  end
-  if #stack > 0 then error("the scan lost track of blocks and brackets (a detector bug): " .. #stack .. " left open", 0) end
-  return out
-end
-
--- The fields of each `---@class Name` in src: {Name = {field = true}}.
-local function classes(src)
-  local out, current = {}, nil
-  for line in src:gmatch("[^\n]*") do
-    local name = line:match("^%-%-%-@class%s+([%w_.]+)")
-    local field = line:match("^%-%-%-@field%s+([%w_]+)")
-    if name then
-      current = {}
-      out[name] = current
-    elseif field and current then
-      current[field] = true
-    elseif not line:match("^%-%-%-") then
-      current = nil
-    end
-  end
-  return out
-end
+-- Scans a sample given as its list of lines.
+local function scan_lines(lines) return scan(table.concat(lines, "\n")) end
 
 -- What a write target changes of a session, as "s.status (a Session field)", or nil: a declared
 -- Session field through s, sess, session or sessions[…]; any field of a runtime table (rt, x.rt).
@@ -325,30 +63,21 @@ local function session_write(parts, fields, aliases)
   return nil
 end
 
--- The layer table of README text (its "## Layers" section): {ranks = {{rank, packages}}, external
--- = {name = true}, package_rank = {path = rank}} where a package is a dir ("lib/") or a file
--- ("config.lua") under lua/rmcp.
+-- The layer table of README text (its "## Layers" section): {external = {name = true}, package_rank
+-- = {path = rank}} where a package is a dir ("lib/") or a file ("config.lua") under lua/rmcp.
 local function layers(text)
   local section = text:match("\n## Layers\n(.-)\n## ") or text:match("\n## Layers\n(.*)$")
   assert(section, "lua/rmcp/README.md has no '## Layers' section with the layer table")
-  local out = { ranks = {}, external = {}, package_rank = {} }
+  local out, rows = { external = {}, package_rank = {} }, 0
   for row in ("\n" .. section):gmatch("\n|([^\n]*)") do
     local rank, cell = row:match("^%s*(%d+)%s*|([^|]*)|")
-    if rank then
-      rank = tonumber(rank)
-      local packages = {}
-      for name in cell:gmatch("`([^`]+)`") do
-        if name:match("/$") or name:match("%.lua$") then
-          packages[#packages + 1] = name
-          out.package_rank[name] = rank
-        else
-          out.external[name] = true
-        end
-      end
-      out.ranks[#out.ranks + 1] = { rank = rank, packages = packages }
+    for name in (cell or ""):gmatch("`([^`]+)`") do
+      local package = name:match("/$") or name:match("%.lua$")
+      if package then out.package_rank[name] = tonumber(rank) else out.external[name] = true end
     end
+    rows = rows + (rank and 1 or 0)
   end
-  assert(#out.ranks > 0, "the '## Layers' section of lua/rmcp/README.md has no rows `| rank | packages | … |`")
+  assert(rows > 0, "the '## Layers' section of lua/rmcp/README.md has no rows `| rank | packages | … |`")
   return out
 end
 
@@ -426,118 +155,78 @@ local function layer_offences(edges, table_)
   return out
 end
 
+-- Breadth first from file v along next_of ({from = {to = edge}}), successors in name order and only
+-- those in the set within when given: {file = the file it is first reached from}. v is in it only
+-- when a circle leads back to it.
+local function breadth_first(next_of, v, within)
+  local prev, queue, head = {}, { v }, 1
+  while queue[head] do
+    local from, succ = queue[head], {}
+    for w in pairs(next_of[from] or {}) do succ[#succ + 1] = w end
+    table.sort(succ)
+    for _, w in ipairs(succ) do
+      if not prev[w] and (not within or within[w]) then prev[w], queue[#queue + 1] = from, w end
+    end
+    head = head + 1
+  end
+  return prev
+end
+
 -- The circles among the edges: one message per strongly connected set of files, naming a shortest
 -- circle through it with the line of each require.
 local function circle_offences(edges)
-  local next_of = {}
+  local next_of, nodes, reach, placed, out = {}, {}, {}, {}, {}
   for _, e in ipairs(edges) do
     if e.from ~= e.to then
       next_of[e.from] = next_of[e.from] or {}
       if not next_of[e.from][e.to] then next_of[e.from][e.to] = e end
     end
   end
-  -- Tarjan's strongly connected components
-  local index, low, on, stack, comps, count = {}, {}, {}, {}, {}, 0
-  local function visit(v)
-    count = count + 1
-    index[v], low[v] = count, count
-    stack[#stack + 1], on[v] = v, true
-    for w in pairs(next_of[v] or {}) do
-      if not index[w] then
-        visit(w)
-        low[v] = math.min(low[v], low[w])
-      elseif on[w] then
-        low[v] = math.min(low[v], index[w])
-      end
-    end
-    if low[v] == index[v] then
-      local comp = {}
-      repeat
-        local w = table.remove(stack)
-        on[w] = nil
-        comp[#comp + 1] = w
-      until w == v
-      if #comp > 1 then comps[#comps + 1] = comp end
-    end
-  end
-  local nodes = {}
   for v in pairs(next_of) do nodes[#nodes + 1] = v end
   table.sort(nodes)
-  for _, v in ipairs(nodes) do if not index[v] then visit(v) end end
-  local out = {}
-  for _, comp in ipairs(comps) do
-    table.sort(comp)
-    local member = {}
-    for _, v in ipairs(comp) do member[v] = true end
-    -- a shortest way from comp[1] back to itself, by breadth first
-    local start, prev, queue, found = comp[1], {}, { comp[1] }, nil
-    local head = 1
-    while head <= #queue and not found do
-      local v = queue[head]
-      head = head + 1
-      local succ = {}
-      for w in pairs(next_of[v] or {}) do succ[#succ + 1] = w end
-      table.sort(succ)
-      for _, w in ipairs(succ) do
-        if member[w] then
-          if w == start then found = v; break end
-          if not prev[w] then prev[w] = v; queue[#queue + 1] = w end
-        end
+  for _, v in ipairs(nodes) do reach[v] = breadth_first(next_of, v) end
+  for _, start in ipairs(nodes) do
+    if reach[start][start] and not placed[start] then
+      local comp, member = {}, {} -- the files that each reach the other, start first
+      for _, w in ipairs(nodes) do
+        if reach[start][w] and reach[w][start] then comp[#comp + 1], member[w], placed[w] = w, true, true end
       end
+      local prev, way = breadth_first(next_of, start, member), { start } -- a shortest way back to start
+      local v = prev[start]
+      while v ~= start do table.insert(way, 2, v); v = prev[v] end
+      local steps = {}
+      for i, a in ipairs(way) do
+        local b = way[i + 1] or start
+        steps[#steps + 1] = string.format("%s requires %s (%s:%d)", module_of(a), module_of(b), a, next_of[a][b].line)
+      end
+      out[#out + 1] = string.format("circle of %d module(s) [%s]: %s; break it: move what they share into a module "
+        .. "below both, or pass it in as an argument", #comp, table.concat(comp, ", "), table.concat(steps, ", "))
     end
-    local way, v = {}, found
-    while v do
-      table.insert(way, 1, v)
-      v = prev[v]
-    end
-    local steps = {}
-    for i, a in ipairs(way) do
-      local b = way[i + 1] or start
-      steps[#steps + 1] = string.format("%s requires %s (%s:%d)", module_of(a), module_of(b), a, next_of[a][b].line)
-    end
-    out[#out + 1] = string.format("circle of %d module(s) [%s]: %s; break it: move what they share into a module "
-      .. "below both, or pass it in as an argument", #comp, table.concat(comp, ", "), table.concat(steps, ", "))
   end
   table.sort(out)
   return out
 end
 
--- The files under ROOT: {path relative to ROOT = true} for *.lua.
-local function tree_files()
-  local files = {}
-  local function walk(rel)
-    local h = assert(uv.fs_scandir(ROOT .. rel))
-    while true do
-      local name, kind = uv.fs_scandir_next(h)
-      if not name then break end
-      if kind == "directory" then walk(rel .. name .. "/")
-      elseif name:match("%.lua$") then files[rel .. name] = true end
-    end
-  end
-  walk("")
-  return files
-end
-
--- Reads a whole file.
-local function read(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
-
--- The scanned tree, read once for every case: {files, scans, table, fields, edges, unknown}.
+-- The scanned tree, read once for every case: {list (its files, sorted), files (as a set), scans,
+-- table, fields, edges, unknown}.
 local tree
 local function the_tree()
   if tree then return tree end
-  local files = tree_files()
-  local scans = {}
-  for f in pairs(files) do scans[f] = scan(read(ROOT .. f)) end
-  local table_ = layers(read(README))
-  local fields = classes(read(ROOT .. SESSION_CLASSES))
+  local list, files, scans, fields = src.files(ROOT), {}, {}, {}
+  for _, f in ipairs(list) do files[f], scans[f] = true, scan(src.read(ROOT .. f)) end
+  local table_ = layers(src.read(README))
+  for name, class in pairs(src.classes(src.read(ROOT .. SESSION_CLASSES))) do fields[name] = class.fields end
   local edges, unknown = file_edges(scans, files, table_)
-  tree = { files = files, scans = scans, table = table_, fields = fields, edges = edges, unknown = unknown }
+  tree = { list = list, files = files, scans = scans, table = table_, fields = fields, edges = edges,
+           unknown = unknown }
   return tree
+end
+
+-- What check(file, scan, add) reports of each file of the tree, in file order: the offences it adds.
+local function per_file(check)
+  local tr, out = the_tree(), {}
+  for _, f in ipairs(tr.list) do check(f, tr.scans[f], function(offence) out[#out + 1] = offence end) end
+  return out
 end
 
 -- Fails listing the offences, one per line, under a heading.
@@ -547,18 +236,10 @@ local function none(t, offences, heading)
   end
 end
 
--- Sorted keys of a set.
-local function sorted(set)
-  local out = {}
-  for k in pairs(set) do out[#out + 1] = k end
-  table.sort(out)
-  return out
-end
-
 -- The detectors, on samples ----------------------------------------------------------------------
 
-test("the lexer drops comments and strings: nothing in them counts as a require or a write", function(t)
-  local sc = scan(table.concat({
+test("the reader drops comments and strings: nothing in them counts as a require or a write", function(t)
+  local sc = scan_lines({
     '-- require "rmcp.a"',
     '--[[ require "rmcp.b"',
     '     s.status = 1 ]]',
@@ -568,7 +249,7 @@ test("the lexer drops comments and strings: nothing in them counts as a require 
     'local w = "a\\z',
     '          b"',
     'return require "rmcp.real"',
-  }, "\n"))
+  })
   t.eq(#sc.edges, 1)
   t.eq(sc.edges[1], { module = "rmcp.real", line = 9 }, "the one require, on its own line")
   t.eq(#sc.writes, 0)
@@ -576,7 +257,7 @@ test("the lexer drops comments and strings: nothing in them counts as a require 
 end)
 
 test("every form of require is an edge, also inside functions; a computed name is dynamic", function(t)
-  local sc = scan(table.concat({
+  local sc = scan_lines({
     'local a = require "rmcp.a"',
     'local b = require("rmcp.b")',
     'local ok, c = pcall(require, "rmcp.c")',
@@ -588,7 +269,7 @@ test("every form of require is an edge, also inside functions; a computed name i
     'local h = require(name)',
     'local real = require',
     'local r = schema.required; t.require("rmcp.no")',
-  }, "\n"))
+  })
   local got = {}
   for _, e in ipairs(sc.edges) do got[#got + 1] = e.module .. "@" .. e.line .. (e.prefix and "/prefix" or "") end
   t.eq(got, { "rmcp.a@1", "rmcp.b@2", "rmcp.c@3", "rmcp.lib.lazy@4", "rmcp.d@5", "rmcp.e@6", "rmcp.f@7",
@@ -597,22 +278,22 @@ test("every form of require is an edge, also inside functions; a computed name i
 end)
 
 test("writes: fields through any chain, each target of a multiple assignment, not table keys", function(t)
-  local sc = scan(table.concat({
+  local sc = scan_lines({
     's.status, s.exit_reason = "exited", "x"',
     'local o = { status = s.status, f = function() s.rt.stalled = true end }',
     'rt.cpu_total = 1; d.sessions[id].error_text = "e"',
     'x = 1; local y = 2; for i = 1, 3 do end',
     'table.insert(s.warnings, "w")',
     'if a == b then c.d = 1 end',
-  }, "\n"))
+  })
   local got = {}
   for _, w in ipairs(sc.writes) do got[#got + 1] = table.concat(w.parts, ".") .. "@" .. w.line end
-  t.eq(got, { "s.exit_reason@1", "s.status@1", "s.rt.stalled@2", "rt.cpu_total@3", "d.sessions.[].error_text@3",
+  t.eq(got, { "s.status@1", "s.exit_reason@1", "s.rt.stalled@2", "rt.cpu_total@3", "d.sessions.[].error_text@3",
               "s.warnings@5", "c.d@6" })
   local fields = { Session = { status = true, exit_reason = true, error_text = true, warnings = true } }
   local which = {}
   for _, w in ipairs(sc.writes) do which[#which + 1] = session_write(w.parts, fields) or "-" end
-  t.eq(which, { "s.exit_reason (a Session field)", "s.status (a Session field)", "s.rt.stalled (a SessionRuntime field)",
+  t.eq(which, { "s.status (a Session field)", "s.exit_reason (a Session field)", "s.rt.stalled (a SessionRuntime field)",
                 "rt.cpu_total (a SessionRuntime field)", "d.sessions[…].error_text (a Session field)",
                 "s.warnings (a Session field)", "-" })
   t.eq(session_write({ "s", "required" }, fields), nil, "a field no class declares, on a table named s, is not one")
@@ -625,7 +306,7 @@ test("writes: fields through any chain, each target of a multiple assignment, no
 end)
 
 test("function lengths: named, local, assigned and anonymous ones, nested, with every block kind", function(t)
-  local sc = scan(table.concat({
+  local sc = scan_lines({
     "local function a()",          -- 1
     "  if x then y() elseif z then w() else v() end",
     "  for i = 1, 2 do end",
@@ -638,7 +319,7 @@ test("function lengths: named, local, assigned and anonymous ones, nested, with 
     "M.d = function()",            -- 10
     "end",                         -- 11
     "call(function() end)",        -- 12
-  }, "\n"))
+  })
   local got = {}
   for _, f in ipairs(sc.functions) do got[#got + 1] = f.name .. "@" .. f.line .. "=" .. f.lines end
   table.sort(got)
@@ -682,13 +363,13 @@ end)
 test("the layer table of lua/rmcp/README.md covers every file, and every package it names exists", function(t)
   local tr = the_tree()
   local out = {}
-  for _, f in ipairs(sorted(tr.files)) do
+  for _, f in ipairs(tr.list) do
     if not package_of(tr.table, f) then
       out[#out + 1] = f .. ": in no package of the layer table: move it into one, or add its package to the "
         .. "'## Layers' table of lua/rmcp/README.md at the rank it belongs to"
     end
   end
-  for _, p in ipairs(sorted(tr.table.package_rank)) do
+  for p in pairs(tr.table.package_rank) do
     local present = false
     for f in pairs(tr.files) do present = present or f == p or f:sub(1, #p) == p end
     if not present then out[#out + 1] = p .. ": named by the layer table but not in lua/rmcp: fix the table" end
@@ -711,60 +392,43 @@ test("no circle between modules (requires inside functions and lazy ones count)"
 end)
 
 test("a require names its module in the code (only the modules whose job it is compute one)", function(t)
-  local tr = the_tree()
-  local out = {}
-  for _, f in ipairs(sorted(tr.scans)) do
-    if not DYNAMIC_REQUIRE[f] then
-      for _, line in ipairs(tr.scans[f].dynamic) do
-        out[#out + 1] = string.format("%s:%d: require of a computed name (or require handed around): write the "
-          .. "module name as a string, so the layers and circles can be checked", f, line)
-      end
+  none(t, per_file(function(f, sc, add)
+    for _, line in ipairs(DYNAMIC_REQUIRE[f] and {} or sc.dynamic) do
+      add(string.format("%s:%d: require of a computed name (or require handed around): write the module name as "
+        .. "a string, so the layers and circles can be checked", f, line))
     end
-  end
-  none(t, out, "requires the check cannot see")
+  end), "requires the check cannot see")
 end)
 
 test("only agentd/session/ writes a Session or SessionRuntime field", function(t)
   local tr = the_tree()
   t.ok(tr.fields.Session and tr.fields.Session.status and tr.fields.SessionRuntime,
     "---@class Session and SessionRuntime are declared in " .. SESSION_CLASSES)
-  local out = {}
-  for _, f in ipairs(sorted(tr.scans)) do
-    if f:sub(1, #SESSION_PACKAGE) ~= SESSION_PACKAGE then
-      for _, w in ipairs(tr.scans[f].writes) do
-        local what = session_write(w.parts, tr.fields, tr.scans[f].aliases)
-        if what then
-          out[#out + 1] = string.format("%s:%d: writes %s outside %s: add a verb to rmcp.agentd.session (%s) that "
-            .. "makes this change, and call it", f, w.line, what, SESSION_PACKAGE, SESSION_CLASSES)
-        end
+  none(t, per_file(function(f, sc, add)
+    for _, w in ipairs(f:sub(1, #SESSION_PACKAGE) ~= SESSION_PACKAGE and sc.writes or {}) do
+      local what = session_write(w.parts, tr.fields, sc.aliases)
+      if what then
+        add(string.format("%s:%d: writes %s outside %s: add a verb to rmcp.agentd.session (%s) that makes this "
+          .. "change, and call it", f, w.line, what, SESSION_PACKAGE, SESSION_CLASSES))
       end
     end
-  end
-  none(t, out, "session state written outside " .. SESSION_PACKAGE)
+  end), "session state written outside " .. SESSION_PACKAGE)
 end)
 
 test("no Lua file in lua/rmcp is over " .. MAX_FILE_LINES .. " lines", function(t)
-  local tr = the_tree()
-  local out = {}
-  for _, f in ipairs(sorted(tr.scans)) do
-    local n = tr.scans[f].lines
-    if n > MAX_FILE_LINES then
-      out[#out + 1] = string.format("%s: %d lines: split it by concern into files of one job each", f, n)
+  none(t, per_file(function(f, sc, add)
+    if sc.lines > MAX_FILE_LINES then
+      add(string.format("%s: %d lines: split it by concern into files of one job each", f, sc.lines))
     end
-  end
-  none(t, out, "files over " .. MAX_FILE_LINES .. " lines")
+  end), "files over " .. MAX_FILE_LINES .. " lines")
 end)
 
 test("no function in lua/rmcp is over " .. MAX_FUNCTION_LINES .. " lines", function(t)
-  local tr = the_tree()
-  local out = {}
-  for _, f in ipairs(sorted(tr.scans)) do
-    for _, fn in ipairs(tr.scans[f].functions) do
+  none(t, per_file(function(f, sc, add)
+    for _, fn in ipairs(sc.functions) do
       if fn.lines > MAX_FUNCTION_LINES then
-        out[#out + 1] = string.format("%s:%d: function %s is %d lines: split it into named steps", f, fn.line,
-          fn.name, fn.lines)
+        add(string.format("%s:%d: function %s is %d lines: split it into named steps", f, fn.line, fn.name, fn.lines))
       end
     end
-  end
-  none(t, out, "functions over " .. MAX_FUNCTION_LINES .. " lines")
+  end), "functions over " .. MAX_FUNCTION_LINES .. " lines")
 end)

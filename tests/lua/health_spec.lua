@@ -6,7 +6,9 @@ local config = require "rmcp.config"
 local json = require "rmcp.lib.json"
 local health = require "rmcp.agentd.health"
 
-test("a stall alerts once per quiet stretch of the protocol", function(t)
+-- A running session s1 whose agent is a quiet process (sleep 60), with a stall after 1 s of quiet;
+-- both undone when case t ends. Returns the session and its agent.
+local function quiet_session(t)
   local saved = config.limits.runtime_stalled_after
   config.limits.runtime_stalled_after = 1
   t.defer(function() config.limits.runtime_stalled_after = saved end)
@@ -17,6 +19,11 @@ test("a stall alerts once per quiet stretch of the protocol", function(t)
   local agent = { exited = false }
   function agent.pid() return child:get_pid() end
   local s = { id = "s1", status = "running", rt = { agent = agent, turn_started_ms = uv.now() } }
+  return s, agent
+end
+
+test("a stall alerts once per quiet stretch of the protocol", function(t)
+  local s, agent = quiet_session(t)
   local alerts = 0
   local d = { sessions = { s1 = s }, on_change = function(_, kind) if kind == "status" then alerts = alerts + 1 end end }
   health.start(d)
@@ -39,16 +46,7 @@ test("a stall alerts once per quiet stretch of the protocol", function(t)
 end)
 
 test("a live handover carries the sampler's bookkeeping: a stall reported before it is not news after it", function(t)
-  local saved = config.limits.runtime_stalled_after
-  config.limits.runtime_stalled_after = 1
-  t.defer(function() config.limits.runtime_stalled_after = saved end)
-  local child = uv.spawn("sleep", { args = { "60" } }, function() end)
-  t.ok(child, "a quiet process stands in for the agent")
-  t.defer(function() child:kill("sigkill"); child:close() end)
-  uv.update_time()
-  local agent = { exited = false }
-  function agent.pid() return child:get_pid() end
-  local s = { id = "s1", status = "running", rt = { agent = agent, turn_started_ms = uv.now() } }
+  local s, agent = quiet_session(t)
   local alerts = 0
   local function on_change(_, kind) if kind == "status" then alerts = alerts + 1 end end
   local d = { sessions = { s1 = s }, on_change = on_change }

@@ -8,7 +8,6 @@
 --   * and for classes with methods, by their method table: in a file that defines methods on it (or
 --     builds an object with it as metatable), `self` is one of them.
 -- A write through an index (`s[key] = v`) is not checked: its key is not known from the text.
-local uv = require "luv"
 local src = require "lua_source"
 
 local here = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
@@ -37,31 +36,19 @@ local CLASSES = {
   { name = "AcpAgent", methods = "Agent", writers = { { files = "^agentd/", roots = { "agent", "rt.agent", "s.rt.agent" } } } },
 }
 
--- Every .lua file under dir (a path ending in /), as paths relative to it, sorted.
-local function lua_files(dir, prefix, out)
-  out = out or {}
-  local scan = assert(uv.fs_scandir(dir .. (prefix or "")))
-  while true do
-    local name, kind = uv.fs_scandir_next(scan)
-    if not name then break end
-    local rel = (prefix or "") .. name
-    if kind == "directory" then lua_files(dir, rel .. "/", out)
-    elseif name:match("%.lua$") then out[#out + 1] = rel end
+-- One file as the checks read it: {path, raw, toks, writes}, writes being its assignment statements.
+local function source(path, raw)
+  local toks, writes = src.tokens(raw), {}
+  for _, w in ipairs(src.writes(toks)) do
+    if w.by == "=" then writes[#writes + 1] = w end
   end
-  table.sort(out)
-  return out
+  return { path = path, raw = raw, toks = toks, writes = writes }
 end
 
--- The files of tree root: {path, raw, toks, writes}, read once.
+-- The files of tree root, read once.
 local function read_tree(root)
   local files = {}
-  for _, rel in ipairs(lua_files(root)) do
-    local f = assert(io.open(root .. rel))
-    local raw = f:read("a")
-    f:close()
-    local stripped = src.strip(raw)
-    files[#files + 1] = { path = rel, raw = raw, toks = src.tokens(stripped), writes = src.writes(stripped) }
-  end
+  for _, rel in ipairs(src.files(root)) do files[#files + 1] = source(rel, src.read(root .. rel)) end
   return files
 end
 
@@ -74,12 +61,8 @@ local function method_tables(toks)
   end
   local i = src.find(toks, "setmetatable ( {")
   while i do
-    local depth, close = 0, nil
-    for j = i + 2, #toks do
-      if toks[j].v == "{" then depth = depth + 1 elseif toks[j].v == "}" then depth = depth - 1 end
-      if depth == 0 then close = j; break end
-    end
-    local comma, name = toks[(close or #toks) + 1], toks[(close or #toks) + 2]
+    local close = toks[i + 2].close
+    local comma, name = toks[close + 1], toks[close + 2]
     if comma and comma.v == "," and name and name.kind == "name" then out[name.v] = { open = i + 2 } end
     i = src.find(toks, "setmetatable ( {", i + 1)
   end
@@ -174,12 +157,15 @@ local function undeclared(files)
   return missing, problems
 end
 
-test("the reader blanks comments and strings and keeps lines", function(t)
-  local text = src.strip('a = "s.x = 1" -- s.y = 2\n--[[ s.z = 3\n]] b = [==[\ns.w = 4]==] c = \'it\\\'s\'\n')
-  t.eq(select(2, text:gsub("\n", "")), 4, "every newline kept")
-  t.eq(text:find("s%."), nil, "nothing of a comment or a string is left")
-  t.eq(#src.writes(text), 3)
-  t.eq(src.writes(text)[3], { path = "c", line = 4 })
+test("the reader drops comments and strings and keeps lines", function(t)
+  local toks = src.tokens('a = "s.x = 1" -- s.y = 2\n--[[ s.z = 3\n]] b = [==[\ns.w = 4]==] c = \'it\\\'s\'\n')
+  t.eq(toks[#toks].line, 4, "every line kept")
+  local code = {}
+  for _, tok in ipairs(toks) do code[#code + 1] = tok.v end
+  t.eq(code, { "a", "=", '""', "b", "=", '""', "c", "=", '""' }, "nothing of a comment or a string is left")
+  local writes = src.writes(toks)
+  t.eq(#writes, 3)
+  t.eq({ writes[3].path, writes[3].line }, { "c", 4 })
 end)
 
 test("the reader finds assignment statements only", function(t)
@@ -195,12 +181,12 @@ test("the reader finds assignment statements only", function(t)
     "return { a = s.r, b = { c = 1 } }",     -- 9: none
   }, "\n")
   local got = {}
-  for _, w in ipairs(src.writes(src.strip(sample))) do got[#got + 1] = w.path .. "@" .. w.line end
+  for _, w in ipairs(src.writes(src.tokens(sample))) do got[#got + 1] = w.path .. "@" .. w.line end
   t.eq(got, { "s.status@1", "s.a@2", "rt.b@2", "t[].c@2", "s.z@4", "s.rt.w@7", "s[]@8", "x.y@8", "s.fn@8" })
 end)
 
 test("the reader finds a constructor's own fields and the declared classes", function(t)
-  local toks = src.tokens(src.strip("local s = { a = 1, b = { c = 2 }, ['d'] = 3, e = f(g = 1), h }"))
+  local toks = src.tokens("local s = { a = 1, b = { c = 2 }, ['d'] = 3, e = f(g = 1), h }")
   local fields = src.table_fields(toks, src.find(toks, "local s = {"))
   t.eq(fields, { a = 1, b = 1, e = 1 })
   local decls = src.classes("---@class Thing  what it is\n---@field a string\n--- a note\n---@field b? integer\nlocal x\n---@field c\n")
@@ -208,18 +194,15 @@ test("the reader finds a constructor's own fields and the declared classes", fun
 end)
 
 test("a method table makes self one of its objects, in the files that use it", function(t)
-  local files = {}
-  local function add(path, text)
-    local stripped = src.strip(text)
-    files[#files + 1] = { path = path, raw = text, toks = src.tokens(stripped), writes = src.writes(stripped) }
-  end
-  add("a.lua", "---@class Box\n---@field n integer\nlocal Box = {}\nlocal function new() return setmetatable({ n = 0, m = 1 }, Box) end\n"
-    .. "function Box:grow() self.n = self.n + 1; self.k = true end")
-  add("b.lua", "local Other = {}\nfunction Other:f() self.z = 1 end")
+  local files = {
+    source("a.lua", "---@class Box\n---@field n integer\nlocal Box = {}\nlocal function new() return setmetatable({ n = 0, m = 1 }, Box) end\n"
+      .. "function Box:grow() self.n = self.n + 1; self.k = true; table.insert(self.q, 1) end"),
+    source("b.lua", "local Other = {}\nfunction Other:f() self.z = 1 end"),
+  }
   local fields, seen, ctors = written({ name = "Box", methods = "Box" }, files)
   t.eq(ctors, 1)
   t.eq(seen, 4)
-  t.eq(fields, { n = "a.lua:4", m = "a.lua:4", k = "a.lua:5" }, "b.lua's self is not a Box")
+  t.eq(fields, { n = "a.lua:4", m = "a.lua:4", k = "a.lua:5" }, "b.lua's self is not a Box; table.insert writes no field")
 end)
 
 test("every field a class's code writes is declared in its ---@class", function(t)

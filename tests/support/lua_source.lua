@@ -1,131 +1,152 @@
--- Reads Lua source the way a checker needs it, without running it: comments and string contents
--- blanked, tokens with their lines, the field writes of every assignment statement, the fields of a
--- table constructor, and the LuaLS `---@class` declarations. Specs build rules on it
--- (tests/lua/shapes_spec.lua: a field written is a field declared).
+-- Reads Lua source the way a checker needs it, without running it: tokens with their lines (comments
+-- dropped, a string one token, so nothing in either counts as code) and what each sits in; the
+-- variables assignment statements and table.insert/remove write; the locals that hold a field; the
+-- modules a file requires; its functions and their lengths; the fields of a table constructor; the
+-- LuaLS `---@class` declarations. Specs build rules on it: tests/lua/shapes_spec.lua (a field written
+-- is a field declared) and tests/lua/boundaries_spec.lua (layers, circles, session writes, sizes).
+local uv = require "luv"
+
 local M = {}
 
--- Keeps only the newlines of text (what a blanked comment or string leaves behind).
-local function newlines(text)
-  return (text:gsub("[^\n]", ""))
-end
+local KEYWORDS = {}
+for w in ([[and break do else elseif end false for function goto if in local nil not or repeat return
+            then true until while]]):gmatch("%a+") do KEYWORDS[w] = true end
+local SYMBOLS = { ["..."] = true, [".."] = true, ["=="] = true, ["~="] = true, ["<="] = true, [">="] = true,
+                  ["//"] = true, ["::"] = true, ["<<"] = true, [">>"] = true }
+-- What nests: brackets, and the blocks that `end` or `until` closes.
+local OPENS = { ["{"] = true, ["("] = true, ["["] = true, ["function"] = true, ["if"] = true, ["do"] = true,
+                ["repeat"] = true }
+local CLOSES = { ["}"] = true, [")"] = true, ["]"] = true, ["end"] = true, ["until"] = true }
+local BRACKETS = { ["{"] = true, ["("] = true, ["["] = true }
 
--- The end of the long bracket of level eq opened before position from, or the end of src.
-local function long_end(src, from, eq)
+-- True when token t is there and is the symbol or keyword v (token texts of different kinds never meet).
+local function is(t, v) return t ~= nil and t.v == v end
+
+-- The number of newlines in text.
+local function newlines(text) return select(2, text:gsub("\n", "")) end
+
+-- The contents of the long bracket of level eq ("==") opening at index at of src, and the index after it.
+local function long_bracket(src, at, eq, line)
   local close = "]" .. eq .. "]"
-  local j = src:find(close, from, true)
-  return j and (j + #close - 1) or #src
+  local first = at + #eq + 2
+  local e = src:find(close, first, true)
+  if not e then error("unfinished long bracket at line " .. line, 0) end
+  return src:sub(first, e - 1), e + #close
 end
 
--- src with every comment removed and every string literal replaced by "" (its newlines kept, so a
--- token keeps its line): nothing in a comment or a string counts as code.
-function M.strip(src)
-  local out, i, n = {}, 1, #src
-  while i <= n do
-    local c = src:sub(i, i)
-    if c == "-" and src:sub(i + 1, i + 1) == "-" then
-      local eq = src:match("^%[(=*)%[", i + 2)
-      if eq then
-        local stop = long_end(src, i + 4 + #eq, eq)
-        out[#out + 1] = newlines(src:sub(i, stop))
-        i = stop + 1
+-- The quoted string opening at index i of src: its contents (escapes kept as written, `\z` and the
+-- blanks after it dropped), the index after it and how many lines it spans.
+local function quoted(src, i, line)
+  local q, j, buf, lines = src:sub(i, i), i + 1, {}, 0
+  while true do
+    local ch = src:sub(j, j)
+    if ch == "" or ch == "\n" then error("unfinished string at line " .. line, 0) end
+    if ch == "\\" then
+      local esc = src:sub(j + 1, j + 1)
+      if esc == "z" then
+        local gap = src:match("^%s*", j + 2)
+        lines, j = lines + newlines(gap), j + 2 + #gap
       else
-        i = src:find("\n", i, true) or n + 1
+        if esc == "\n" then lines = lines + 1 end
+        buf[#buf + 1] = "\\" .. esc
+        j = j + 2
       end
-    elseif c == '"' or c == "'" then
-      local j = i + 1
-      while j <= n do
-        local ch = src:sub(j, j)
-        if ch == "\\" then j = j + 2
-        elseif ch == c or ch == "\n" then break
-        else j = j + 1 end
-      end
-      out[#out + 1] = '""' .. newlines(src:sub(i, j))
-      i = j + 1
-    elseif c == "[" and src:match("^%[=*%[", i) then
-      local eq = src:match("^%[(=*)%[", i)
-      local stop = long_end(src, i + 2 + #eq, eq)
-      out[#out + 1] = '""' .. newlines(src:sub(i, stop))
-      i = stop + 1
+    elseif ch == q then
+      return table.concat(buf), j + 1, lines
     else
-      local j = src:find("[-\"'%[]", i + 1) or n + 1
-      out[#out + 1] = src:sub(i, j - 1)
-      i = j
+      buf[#buf + 1] = ch
+      j = j + 1
     end
   end
-  return table.concat(out)
 end
 
-local keywords = {}
-for w in ("and break do else elseif end false for function goto if in local nil not or repeat return "
-  .. "then true until while"):gmatch("%a+") do keywords[w] = true end
+-- Marks what each token sits in: t.inside = the index of the token that opened the innermost bracket
+-- or block around it (nil at the top), and on each opener t.close = the index of the token closing it.
+local function nest(toks)
+  local open = {}
+  for k, t in ipairs(toks) do
+    if CLOSES[t.v] then
+      local o = table.remove(open)
+      if o then toks[o].close = k end
+    end
+    t.inside = open[#open]
+    if OPENS[t.v] then open[#open + 1] = k end
+  end
+  if #open > 0 then
+    error("the reader lost track of blocks and brackets (a reader bug): " .. #open .. " left open", 0)
+  end
+end
 
-local symbols3 = { ["..."] = true }
-local symbols2 = { ["=="] = true, ["~="] = true, ["<="] = true, [">="] = true, [".."] = true, ["::"] = true,
-                   ["//"] = true, ["<<"] = true, [">>"] = true }
-
--- The tokens of stripped source text: {v = text, kind = "name" | "keyword" | "number" | "string" |
--- "symbol", line = n}.
-function M.tokens(text)
-  local toks, line, i, n = {}, 1, 1, #text
-  local function add(v, kind) toks[#toks + 1] = { v = v, kind = kind, line = line } end
+-- The tokens of Lua source src: {v = text, kind = "name" | "keyword" | "number" | "string" | "symbol",
+-- line = n, inside, close (see nest)}. A string's v is `""` and its contents are its text; comments
+-- and a first line starting with # are dropped.
+function M.tokens(src)
+  local toks, i, line, n = {}, 1, 1, #src
+  local function push(kind, v, at, text) toks[#toks + 1] = { kind = kind, v = v, line = at or line, text = text } end
+  if src:sub(1, 1) == "#" then i = src:find("\n", 1, true) or n + 1 end
   while i <= n do
-    local c = text:sub(i, i)
+    local c = src:sub(i, i)
     if c == "\n" then
       line, i = line + 1, i + 1
     elseif c:match("%s") then
       i = i + 1
+    elseif src:sub(i, i + 1) == "--" then
+      local eq = src:match("^%[(=*)%[", i + 2)
+      if eq then
+        local body, after = long_bracket(src, i + 2, eq, line)
+        line, i = line + newlines(body), after
+      else
+        i = src:find("\n", i, true) or n + 1
+      end
+    elseif c == '"' or c == "'" then
+      local text, after, lines = quoted(src, i, line)
+      push("string", '""', line, text)
+      line, i = line + lines, after
+    elseif src:match("^%[=*%[", i) then
+      local body, after = long_bracket(src, i, src:match("^%[(=*)%[", i), line)
+      push("string", '""', line, body)
+      line, i = line + newlines(body), after
     elseif c:match("[%a_]") then
-      local w = text:match("^[%w_]+", i)
-      add(w, keywords[w] and "keyword" or "name")
-      i = i + #w
-    elseif c:match("%d") or (c == "." and text:match("^%.%d", i)) then
-      local num = text:match("^[%w%.]+", i)
-      add(num, "number")
+      local word = src:match("^[%a_][%w_]*", i)
+      push(KEYWORDS[word] and "keyword" or "name", word)
+      i = i + #word
+    elseif c:match("%d") or (c == "." and src:sub(i + 1, i + 1):match("%d")) then
+      local num = src:match("^0[xX][%x%.]*[pP][+-]?%d+", i) or src:match("^0[xX][%x%.]*", i)
+        or src:match("^%d*%.?%d*[eE][+-]?%d+", i) or src:match("^%d*%.?%d*", i)
+      push("number", num)
       i = i + #num
-    elseif c == '"' then
-      add('""', "string")
-      i = i + 2
     else
-      local s3, s2 = text:sub(i, i + 2), text:sub(i, i + 1)
-      local v = symbols3[s3] and s3 or symbols2[s2] and s2 or c
-      add(v, "symbol")
+      local s3, s2 = src:sub(i, i + 2), src:sub(i, i + 1)
+      local v = SYMBOLS[s3] and s3 or SYMBOLS[s2] and s2 or c
+      push("symbol", v)
       i = i + #v
     end
   end
+  nest(toks)
   return toks
 end
 
--- Tokens after which an expression goes on: a name list ending at one of them is not the target list
--- of an assignment statement (a table field `{ a = 1 }`, a `local`, a `for`).
-local continues = {}
-for v in ("= ( { [ , + - * / // % ^ # .. == ~= < > <= >= & | ~ << >> and or not return local in if elseif "
-  .. "while until for function goto ::"):gmatch("%S+") do continues[v] = true end
-
--- The variable that ends at token j, read backwards: its first token's index and its path, names
--- joined by dots and every index written as [] ("s.rt.agent", "t[].x"); nil when the tokens there
--- are no variable (a call, a literal, a table field key).
-local function var_back(toks, j)
-  local parts = {}
+-- The variable ending at token k read backwards: its parts ({"s", "rt", "x"}; an index as "[]", a
+-- call or parenthesis as "()") and the index of its first token; nil when none ends there.
+local function target_before(toks, k)
+  local parts, j = {}, k
   while true do
     local t = toks[j]
-    if not t then return nil end
-    if t.v == "]" then
-      local depth, k = 0, j
+    if t and t.kind == "name" then
+      table.insert(parts, 1, t.v)
+      if not is(toks[j - 1], ".") then return parts, j end
+      j = j - 2
+    elseif is(t, "]") or is(t, ")") then
+      local open, close, depth = t.v == "]" and "[" or "(", t.v, 0
       repeat
-        if toks[k].v == "]" then depth = depth + 1 elseif toks[k].v == "[" then depth = depth - 1 end
-        k = k - 1
-      until depth == 0 or k < 1
-      if depth ~= 0 then return nil end
-      table.insert(parts, 1, "[]")
-      j = k
-    elseif t.kind == "name" then
-      local dot = toks[j - 1]
-      if dot and dot.v == "." then
-        table.insert(parts, 1, "." .. t.v)
-        j = j - 2
-      else
-        table.insert(parts, 1, t.v)
-        return j, table.concat(parts)
+        if is(toks[j], close) then depth = depth + 1 elseif is(toks[j], open) then depth = depth - 1 end
+        j = j - 1
+      until depth == 0 or j < 1
+      table.insert(parts, 1, open == "[" and "[]" or "()")
+      local prev = toks[j]
+      if not (prev and (prev.kind == "name" or is(prev, "]") or is(prev, ")"))) then
+        if open == "(" then return parts, j + 1 end -- (expr).x
+        return nil -- [k] = … of a table constructor
       end
     else
       return nil
@@ -133,26 +154,176 @@ local function var_back(toks, j)
   end
 end
 
--- Every variable an assignment statement of stripped text writes: {path = "s.status", line = n}, in
--- order. Only statements count: a table constructor's fields, locals and for loops are not writes.
-function M.writes(text)
-  local toks, out = M.tokens(text), {}
-  for i, t in ipairs(toks) do
-    if t.v == "=" then
-      local targets, j = {}, i - 1
-      while true do
-        local first, path = var_back(toks, j)
-        if not first then targets = nil; break end
-        table.insert(targets, 1, { path = path, line = toks[first].line })
-        local before = toks[first - 1]
-        if before and before.v == "," then
-          j = first - 2
-        else
-          if before and continues[before.v] then targets = nil end
-          break
-        end
-      end
-      for _, w in ipairs(targets or {}) do out[#out + 1] = w end
+-- A write record: {parts, path = the parts as written ("s.rt.agent", "t[].x", "f().y"), line, by}.
+local function write(parts, line, by)
+  local path = {}
+  for i, p in ipairs(parts) do path[i] = (i > 1 and p ~= "[]" and p ~= "()") and "." .. p or p end
+  return { parts = parts, path = table.concat(path), line = line, by = by }
+end
+
+-- The targets of the assignment whose `=` is token k, in order; none for a `local` or a `for`, or
+-- when the list before it does not read as variables.
+local function assignment(toks, k)
+  local out, j = {}, k - 1
+  while true do
+    local parts, first = target_before(toks, j)
+    if not parts then return {} end
+    table.insert(out, 1, write(parts, toks[first].line, "="))
+    local before = toks[first - 1]
+    if not is(before, ",") then
+      return (is(before, "local") or is(before, "for")) and {} or out
+    end
+    j = first - 2
+  end
+end
+
+-- The table that the table.insert or table.remove call at token k (the `table`) changes: its write
+-- record, or nil when that call is not there or its first argument is no variable.
+local function table_arg(toks, k)
+  local fn, open = toks[k + 2], toks[k + 3]
+  if not (is(toks[k + 1], ".") and fn and (fn.v == "insert" or fn.v == "remove") and is(open, "(")) then return nil end
+  local j = k + 4
+  while j < open.close and not (is(toks[j], ",") and toks[j].inside == k + 3) do j = j + 1 end
+  local parts = target_before(toks, j - 1)
+  return parts and write(parts, toks[k].line, "table." .. fn.v)
+end
+
+-- Every variable the code of toks writes, in order: each target of an assignment statement (by "=";
+-- not the fields of a table constructor, nor locals or for loops), and the table a table.insert or
+-- table.remove call changes (by "table.insert" / "table.remove"). Records as write makes them.
+function M.writes(toks)
+  local out = {}
+  for k, t in ipairs(toks) do
+    if t.v == "=" and not (t.inside and BRACKETS[toks[t.inside].v]) then
+      for _, w in ipairs(assignment(toks, k)) do out[#out + 1] = w end
+    elseif t.kind == "name" and t.v == "table" then
+      out[#out + 1] = table_arg(toks, k)
+    end
+  end
+  return out
+end
+
+-- The plain field chain (a.b.c) starting at token j when it is a whole expression: its parts and
+-- the index after it, or nil.
+local function plain_chain(toks, j)
+  if not (toks[j] and toks[j].kind == "name") then return nil end
+  local parts = { toks[j].v }
+  j = j + 1
+  while is(toks[j], ".") and toks[j + 1] and toks[j + 1].kind == "name" do
+    parts[#parts + 1] = toks[j + 1].v
+    j = j + 2
+  end
+  local nx = toks[j]
+  if nx == nil or is(nx, ",") or is(nx, ";") or nx.kind == "name"
+      or (nx.kind == "keyword" and nx.v ~= "and" and nx.v ~= "or") then
+    return parts, j
+  end
+  return nil
+end
+
+-- The locals that `local x, y = a.b, c.d.e` (at token k, the `local`) makes aliases of a field:
+-- calls add(name, parts) for each.
+local function local_aliases(toks, k, add)
+  local names, j = {}, k + 1
+  while toks[j] and toks[j].kind == "name" do
+    names[#names + 1] = toks[j].v
+    if not is(toks[j + 1], ",") then break end
+    j = j + 2
+  end
+  if not is(toks[j + 1], "=") then return end
+  j = j + 2
+  for _, name in ipairs(names) do
+    local parts, after = plain_chain(toks, j)
+    if not parts and toks[j] and toks[j].kind ~= "symbol" and is(toks[j + 1], ",") then
+      parts, after = {}, j + 1 -- a literal: no alias, on to the next
+    end
+    if not parts then return end
+    if #parts > 1 then add(name, parts) end
+    if not is(toks[after], ",") then return end
+    j = after + 1
+  end
+end
+
+-- The locals of toks that hold a field (`local wt = s.worktree`): {name = parts}, per file, not per scope.
+function M.aliases(toks)
+  local out = {}
+  for k, t in ipairs(toks) do
+    if t.kind == "keyword" and t.v == "local" then
+      local_aliases(toks, k, function(name, parts) out[name] = parts end)
+    end
+  end
+  return out
+end
+
+-- The require at token k (a `require` or `lazy` name): {module, line, prefix = true for
+-- `require("a.b." .. x)`}, or "dynamic" when the name is computed, or nil when k is no require.
+local function require_at(toks, k)
+  local t, before = toks[k], toks[k - 1]
+  if t.kind ~= "name" or (t.v ~= "require" and t.v ~= "lazy") then return nil end
+  if is(before, ".") or is(before, ":") or is(before, "function") then return nil end
+  local arg
+  if t.v == "require" and is(toks[k + 1], ",") and is(before, "(") and toks[k - 2]
+      and toks[k - 2].kind == "name" and toks[k - 2].v:match("^x?pcall$") then
+    arg = k + 2 -- pcall(require, "x")
+  elseif toks[k + 1] and toks[k + 1].kind == "string" then
+    return { module = toks[k + 1].text, line = t.line }
+  elseif is(toks[k + 1], "(") then
+    arg = k + 2
+  elseif t.v == "lazy" then
+    return nil -- lazy as a value (local lazy = require …) is no require
+  else
+    return "dynamic" -- require handed around as a value
+  end
+  local name, after = toks[arg], toks[arg + 1]
+  if not name or name.kind ~= "string" then return "dynamic" end
+  if is(after, "..") and name.text:sub(-1) == "." then
+    return { module = name.text:sub(1, -2), line = t.line, prefix = true }
+  end
+  if is(after, ")") or is(after, ",") then return { module = name.text, line = t.line } end
+  return "dynamic"
+end
+
+-- The modules toks require (also pcall(require, …), rmcp.lib.lazy's lazy "…", and requires inside
+-- functions): a list of {module, line[, prefix]}, and the lines of requires whose name is computed.
+function M.requires(toks)
+  local out, dynamic = {}, {}
+  for k, t in ipairs(toks) do
+    local r = require_at(toks, k)
+    if r == "dynamic" then dynamic[#dynamic + 1] = t.line elseif r then out[#out + 1] = r end
+  end
+  return out, dynamic
+end
+
+-- The name a function defined at token k (the `function` keyword) is known by.
+local function function_name(toks, k)
+  local parts, j = {}, k + 1
+  while toks[j] and toks[j].kind == "name" do
+    parts[#parts + 1] = toks[j].v
+    if is(toks[j + 1], ".") or is(toks[j + 1], ":") then
+      parts[#parts + 1] = toks[j + 1].v
+      j = j + 2
+    else
+      break
+    end
+  end
+  if #parts > 0 then return table.concat(parts) end
+  if is(toks[k - 1], "=") and toks[k - 2] and toks[k - 2].kind == "name" then
+    local chain, m = { toks[k - 2].v }, k - 3
+    while is(toks[m], ".") and toks[m - 1] and toks[m - 1].kind == "name" do
+      table.insert(chain, 1, toks[m - 1].v .. ".")
+      m = m - 2
+    end
+    return table.concat(chain)
+  end
+  return "(anonymous)"
+end
+
+-- The functions of toks, nested ones too: {{name ("M.f", "Obj:m", "(anonymous)"), line, lines}}.
+function M.functions(toks)
+  local out = {}
+  for k, t in ipairs(toks) do
+    if t.kind == "keyword" and t.v == "function" then
+      out[#out + 1] = { name = function_name(toks, k), line = t.line, lines = toks[t.close].line - t.line + 1 }
     end
   end
   return out
@@ -162,16 +333,11 @@ end
 -- as `name = value` at its own level (not those of tables inside it).
 function M.table_fields(toks, k)
   while toks[k] and toks[k].v ~= "{" do k = k + 1 end
-  local fields, depth = {}, 0
-  for i = k, #toks do
-    local v = toks[i].v
-    if v == "{" or v == "(" or v == "[" then depth = depth + 1
-    elseif v == "}" or v == ")" or v == "]" then
-      depth = depth - 1
-      if depth == 0 then break end
-    elseif depth == 1 and toks[i].kind == "name" and toks[i + 1] and toks[i + 1].v == "=" then
-      local prev = toks[i - 1].v
-      if prev == "{" or prev == "," or prev == ";" then fields[toks[i].v] = toks[i].line end
+  local fields = {}
+  for i = k + 1, (toks[k] and toks[k].close or 0) - 1 do
+    local t, prev = toks[i], toks[i - 1].v
+    if t.inside == k and t.kind == "name" and is(toks[i + 1], "=") and (prev == "{" or prev == "," or prev == ";") then
+      fields[t.v] = t.line
     end
   end
   return fields
@@ -199,7 +365,7 @@ function M.classes(src)
   for line in (src .. "\n"):gmatch("(.-)\n") do
     n = n + 1
     local name = line:match("^%s*%-%-%-@class%s+([%w_.]+)")
-    local field = line:match("^%s*%-%-%-@field%s+([%w_]+)%??%s")
+    local field = (line .. " "):match("^%s*%-%-%-@field%s+([%w_]+)%??%s")
     if name then
       current = { fields = {}, line = n }
       out[name] = current
@@ -210,6 +376,31 @@ function M.classes(src)
     end
   end
   return out
+end
+
+-- Every .lua file under dir (a path ending in /), as paths relative to it, sorted.
+function M.files(dir)
+  local out = {}
+  local function walk(rel)
+    local h = assert(uv.fs_scandir(dir .. rel))
+    while true do
+      local name, kind = uv.fs_scandir_next(h)
+      if not name then break end
+      if kind == "directory" then walk(rel .. name .. "/")
+      elseif name:match("%.lua$") then out[#out + 1] = rel .. name end
+    end
+  end
+  walk("")
+  table.sort(out)
+  return out
+end
+
+-- The whole text of the file at path.
+function M.read(path)
+  local f = assert(io.open(path, "rb"))
+  local text = f:read("a")
+  f:close()
+  return text
 end
 
 return M
