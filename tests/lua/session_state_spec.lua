@@ -1,6 +1,7 @@
 -- agentd/session/state.lua on its own: the event buffer of a session and what a drain takes from it.
 local state = require "rmcp.agentd.session.state"
 local restore = require "rmcp.agentd.session.restore"
+local runtime = require "rmcp.agentd.session.runtime"
 
 test("a lean drain leaves the buffered chunks as they are; a detailed one takes them as events", function(t)
   local d = { sessions = {}, paths = { sessions = t.tmpdir("rmcp-state") } }
@@ -25,15 +26,15 @@ test("the whole-session texts are joined only when a result reads them", functio
   local d = { sessions = {}, paths = { sessions = t.tmpdir("rmcp-state") } }
   local s = state.create(d, "orch", "/p", { task = "x" }, "/w")
   s.status = "running"
-  for _, piece in ipairs({ "one ", "two ", "three" }) do state.buf_add(s.rt.full_text, piece, 1000) end
-  state.buf_add(s.rt.full_thought, "hmm", 1000)
+  for _, piece in ipairs({ "one ", "two ", "three" }) do runtime.buf_add(s.rt.full_text, piece, 1000) end
+  runtime.buf_add(s.rt.full_thought, "hmm", 1000)
   local snap = state.drain(d, s, false)
   t.eq(#s.rt.full_text.parts, 3, "a drain does not join the session's whole text")
   t.eq(rawget(snap, "full_text"), nil)
   t.eq(snap.full_text, "one two three", "a shaping that reads it gets it")
   t.eq(snap.full_thought, "hmm")
   -- a finished session's buffers are released at its drain; its snapshot still reads them
-  state.buf_add(s.rt.full_text, " four", 1000)
+  runtime.buf_add(s.rt.full_text, " four", 1000)
   s.status = "exited"
   snap = state.drain(d, s, false)
   t.eq(s.rt.full_text.parts, {}, "released")

@@ -9,11 +9,12 @@ local store = require "rmcp.agentd.store"
 local rules_poll = require "rmcp.rules.poll"
 local hooks = require "rmcp.policy.hooks"
 local state = require "rmcp.agentd.session.state"
+local runtime = require "rmcp.agentd.session.runtime"
 local profiles = require "rmcp.rules.profiles"
 
 local M = {}
 
-local buf_add, buf_text, push_event = state.buf_add, state.buf_text, state.push_event
+local buf_add, buf_text, push_event = runtime.buf_add, runtime.buf_text, state.push_event
 
 -- Caps a tool result for the journal.
 local function tool_result_text(update)
@@ -71,7 +72,7 @@ function M.on_chunk(d, s, kind, text)
     buf_add(rt.thought, text, l.max_full_text)
     buf_add(rt.full_thought, text, l.max_full_text)
     -- (a runtime made before a hot reload has no turn_thought yet)
-    rt.turn_thought = rt.turn_thought or state.buf_new()
+    rt.turn_thought = rt.turn_thought or runtime.buf_new()
     buf_add(rt.turn_thought, text, 20000)
   end
   -- a message chunk event is kept as its text (shared with the buffers, not copied)

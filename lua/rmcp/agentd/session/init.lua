@@ -1,6 +1,7 @@
 -- A session: one agent, its ACP traffic folded into one table, journaled and persisted. This package
 -- is the only writer of session state; everything outside it goes through the verbs below.
---   state.lua   the shape, buffers, event queue, persist/journal, drain and delivery marks
+--   state.lua   the shape, event queue, persist/journal, drain and delivery marks
+--   runtime.lua the runtime table's fresh shape (s.rt) and its bounded text buffers
 --   restore.lua a session brought back from its file at start (repaired, caught up with its journal)
 --   events.lua  what the agent sends: chunks, updates, decisions (and their answers), its exit
 --   turns.lua   prompts, steers, forced send, turn end, idle cleanup, stop

@@ -6,6 +6,7 @@ local json = require "rmcp.lib.json"
 local log = require "rmcp.lib.log"
 local store = require "rmcp.agentd.store"
 local state = require "rmcp.agentd.session.state"
+local runtime = require "rmcp.agentd.session.runtime"
 
 local M = {}
 
@@ -112,7 +113,7 @@ end
 function M.restore(d, rec)
   repair(rec)
   local s = rec
-  s.rt = state.new_rt()
+  s.rt = runtime.new_rt()
   s.pending = {}
   s.plan = only(s.plan, "table")
   s.skipped_options = only(s.skipped_options, "string")

@@ -10,6 +10,7 @@ local acp = require "rmcp.acp.client"
 local rules_spawn = require "rmcp.rules.spawn"
 local contract = require "rmcp.rules.contract"
 local state = require "rmcp.agentd.session.state"
+local runtime = require "rmcp.agentd.session.runtime"
 local start = require "rmcp.agentd.session.start"
 local turns = require "rmcp.agentd.session.turns"
 local configure = require "rmcp.agentd.session.configure"
@@ -110,7 +111,7 @@ function M.resume(d, s, changes, env, cb)
     local v = changes[k] or (saved and type(saved[k]) == "string" and saved[k] or nil)
     o[k], o.explicit[k] = v or s[k], v ~= nil
   end
-  s.rt = state.new_rt()
+  s.rt = runtime.new_rt()
   s.rt.resuming = true
   s.pending = {}
   s.status = "starting"

@@ -1,6 +1,7 @@
--- A session's state and its bookkeeping: the persisted record, the runtime-only part (s.rt), the
--- bounded text buffers and event queue, saving and journaling, waking watchers, and draining what is
--- new for poll and watch (a session brought back from its file is restore.lua's). The other session
+-- A session's state and its bookkeeping: the persisted record, the runtime-only part (s.rt; its
+-- fresh shape and text buffers are runtime.lua's), the event queue, saving and journaling, waking
+-- watchers, and draining what is new for poll and watch (a session brought back from its file is
+-- restore.lua's). The other session
 -- modules change a session only through these helpers or their own verbs; nothing outside
 -- rmcp.agentd.session writes a session field.
 local uv = require "luv"
@@ -10,6 +11,7 @@ local config = require "rmcp.config"
 local store = require "rmcp.agentd.store"
 local rules_poll = require "rmcp.rules.poll"
 local caps = require "rmcp.rules.caps"
+local runtime = require "rmcp.agentd.session.runtime"
 
 local M = {}
 
@@ -30,44 +32,7 @@ local function new_id()
   return "rx-" .. store.random_hex(6)
 end
 
--- A bounded text accumulator: pieces are joined lazily, and only about the last max bytes are kept
--- (cut = true once text was dropped).
-function M.buf_new()
-  return { parts = {}, size = 0 }
-end
-
--- Appends text to buffer b, dropping the oldest text once it holds over 1.25 × max (a quarter of
--- slack keeps the re-joins rare without holding twice the cap).
-function M.buf_add(b, text, max)
-  if text == "" then return end
-  local parts = b.parts
-  parts[#parts + 1] = text
-  b.size = b.size + #text
-  if b.size > max + max // 4 then
-    local joined = caps.tail(table.concat(parts), max)
-    b.parts, b.size, b.cut = { joined }, #joined, true
-  end
-end
-
--- The text held in buffer b.
-function M.buf_text(b)
-  if #b.parts > 1 then b.parts = { table.concat(b.parts) } end
-  return b.parts[1] or ""
-end
-
-local buf_new, buf_text = M.buf_new, M.buf_text
-
--- Fresh runtime state (never persisted).
-function M.new_rt()
-  return {
-    text = buf_new(), thought = buf_new(), full_text = buf_new(), full_thought = buf_new(), turn_text = buf_new(),
-    turn_thought = buf_new(),
-    turns = {}, turns_dropped = 0, events = {}, event_t = {}, noncritical = 0, events_overflow = 0,
-    plan_rev = 0, plan_seen = 0, error_rev = 0, error_seen = 0,
-    tools = {}, active = {}, queued = {}, next_request_id = 0, wait_dirty = false,
-    counters = { chunks = 0, tool_calls = 0, turns = 0, steers = 0, prompts = 0, decisions = 0 },
-  }
-end
+local buf_new, buf_text = runtime.buf_new, runtime.buf_text
 
 -- Creates a session in d for orchestrator owner rooted at cwd, with spawn options o.
 function M.create(d, owner, project_dir, o, cwd)
@@ -81,7 +46,7 @@ function M.create(d, owner, project_dir, o, cwd)
     status = "starting", contract_sent = false, created_at = now, updated_at = now, turns_total = 0, turns_drained = 0,
     skipped_options = json.array(), warnings = json.array(), pending = {},
     transcript_path = store.journal_path(d.paths.sessions, id),
-    rt = M.new_rt(),
+    rt = runtime.new_rt(),
   }
   d.sessions[id] = s
   return s

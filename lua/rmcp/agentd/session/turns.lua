@@ -11,11 +11,12 @@ local contract = require "rmcp.rules.contract"
 local rules_recovery = require "rmcp.rules.recovery"
 local caps = require "rmcp.rules.caps"
 local state = require "rmcp.agentd.session.state"
+local runtime = require "rmcp.agentd.session.runtime"
 local configure = require "rmcp.agentd.session.configure"
 
 local M = {}
 
-local buf_new, buf_text, push_event = state.buf_new, state.buf_text, state.push_event
+local buf_new, buf_text, push_event = runtime.buf_new, runtime.buf_text, state.push_event
 
 -- Starts the idle grace of s after a terminal turn, per the cleanup policy, counted from when the
 -- session went idle (so re-arming it after a policy change keeps the time already spent idle).
