@@ -5,17 +5,6 @@
 local uv = require "luv"
 local support = require "agentd_support"
 
--- A wrapper that runs the fake agent on our own binary; returns its path.
-local function fake_agent(t)
-  local dir = t.tmpdir("rmcp-fake")
-  local wrapper = dir .. "/reasonix"
-  local f = assert(io.open(wrapper, "w"))
-  f:write("#!/bin/sh\nexec '", require("rmcp.host").exe, "' script ", support.repo, "/tests/fake_agent/fake_acp.lua \"$@\"\n")
-  f:close()
-  uv.fs_chmod(wrapper, 493)
-  return wrapper
-end
-
 -- Spawns n sessions and watches until each has finished its first turn; returns their ids.
 local function spawn_idle(ctx, c, n, tag)
   local ids, waiting = {}, {}
@@ -74,7 +63,7 @@ local function sanitized(pid)
 end
 
 test("prune keeps the newest finished sessions; never a live or uncollected one unless forced", function(t)
-  local ctx = support.setup(t, { env = { REASONIX_BIN = fake_agent(t) } })
+  local ctx = support.setup(t, { env = { REASONIX_BIN = support.fake_agent(t) } })
   local c = ctx.client()
   local ids = spawn_idle(ctx, c, 5, "hello")
   stop_collected(ctx, c, { ids[1], ids[2], ids[3], ids[4] })
@@ -109,7 +98,7 @@ test("prune keeps the newest finished sessions; never a live or uncollected one 
 end)
 
 test("the rule applies at daemon start: REASONIX_MCP_RETAIN_MAX finished sessions per orchestrator", function(t)
-  local ctx = support.setup(t, { env = { REASONIX_BIN = fake_agent(t), REASONIX_MCP_RETAIN_MAX = "2" } })
+  local ctx = support.setup(t, { env = { REASONIX_BIN = support.fake_agent(t), REASONIX_MCP_RETAIN_MAX = "2" } })
   local c = ctx.client()
   local ids = spawn_idle(ctx, c, 5, "hello")
   stop_collected(ctx, c, ids)
@@ -124,7 +113,7 @@ end)
 local SOAK_BATCHES = tonumber(os.getenv("RMCP_SOAK_BATCHES") or "") or 4
 
 test("soak: sessions come and go in batches; their count, files and agentd's memory stay flat", function(t)
-  local ctx = support.setup(t, { env = { REASONIX_BIN = fake_agent(t), REASONIX_MCP_RETAIN_MAX = "5" } })
+  local ctx = support.setup(t, { env = { REASONIX_BIN = support.fake_agent(t), REASONIX_MCP_RETAIN_MAX = "5" } })
   local c = ctx.client()
   local rss, files = {}, {}
   local n = math.max(4, SOAK_BATCHES)

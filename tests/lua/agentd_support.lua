@@ -10,6 +10,18 @@ local M = {}
 M.bin = rh.find_agent()
 M.repo = rh.REPO
 
+-- A wrapper that runs the fake ACP agent (tests/fake_agent) on our own binary, for scale tests;
+-- returns its path (give it as REASONIX_BIN).
+function M.fake_agent(t)
+  local dir = t.tmpdir("rmcp-fake")
+  local wrapper = dir .. "/reasonix"
+  local f = assert(io.open(wrapper, "w"))
+  f:write("#!/bin/sh\nexec '", require("rmcp.host").exe, "' script ", M.repo, "/tests/fake_agent/fake_acp.lua \"$@\"\n")
+  f:close()
+  uv.fs_chmod(wrapper, 493)
+  return wrapper
+end
+
 -- True while pid exists and is not a zombie.
 M.alive = procs.alive
 
