@@ -79,6 +79,7 @@ test("prune keeps the newest finished sessions; never a live or uncollected one 
   t.eq(dry.dry_run, true)
   t.eq(#dry.pruned, 3, "of the four collected, all but the newest")
   t.eq(#ctx.call(c, "list", { all = true }).sessions, 6, "a dry run removes nothing")
+  t.ok(uv.fs_stat(ctx.mcp_home .. "/sessions/" .. ids[1] .. ".parked.json"), "a finished session is parked")
   local r = ctx.call(c, "prune", { keep = 1 })
   t.eq(r.pruned, dry.pruned)
   local left = {}
@@ -89,6 +90,7 @@ test("prune keeps the newest finished sessions; never a live or uncollected one 
   t.eq(left[ids[1]], nil)
   t.eq(uv.fs_stat(ctx.mcp_home .. "/sessions/" .. ids[1] .. ".json"), nil, "its record is gone")
   t.eq(uv.fs_stat(ctx.mcp_home .. "/sessions/" .. ids[1] .. ".events.jsonl"), nil, "and its journal")
+  t.eq(uv.fs_stat(ctx.mcp_home .. "/sessions/" .. ids[1] .. ".parked.json"), nil, "and its parked part")
   t.eq(ctx.call_err(c, "poll", { session_id = ids[1] }).code, -32001, "it is unknown now")
   t.eq(ctx.call(c, "prune", { keep = 0, force = true }).pruned, { ids[4], u }, "force takes the uncollected")
   t.eq(#ctx.call(c, "list", { all = true }).sessions, 1)
@@ -124,7 +126,7 @@ test("soak: sessions come and go in batches; their count, files and agentd's mem
     t.eq(#list.sessions, 5, "batch " .. batch .. ": the rule's five remain")
     rss[batch], files[batch] = rss_kib(c.info.agentd_pid), session_files(ctx)
   end
-  t.eq(files[n], 10, "files stay at the rule's bound")
+  t.eq(files[n], 15, "files stay at the rule's bound: a record, a journal and a parked part each")
   if sanitized(c.info.agentd_pid) then
     print("# agentd runs under ASan: its RSS is not checked (the quarantine holds freed memory)")
   else

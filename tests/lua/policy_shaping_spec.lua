@@ -248,7 +248,7 @@ test("encoded list rows: the rows' JSON, reused while what a row shows is unchan
     id = "rx-set", status = "idle", cwd = "/w", task = "do it", transcript_path = "/t/rx-set.jsonl",
     stop_reason = "end_turn", model = "m/x", created_at = 1796428584.125, updated_at = 1796428584.5,
     keep_alive = true, terminal_pending = true, damaged = "note", pending = {},
-    effort = "high", turns_total = 3, agent_profile = "reasonix",
+    effort = "high", turns_total = 3, agent_profile = "reasonix", rt = {},
   }
   local function plain() return json.decode(json.encode(list.shape({ s }, { all = true }).sessions)) end
   local function encoded(opts)
@@ -281,6 +281,14 @@ test("encoded list rows: the rows' JSON, reused while what a row shows is unchan
   made = 0
   t.eq(encoded({ encoded = true, include_task = true, all = true })[1].task, "do that")
   t.eq(made, 1, "include_task is its own row")
+  -- a parked finished session (no runtime table: agentd/session/park.lua) keeps no row: made each time
+  local rt = s.rt
+  s.rt = nil
+  made = 0
+  t.eq(encoded(), plain())
+  encoded()
+  t.eq(made, 3, "made each time (and once for the plain comparison)")
+  s.rt = rt
   -- sessions at work or with a decision pending are made each time (health, pending_decision)
   s.status = "running"
   made = 0

@@ -41,7 +41,7 @@ local function stray_child(d)
   f:close()
   local agents = {}
   for _, s in pairs(d.sessions) do
-    local a = s.rt.agent
+    local a = s.rt and s.rt.agent
     if a and a.p then agents[a:pid()] = true end
   end
   for pid in text:gmatch("%d+") do
@@ -54,7 +54,8 @@ end
 -- and why; nil when nothing does.
 function M.blocker(d)
   for id, s in pairs(d.sessions) do
-    local rt, a = s.rt, s.rt.agent
+    local rt = s.rt or {} -- (a parked session has no runtime: it is finished)
+    local a = rt.agent
     if rt.setting_up or s.status == "starting" then return s, "starting" end
     if a and not a.exited then
       if rt.stopping then return s, "stopping" end
@@ -84,7 +85,7 @@ function M.collect(d)
     return nil, why
   end
   for id, s in pairs(d.sessions) do
-    local a = s.rt.agent
+    local a = s.rt and s.rt.agent
     if a and not a.exited then
       local ast, why = a:handover_state()
       if not ast then return undo(id .. ": " .. why) end

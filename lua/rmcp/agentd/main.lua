@@ -110,7 +110,7 @@ local function shutdown(d, reason)
   if d.routines then scheduler.stop(d) end
   if d.server then d.server:close(); d.server = nil end
   for _, s in pairs(d.sessions) do
-    if s.rt.agent then s.rt.agent:stop(nil, 100) end
+    if s.rt and s.rt.agent then s.rt.agent:stop(nil, 100) end
   end
   for _, s in pairs(d.sessions) do session.persist(d, s) end
   local started = uv.now()
@@ -118,7 +118,7 @@ local function shutdown(d, reason)
   timer:start(50, 50, function()
     local alive = 0
     for _, s in pairs(d.sessions) do
-      if s.rt.agent and not s.rt.agent.exited then alive = alive + 1 end
+      if s.rt and s.rt.agent and not s.rt.agent.exited then alive = alive + 1 end
     end
     if alive > 0 and uv.now() - started < 2000 then return end
     if alive > 0 then session.kill_all(d) end

@@ -78,12 +78,13 @@ function M.session(d, s, since)
   local decisions = json.array()
   for _, dec in ipairs(s.pending or {}) do decisions[#decisions + 1] = session.decision_view(dec) end
   local rt = s.rt
+  local options = session.config_options(d, s)
   local live = rt and rt.prompt_active and session.turn_text(s) or nil
   local thought = rt and rt.prompt_active and session.turn_thought(s) or ""
   return {
     session = row(d, s),
     decisions = decisions,
-    agent_config = rt and rt.config_options and session.effective_config(s) or nil,
+    agent_config = options and session.effective_config(s, options) or nil,
     queued_config = s.queued_config,
     timeline = timeline,
     timeline_dropped = first - 1,

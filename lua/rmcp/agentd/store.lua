@@ -1,5 +1,6 @@
 -- Persistence of sessions under $REASONIX_MCP_HOME/sessions: <id>.json (metadata, written atomically
--- with rename) and <id>.events.jsonl (our append-only journal of what the agent did).
+-- with rename), <id>.events.jsonl (our append-only journal of what the agent did) and, while a
+-- finished session is parked, <id>.parked.json (what it keeps out of memory: agentd/session/park.lua).
 local uv = require "luv"
 local json = require "rmcp.lib.json"
 local files = require "rmcp.lib.files"
@@ -52,6 +53,11 @@ function M.journal_path(dir, id)
   return dir .. "/" .. id .. ".events.jsonl"
 end
 
+-- Path of the parked part of session id (agentd/session/park.lua).
+function M.parked_path(dir, id)
+  return dir .. "/" .. id .. ".parked.json"
+end
+
 -- True when id is safe to use as a file name (our ids are generated; this guards loaded names).
 function M.valid_id(id)
   return type(id) == "string" and #id <= 64 and id:match("^[%w%-_]+$") ~= nil
@@ -65,10 +71,15 @@ function M.random_hex(n)
   return (bytes:gsub(".", function(c) return string.format("%02x", c:byte()) end):sub(1, 2 * n))
 end
 
--- Encodes the persisted fields of session s; returns text or nil (logged).
-local function encode(s)
+-- Encodes the persisted fields of session s (those it does not hold from extra: a parked session's);
+-- returns text or nil (logged).
+local function encode(s, extra)
   local rec = {}
-  for k in pairs(M.field_types) do rec[k] = s[k] end
+  for k in pairs(M.field_types) do
+    local v = s[k]
+    if v == nil and extra then v = extra[k] end
+    rec[k] = v
+  end
   local text, err = json.encode(rec)
   if not text then
     log.error("session %s: cannot encode metadata: %s", s.id, err)
@@ -78,7 +89,7 @@ local function encode(s)
 end
 
 -- Saves of live sessions waiting to be written after the replies of this moment (lib/after_reply):
--- metadata path -> {s = session, on_error = fn(err) or nil}.
+-- metadata path -> {s = session, on_error = fn(err) or nil, extra = fields or nil}.
 local deferred = {}
 
 -- Open journal fds by session id (O_APPEND, close-on-exec), so an event costs one write, not an
@@ -88,8 +99,8 @@ local MAX_OPEN_JOURNALS = 256
 
 -- Writes session s to path now (tmp + rename, fsync when asked); returns true, or false and why
 -- (logged).
-local function write_now(path, s, fsync)
-  local text = encode(s)
+local function write_now(path, s, fsync, extra)
+  local text = encode(s, extra)
   if not text then return false, "metadata not encodable" end
   local ok, werr = files.write_atomic(path, text, fsync)
   if not ok then log.error("session %s: cannot save metadata to %s: %s", s.id, path, werr) end
@@ -103,7 +114,7 @@ local function flush_deferred()
   local batch = deferred
   deferred = {}
   for path, w in pairs(batch) do
-    local ok, err = write_now(path, w.s, false)
+    local ok, err = write_now(path, w.s, false, w.extra)
     if not ok and w.on_error then w.on_error(err) end
   end
 end
@@ -113,16 +124,36 @@ end
 -- and why when that failed (logged). Otherwise (a live session changing: several times per turn) the write
 -- waits until the replies of this moment are out (lib/after_reply: 1 to 2 ms),
 -- coalesced, and is not fsynced: it survives a daemon crash once written, a power loss once the
--- kernel writes it back; if it fails, on_error(err).
-function M.save(dir, s, now, on_error)
+-- kernel writes it back; if it fails, on_error(err). extra: the persisted fields s does not hold
+-- (a parked session's).
+function M.save(dir, s, now, on_error, extra)
   local path = M.meta_path(dir, s.id)
   if now then
     deferred[path] = nil
-    return write_now(path, s, true)
+    return write_now(path, s, true, extra)
   end
   if next(deferred) == nil then after_reply.queue(flush_deferred) end
-  deferred[path] = { s = s, on_error = on_error }
+  deferred[path] = { s = s, on_error = on_error, extra = extra }
   return true
+end
+
+-- Writes the deferred save of session s, if one waits, at once (its fields are about to leave memory).
+function M.save_waiting(dir, s)
+  local path = M.meta_path(dir, s.id)
+  local w = deferred[path]
+  if not w then return end
+  deferred[path] = nil
+  local ok, err = write_now(path, w.s, false, w.extra)
+  if not ok and w.on_error then w.on_error(err) end
+end
+
+-- The record of session id as its metadata file holds it (decoded), or nil and why.
+function M.read_record(dir, id)
+  local text = files.read(M.meta_path(dir, id))
+  if not text then return nil, "cannot read " .. M.meta_path(dir, id) end
+  local rec = json.decode(text)
+  if type(rec) ~= "table" then return nil, M.meta_path(dir, id) .. " is not a JSON object" end
+  return rec
 end
 
 -- Writes the deferred saves at once (shutdown, handover).
@@ -282,6 +313,8 @@ function M.load_all(dir)
     local jid = name:match("^(.+)%.events%.jsonl$")
     if name:match("%.json%.tmp%d+a?$") then
       os.remove(dir .. "/" .. name) -- a save cut short by a crash (one daemon per home: not in use)
+    elseif name:match("%.parked%.json$") then
+      os.remove(dir .. "/" .. name) -- a previous daemon's parked runtime: a session's runtime starts afresh
     elseif id and M.valid_id(id) then
       seen[id] = true
       local f = io.open(dir .. "/" .. name, "r")

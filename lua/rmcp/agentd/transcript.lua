@@ -27,12 +27,13 @@ local function tool_path(call)
   return type(call.args) == "table" and call.args.path or nil
 end
 
--- Builds the transcript of session s from its journal records.
-function M.build(s, records, max_tool_calls)
+-- Builds the transcript of session s from its journal records; last_text_now is the session's last
+-- turn's text (session.last_text: a parked session holds it on disk), which a later turn end replaces.
+function M.build(s, records, max_tool_calls, last_text_now)
   local calls, by_id = {}, {}
   local written, read, bash = new_set(), new_set(), new_set()
   local roles = { user = 0, steer = 0, assistant = 0, tool = 0, decision = 0 }
-  local work, turn_start, last_text = 0, nil, s.last_text
+  local work, turn_start, last_text = 0, nil, last_text_now
   local decisions = json.array()
   for _, rec in ipairs(records) do
     local t = rec.type

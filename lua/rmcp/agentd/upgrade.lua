@@ -26,7 +26,7 @@ local busy = { starting = true, running = true, awaiting_decision = true }
 
 -- True while s has an agent process that has not exited yet.
 local function has_agent(s)
-  return s.rt.agent ~= nil and not s.rt.agent.exited
+  return s.rt ~= nil and s.rt.agent ~= nil and not s.rt.agent.exited -- (a parked session has no runtime)
 end
 
 -- Why s keeps a queued reload waiting, or nil when it does not. An answer held until its receipt

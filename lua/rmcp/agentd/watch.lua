@@ -107,7 +107,7 @@ end
 -- True when a wait should return for s: new output, turn end, a pending decision (reported or not:
 -- a wait consumes nothing) or exit.
 local function wait_ready(s)
-  return s.rt.wait_dirty or rules_watch.ready(s, nil, math.huge) ~= nil
+  return (s.rt ~= nil and s.rt.wait_dirty) or rules_watch.ready(s, nil, math.huge) ~= nil
 end
 
 -- A wait's result: woke (false: the timeout ended it), the ready ids, and each watched session's

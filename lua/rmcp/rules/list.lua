@@ -77,20 +77,23 @@ local function same_inputs(c, s)
     and c.keep_alive == s.keep_alive and c.terminal_pending == s.terminal_pending and c.damaged == s.damaged
 end
 
--- The encoded plain rows of settled sessions, by session (weak: a forgotten session takes its row
--- along), as plain_inputs made them.
+-- The encoded plain rows of settled sessions, by the session's runtime table s.rt (weak: the row
+-- goes with it), as plain_inputs made them. A finished session that agentd parked (its runtime on
+-- disk: agentd/session/park.lua) has none: its row, listed only with all=true, is encoded when
+-- asked, and the row cached while it was idle goes when it is parked.
 local encoded_rows = setmetatable({}, { __mode = "k" })
 
 -- The JSON text of s's row (M.row), or nil and the encoder's error. A settled session's plain row
 -- is encoded once and reused while every field it is made of is unchanged: a fleet that is listed
 -- again and again is mostly settled sessions.
 function M.row_text(s, opts)
-  if opts.detail or M.active[s.status] or (s.pending and #s.pending > 0) then return json.encode(M.row(s, opts)) end
-  local c, include_task = encoded_rows[s], not not opts.include_task -- (M.row reads it as truthy)
+  local key = s.rt
+  if not key or opts.detail or M.active[s.status] or (s.pending and #s.pending > 0) then return json.encode(M.row(s, opts)) end
+  local c, include_task = encoded_rows[key], not not opts.include_task -- (M.row reads it as truthy)
   if c and c.include_task == include_task and same_inputs(c, s) then return c.text end
   local text, err = json.encode(M.row(s, opts))
   if not text then return nil, err end
-  encoded_rows[s] = plain_inputs(s, include_task, text)
+  encoded_rows[key] = plain_inputs(s, include_task, text)
   return text
 end
 

@@ -107,7 +107,8 @@ function M.transcript(d, conn, p, reply)
   if p.max_tool_calls ~= nil and (type(p.max_tool_calls) ~= "number" or p.max_tool_calls < 0) then
     return reply(nil, bad("max_tool_calls must be a number >= 0"))
   end
-  reply(fit.fit(transcript.build(s, store.read_journal(s.transcript_path), p.max_tool_calls and math.floor(p.max_tool_calls))))
+  reply(fit.fit(transcript.build(s, store.read_journal(s.transcript_path), p.max_tool_calls and math.floor(p.max_tool_calls),
+    session.last_text(d, s))))
 end
 
 -- watch: blocks until a watched session finishes, needs a decision or dies.

@@ -65,7 +65,8 @@ function M.end_run(d, r, run, status, s, why)
   run.ended_at = clock.now()
   if s then
     run.stop_reason = s.stop_reason
-    run.result = s.last_text and s.last_text:sub(-rules.result_max) or nil
+    local last = session.last_text(d, s)
+    run.result = last and last:sub(-rules.result_max) or nil
     run.error = s.error_text
     run.transcript_path = s.transcript_path
   end

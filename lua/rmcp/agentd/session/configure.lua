@@ -79,8 +79,9 @@ local function queue(d, s, wanted)
 end
 
 -- The result of a configure: what the agent reports (agent_config) apart from what waits.
-local function result(s, extra)
-  local r = { session_id = s.id, status = s.status, agent_config = state.effective_config(s), queued = s.queued_config }
+local function result(d, s, extra)
+  local r = { session_id = s.id, status = s.status, agent_config = state.effective_config(s, state.config_options(d, s)),
+              queued = s.queued_config }
   for k, v in pairs(extra) do r[k] = v end
   return r
 end
@@ -90,7 +91,7 @@ function M.configure(d, s, wanted, cb)
   local rt = s.rt
   if s.status == "exited" or s.status == "orphaned" then
     queue(d, s, wanted)
-    return cb(result(s, { applies = "at_resume" }))
+    return cb(result(d, s, { applies = "at_resume" }))
   end
   -- a value the running agent does not offer is refused now, not at the next turn
   if rt.config_options then
@@ -111,13 +112,13 @@ function M.configure(d, s, wanted, cb)
         return cb(nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, "configure failed for " .. table.concat(parts, "; ")
           .. (next(applied) and " (the other options were set)" or "")))
       end
-      cb(result(s, { applied = next(applied) and applied or nil, skipped = next(skipped) and skipped or nil, applies = "now" }))
+      cb(result(d, s, { applied = next(applied) and applied or nil, skipped = next(skipped) and skipped or nil, applies = "now" }))
     end)
   end
   local gates = 0
   if wanted.tool_approval == "yolo" and s.tool_approval ~= "yolo" then gates = open_gates(d, s) end
   queue(d, s, wanted)
-  cb(result(s, { applies = "next_turn", gates_allowed = gates > 0 and gates or nil }))
+  cb(result(d, s, { applies = "next_turn", gates_allowed = gates > 0 and gates or nil }))
 end
 
 -- Sets what waits in s.queued_config on its live agent (before a prompt, after a resume), then

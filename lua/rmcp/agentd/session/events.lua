@@ -238,7 +238,7 @@ end
 -- Handles the agent process ending: a tombstone, with error text when nobody asked it to stop.
 function M.on_exit(d, s, agent, code, signal)
   local rt = s.rt
-  if rt.agent ~= agent then return end
+  if not rt or rt.agent ~= agent then return end -- (a parked session's agent exited long ago)
   rt.agent = nil
   state.cancel_cleanup(s)
   local was_prompt = rt.prompt_active

@@ -9,6 +9,7 @@
 --   setup.lua   the verbs on the agent process: spawn, resume, adopt (handover), kill all
 --   configure.lua  options changed after spawn: now, before the next turn, or at the resume
 --   isolate.lua the session's git worktree record: made at spawn, removed on request, recovered at start
+--   park.lua    a finished session's runtime and long fields held on disk until a verb needs them
 -- Status: starting → running ⇄ idle, awaiting_decision while a decision is pending, exited
 -- (tombstone), orphaned (was live when the daemon died). Sessions live in d.sessions.
 
@@ -53,7 +54,8 @@
 ---@field worktree SessionWorktree? its git worktree (isolate=worktree; isolate.lua)
 ---@field changes table?           what its agent changed there at the last turn's end (agentd/worktree.lua changes)
 ---@field pending SessionDecision[] decisions awaiting respond_permission (runtime only)
----@field rt SessionRuntime        runtime-only state, never persisted
+---@field rt SessionRuntime?       runtime-only state, never persisted (nil while parked)
+---@field parked string?           (not persisted) "file" or "record": where a parked finished session holds its runtime and park.PARKED fields (park.lua)
 
 ---@class SessionWorktree           a session's git worktree (agentd/worktree.lua makes it, isolate.lua records it)
 ---@field state string             creating (saved before git runs) | ready | removed
@@ -137,6 +139,8 @@ return {
   is_live = state.is_live,
   decision_view = state.decision_view,
   effective_config = state.effective_config,
+  config_options = state.config_options,
+  last_text = state.last_text,
   turn_text = state.turn_text,
   turn_thought = state.turn_thought,
   handover_state = function(...) return setup.handover_state(...) end,

@@ -7,6 +7,7 @@ local log = require "rmcp.lib.log"
 local store = require "rmcp.agentd.store"
 local state = require "rmcp.agentd.session.state"
 local runtime = require "rmcp.agentd.session.runtime"
+local park = require "rmcp.agentd.session.park"
 
 local M = {}
 
@@ -109,7 +110,8 @@ local function catch_up(s, records)
 end
 
 -- Rebuilds a session from its persisted record after a daemon start (fields of the wrong type
--- reset, with a warning); live ones become orphaned.
+-- reset, with a warning); live ones become orphaned. One that was finished is parked on its record
+-- (park.lua): a daemon keeps the day's history without holding it in memory.
 function M.restore(d, rec)
   repair(rec)
   local s = rec
@@ -120,7 +122,8 @@ function M.restore(d, rec)
   if s.posture and type(s.posture.allow_write) == "table" then json.array(s.posture.allow_write) end
   s.transcript_path = store.journal_path(d.paths.sessions, s.id)
   local records
-  if state.is_live(s) then
+  local was_live = state.is_live(s)
+  if was_live then
     records = catch_up(s, store.read_journal(s.transcript_path))
     s.interrupted_turn = s.status ~= "idle" or nil -- a turn was cut short: resume_fleet continues it
     s.status = "orphaned"
@@ -130,6 +133,7 @@ function M.restore(d, rec)
   s.rt.released = true -- a restored session's text is its journal's
   undrained_turns(s, records)
   d.sessions[s.id] = s
+  if not was_live then park.park_on_record(d, s) end
   return s
 end
 

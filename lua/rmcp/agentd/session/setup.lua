@@ -11,6 +11,7 @@ local rules_spawn = require "rmcp.rules.spawn"
 local contract = require "rmcp.rules.contract"
 local state = require "rmcp.agentd.session.state"
 local runtime = require "rmcp.agentd.session.runtime"
+local park = require "rmcp.agentd.session.park"
 local start = require "rmcp.agentd.session.start"
 local turns = require "rmcp.agentd.session.turns"
 local configure = require "rmcp.agentd.session.configure"
@@ -100,6 +101,7 @@ function M.resume(d, s, changes, env, cb)
     -- idempotent: the session is there to use; its options are changed with reasonix_configure
     return cb({ session_id = s.id, status = s.status, already_live = true, transcript_path = s.transcript_path })
   end
+  park.unpark(d, s)
   for k, v in pairs(changes) do
     if resumable[k] then s[k] = v end
   end
@@ -124,6 +126,7 @@ function M.resume(d, s, changes, env, cb)
     local ok, err = start.start(d, s, o, s.acp_session_id and "resume" or "new")
     if not ok then
       s.status, s.terminal_pending = previous, was_pending
+      s.rt.resuming = nil -- (finished again: it may be parked)
       s.error_text = err.message
       state.persist(d, s)
       return cb(nil, jsonrpc.error(err.code, "resume failed: " .. err.message))
@@ -143,6 +146,7 @@ function M.resume(d, s, changes, env, cb)
     cb(M.spawn_result(s))
   end, function(e)
     s.status, s.terminal_pending = previous, was_pending
+    s.rt.resuming = nil
     cb(nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, "resume failed: " .. tostring(e)))
   end)
 end
@@ -171,6 +175,7 @@ end
 function M.adopt(d, s, hs)
   local agent, err = acp.adopt(start.agent_opts(d, s), hs.agent)
   if not agent then return nil, err end
+  park.unpark(d, s)
   local rt = hs.rt
   -- the profile is asked again of the policies (a handed-over runtime carries no functions or tables of theirs)
   local cmd = rules_spawn.agent_command(config.agent_bin(), { purpose = "session", session_id = s.id, cwd = s.cwd,
@@ -198,7 +203,7 @@ end
 -- (orphaned at the next start); else they become exited tombstones with that reason (resumable).
 function M.kill_all(d, exit_reason)
   for _, s in pairs(d.sessions) do
-    if s.rt.agent then s.rt.agent:kill() end
+    if s.rt and s.rt.agent then s.rt.agent:kill() end
     state.cancel_cleanup(s)
     if exit_reason and state.is_live(s) then s.status, s.exit_reason = "exited", exit_reason end
   end

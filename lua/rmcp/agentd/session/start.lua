@@ -16,13 +16,17 @@ local events = require "rmcp.agentd.session.events"
 local M = {}
 
 -- The options an agent of s runs with, started or adopted: the line limits, and its traffic folded
--- into s (extra: the process fields of a start).
+-- into s (extra: the process fields of a start). What a stopped agent still sends once s is parked
+-- (finished, its runtime on disk: session/park.lua) is dropped, a request of its refused.
 function M.agent_opts(d, s, extra)
   local o = extra or {}
   o.max_line, o.stderr_tail = config.limit("max_line"), config.limit("stderr_tail")
-  o.on_update = function(_, update) events.on_update(d, s, update) end
-  o.on_chunk = function(kind, text) events.on_chunk(d, s, kind, text) end
-  o.on_permission = function(params, reply) events.on_permission(d, s, params, reply) end
+  o.on_update = function(_, update) if s.rt then events.on_update(d, s, update) end end
+  o.on_chunk = function(kind, text) if s.rt then events.on_chunk(d, s, kind, text) end end
+  o.on_permission = function(params, reply)
+    if not s.rt then return reply({ outcome = { outcome = "cancelled" } }) end
+    events.on_permission(d, s, params, reply)
+  end
   o.on_exit = function(code, signal, agent) events.on_exit(d, s, agent, code, signal) end
   return o
 end

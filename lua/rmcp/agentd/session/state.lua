@@ -12,6 +12,7 @@ local store = require "rmcp.agentd.store"
 local rules_poll = require "rmcp.rules.poll"
 local caps = require "rmcp.rules.caps"
 local runtime = require "rmcp.agentd.session.runtime"
+local park = require "rmcp.agentd.session.park"
 
 local M = {}
 
@@ -76,6 +77,7 @@ end
 
 -- Forgets a session: its record, its journal and its place in d (a spawn that failed, or pruned).
 function M.discard(d, s)
+  park.forget(d, s)
   d.sessions[s.id] = nil
   store.remove(d.paths.sessions, s.id)
   os.remove(s.transcript_path)
@@ -93,13 +95,16 @@ end
 -- Writes the session's metadata: at once (and fsynced) when the session ends, the daemon stops or
 -- when is "now", else (or when is "later") at the end of this loop iteration, coalesced
 -- (store.save); a failure is noted on the session (damaged). A session restored from an unreadable
--- file is never written: its file stays as it was found.
+-- file is never written: its file stays as it was found. A parked session's record takes back the
+-- fields it holds on disk; a finished one is parked a moment later (park.lua).
 function M.persist(d, s, when)
   if s.unreadable then return end
   s.updated_at = store.now()
   local now = when == "now" or (when ~= "later" and (d.shutting_down or not live_status[s.status]))
-  local ok, err = store.save(d.paths.sessions, s, now, function(e) save_failed(s, e) end)
+  local extra = s.parked and park.peek(d, s).fields or nil
+  local ok, err = store.save(d.paths.sessions, s, now, function(e) save_failed(s, e) end, extra)
   if now and not ok then save_failed(s, err) end
+  if not live_status[s.status] then park.later(d, s) end
 end
 
 -- Writes the session's first record at once (fsynced) before anything else is done for it: the
@@ -209,7 +214,7 @@ end
 
 -- Cancels the idle-cleanup timer of s.
 function M.cancel_cleanup(s)
-  if s.rt.idle_timer then
+  if s.rt and s.rt.idle_timer then
     s.rt.idle_timer:close()
     s.rt.idle_timer = nil
   end
@@ -249,13 +254,29 @@ function M.turn_thought(s)
   return s.rt.turn_thought and buf_text(s.rt.turn_thought) or ""
 end
 
--- The config the agent is running with (effective values as the agent reports them).
-function M.effective_config(s)
+-- The config the agent is running with (effective values as the agent reports them), from its
+-- config options (default: those in s's runtime; config_options reads a parked session's).
+function M.effective_config(s, options)
   local out = {}
-  for _, opt in ipairs(s.rt.config_options or {}) do
+  for _, opt in ipairs(options or s.rt.config_options or {}) do
     if type(opt) == "table" and opt.id then out[opt.id] = opt.currentValue end
   end
   return out
+end
+
+-- What the agent of s advertises (its config options, nil when none), read back for a parked session.
+function M.config_options(d, s)
+  if s.parked then
+    local rt = park.peek(d, s, true).rt
+    return rt and rt.config_options
+  end
+  return s.rt.config_options
+end
+
+-- The last turn's text of s, read back for a parked session.
+function M.last_text(d, s)
+  if s.parked then return park.peek(d, s).fields.last_text end
+  return s.last_text
 end
 
 -- The session's text as its journal has it (each turn's text, in order, and a turn cut short by the
@@ -279,8 +300,10 @@ end
 
 -- Drains what is new since the last poll/watch into a snapshot for policy shaping, and resets it.
 -- The events are taken only by a result that shows them (with_events: a detailed poll or watch);
--- a lean one leaves them for the next detailed look.
+-- a lean one leaves them for the next detailed look. A parked session comes back for it, and is
+-- parked again a moment later.
 function M.drain(d, s, with_events)
+  park.unpark(d, s)
   local rt = s.rt
   if with_events then
     -- the chunks kept as their text become events now that a result takes them (a lean one leaves
@@ -332,6 +355,7 @@ function M.drain(d, s, with_events)
     end
   end })
   if not released and not live_status[s.status] then release(s) end
+  if not live_status[s.status] then park.later(d, s) end
   return snap
 end
 

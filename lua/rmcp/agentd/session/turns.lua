@@ -172,7 +172,7 @@ end
 -- previous daemon image in the middle of a turn (session.adopt).
 function M.prompt_done(d, s, agent, text, result, err)
   local rt = s.rt
-  if rt.agent ~= agent or agent.exited then return end -- the exit handler reports it
+  if not rt or rt.agent ~= agent or agent.exited then return end -- the exit handler reports it (or did: parked)
   rt.prompt_id, rt.prompt_text = nil, nil
   if err and err.code == jsonrpc.INVALID_REQUEST and tostring(err.message):find("already has an active prompt", 1, true) then
     -- We thought the agent idle but it is in a turn: steer the text into it instead.
@@ -309,6 +309,10 @@ end
 -- Stops the agent of s (cancel the turn, close the session, end the process); reason becomes the
 -- exit_reason ("stopped", "cleaned_up"). cb() runs when it is gone.
 function M.stop(d, s, reason, cb)
+  if s.parked then -- finished, with no agent: nothing to stop
+    if cb then cb() end
+    return
+  end
   local rt = s.rt
   local agent = rt.agent
   state.cancel_cleanup(s)
