@@ -267,10 +267,12 @@ export async function tool(client, name, args = {}, options = {}) {
   return data;
 }
 
-// A server on the raw wire: send(obj or string), next(pred) waits for a frame; frames keeps them all.
+// A server on the raw wire: send(obj or string), next(pred) waits for a frame; frames keeps them all,
+// lines their text as the server wrote it (lines[i] is frames[i]'s: the bytes a host gets).
 export function rawServer(sb, { env, cwd, args = ['server'] } = {}) {
   const child = spawn(BIN, args, { env: env ?? serverEnv(sb), cwd: cwd ?? sb.ws, stdio: ['pipe', 'pipe', 'pipe'] });
   const frames = [];
+  const lines = [];
   const badLines = [];
   const waiters = [];
   const stderr = [];
@@ -285,6 +287,7 @@ export function rawServer(sb, { env, cwd, args = ['server'] } = {}) {
       let msg;
       try { msg = JSON.parse(line); } catch { badLines.push(line); continue; }
       frames.push(msg);
+      lines.push(line);
       for (const w of [...waiters]) {
         if (w.pred(msg)) { waiters.splice(waiters.indexOf(w), 1); w.resolve(msg); }
       }
@@ -293,7 +296,7 @@ export function rawServer(sb, { env, cwd, args = ['server'] } = {}) {
   const exited = once(child, 'exit');
   let nextId = 1000;
   const srv = {
-    child, frames, badLines, stderr, exited,
+    child, frames, lines, badLines, stderr, exited,
     send(msg) { child.stdin.write((typeof msg === 'string' ? msg : JSON.stringify(msg)) + '\n'); },
     next(pred, ms = 10000, what = 'frame') {
       const seen = frames.find(pred);
