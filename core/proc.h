@@ -31,6 +31,7 @@ typedef struct proc_cbs {
   void (*on_stdout)(proc_t *p, const char *chunk, size_t len);
   void (*on_stderr)(proc_t *p, const char *chunk, size_t len);
   void (*on_exit)(proc_t *p, int code, int signal);  /* code is 128+signal when killed */
+  void (*on_stdin_drain)(proc_t *p);                 /* stdin's queue fell back under the high-water mark */
 } proc_cbs;
 
 typedef struct proc_opts {
