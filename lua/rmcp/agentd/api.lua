@@ -188,7 +188,7 @@ function M.accept(d, fd, peer_uid, peer_pid)
     return
   end
   conn.ch = ch
-  gate.reader = ch
+  gate:add(ch)
   log.debug("conn %d: accepted (uid %s pid %s)", conn.id, tostring(peer_uid), tostring(peer_pid))
 end
 

@@ -72,7 +72,7 @@ local function open_stdin(L)
     on_eof = function(e) L.proxy:stop(0, e and ("stdin error: " .. tostring(e)) or "the host closed stdin") end,
   })
   if not L.input then log.error("cannot open stdin: %s", tostring(err)) end
-  L.gate.reader = L.input
+  if L.input then L.gate:add(L.input) end
   return L.input ~= nil
 end
 

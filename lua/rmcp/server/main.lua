@@ -93,7 +93,7 @@ function M.main(_args)
     log.error("cannot open stdin: %s", tostring(err))
     return require("rmcp.sys").stop(1)
   end
-  gate.reader = input
+  gate:add(input)
   if supervised() then
     -- our launcher's death hangs us up (PDEATHSIG SIGHUP): what it wrote before dying is still in
     -- stdin (its word that the host has an answer, which agentd waits for), and we read it, stop at
