@@ -492,6 +492,7 @@ static int proc_track(uv_loop_t *loop, pid_t pid, int parent[3], const proc_opts
     if (parent[i] < 0) continue;
     channel_opts co = {0};
     co.raw = i == 2 || o->stdout_raw;
+    co.drop_partial = i == 1 && o->drop_partial_line;
     co.max_line = o->max_line;
     co.read = i != 0;
     co.write = i == 0;

@@ -43,6 +43,7 @@ typedef struct proc_opts {
   int setsid;              /* new session instead of setpgid(0,0) */
   proc_io io[3];
   int stdout_raw;          /* stdout (and stdin) as raw bytes instead of ndjson lines */
+  int drop_partial_line;   /* stdout: a last line without "\n" (the child died writing it) is dropped */
   size_t max_line;
   const proc_cbs *cbs;
   void *data;

@@ -171,7 +171,7 @@ static char **lproc_strv(lua_State *L, int opts, const char *field, const char *
   return v;
 }
 
-/* stdout_mode and max_line of opts (arg 1) into o. */
+/* stdout_mode, max_line and drop_partial_line of opts (arg 1) into o. */
 static void lproc_framing(lua_State *L, proc_opts *o)
 {
   lua_getfield(L, 1, "stdout_mode");
@@ -186,6 +186,7 @@ static void lproc_framing(lua_State *L, proc_opts *o)
   if (max < 0) luaL_error(L, "max_line must be positive");
   o->max_line = (size_t)max;
   lua_pop(L, 1);
+  o->drop_partial_line = lua_host_optbool(L, 1, "drop_partial_line", 0);
 }
 
 /* Push a new proc userdata with the callbacks of opts (arg 1); o gets cbs and data. */

@@ -6,7 +6,7 @@
 // reads again, every call is answered exactly once. The agent is the fake ACP agent
 // (tests/fake_agent), for scale.
 // needs: clients
-import { test, after, afterEach } from 'node:test';
+import { test, before, after, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync, readFileSync, openSync, readSync, closeSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -75,13 +75,16 @@ function startLauncher(gates) {
   });
   const seen = new Map(); // id -> how many answers
   const frames = new Map(); // id -> the last answer
+  const bad = []; // lines that are not JSON
   let buf = '';
   const onData = (d) => {
     buf += d;
     let nl;
     while ((nl = buf.indexOf('\n')) >= 0) {
-      const m = JSON.parse(buf.slice(0, nl));
+      const line = buf.slice(0, nl);
       buf = buf.slice(nl + 1);
+      let m;
+      try { m = JSON.parse(line); } catch { bad.push(line.slice(0, 100) + ` … (${line.length} bytes)`); continue; }
       if (m.id === undefined) continue;
       seen.set(m.id, (seen.get(m.id) || 0) + 1);
       frames.set(m.id, m);
@@ -92,7 +95,7 @@ function startLauncher(gates) {
   const ended = once(child.stdout, 'end');
   const exited = once(child, 'exit');
   const l = {
-    child, seen, frames,
+    child, seen, frames, bad,
     send: (msg) => child.stdin.write(JSON.stringify(msg) + '\n'),
     async request(id, method, params) {
       l.send({ jsonrpc: '2.0', id, method, params });
@@ -113,22 +116,22 @@ const LIST = { name: 'reasonix_list', arguments: { include_task: true } };
 
 // One round: a fresh launcher sends n list calls without reading; returns what each process of the
 // path grew by (KiB) before the host read again, after checking that every call is answered once.
+// opts.paused(pids) runs once the path is full, before the host reads.
 // A launcher left by a failed round is killed (its server follows: PDEATHSIG).
-async function round(n, setup) {
+async function round(n, opts = {}) {
   const gates = new Gates();
   const l = startLauncher(gates);
   try {
-    return await hog(l, gates, n, setup);
+    return await hog(l, gates, n, opts);
   } finally {
     if (l.child.exitCode === null && l.child.signalCode === null) l.child.kill('SIGKILL'); // (a failed round)
   }
 }
 
-// The round on launcher l: setup, a warm call, then n calls unread, then reading them all.
-async function hog(l, gates, n, setup) {
+// The round on launcher l: a warm call, then n calls unread, then reading them all.
+async function hog(l, gates, n, { paused: whilePaused }) {
   await l.request('init', 'initialize', { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'hog', version: '1' } });
   l.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
-  if (setup) await setup(l);
   const one = await l.request('warm', 'tools/call', LIST);
   assert.ok(!one.result.isError, JSON.stringify(one).slice(0, 300));
   const size = JSON.stringify(one).length;
@@ -161,11 +164,13 @@ async function hog(l, gates, n, setup) {
     assert.ok(kib < GROWTH_BOUND_KIB, `${name} grew ${kib} KiB (bound ${GROWTH_BOUND_KIB}) for a host that sent ${n} calls and reads none`);
   }
   assert.ok(paused, `every process stops reading its peer; held: ${JSON.stringify([...gates.held])}`);
+  if (whilePaused) await whilePaused(pids);
 
   // the host reads again: every call is answered, once
   l.read();
   await until(() => { for (let id = 1; id <= n; id++) if (!l.frames.has(id)) return false; return true; }, 300000, `all ${n} answers`);
   await l.close();
+  assert.deepEqual(l.bad, [], 'every line on stdout is JSON');
   for (let id = 1; id <= n; id++) {
     assert.equal(l.seen.get(id), 1, `call ${id} answered ${l.seen.get(id)} times`);
     const r = l.frames.get(id).result;
@@ -174,16 +179,39 @@ async function hog(l, gates, n, setup) {
   return grew;
 }
 
-test('a host that sends 1000 list calls of a 5 MB task and reads none: each process stays under a bound, flat in the count, and every call is answered once', async () => {
-  const few = await round(200, async (l) => {
+// The session every list shows: its task is 5 MB; its first turn is over.
+before(async () => {
+  const l = startLauncher(new Gates());
+  try {
+    await l.request('init', 'initialize', { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'hog', version: '1' } });
+    l.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
     const spawned = await l.request('spawn', 'tools/call', { name: 'reasonix_spawn', arguments: { task: 'x'.repeat(TASK_BYTES) } });
     const sid = spawned.result.structuredContent.session_id;
     const watched = await l.request('watch', 'tools/call', { name: 'reasonix_watch', arguments: { session_ids: [sid] } });
     assert.equal(watched.result.structuredContent.results[sid].status, 'idle');
-  });
+    await l.close();
+  } finally {
+    if (l.child.exitCode === null && l.child.signalCode === null) l.child.kill('SIGKILL');
+  }
+});
+
+test('a host that sends 1000 list calls of a 5 MB task and reads none: each process stays under a bound, flat in the count, and every call is answered once', async () => {
+  const few = await round(200);
   const many = await round(1000);
   for (const name of Object.keys(few)) {
     assert.ok(many[name] < few[name] + FLAT_SLACK_KIB,
       `${name}: 1000 calls cost ${many[name]} KiB, 200 calls ${few[name]} KiB: memory must not grow with the count`);
   }
+});
+
+test('a server killed while the host reads nothing: once it reads, every call is answered once, none cut', async () => {
+  // the server sits with an answer half written to its stdout (a 1 MB line, a 64 KB pipe): that
+  // half is dropped, and the call runs again on the next server like every call still in flight
+  let killed;
+  await round(100, { paused: async ({ server }) => {
+    killed = server;
+    process.kill(server, 'SIGKILL');
+    await until(() => !existsSync(`/proc/${server}/status`) || /State:\s*Z/.test(readFileSync(`/proc/${server}/status`, 'utf8')), 10000, 'the server dead');
+  } });
+  assert.ok(killed);
 });

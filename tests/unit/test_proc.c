@@ -1,9 +1,9 @@
 /* test_proc.c: rmcp.proc through its C API on a real loop: lines, stderr, exit code and signal,
  * exit only after EOF, synchronous exec failures, cwd, env, group kill, fd hygiene, PDEATHSIG,
- * the drain of a child's stdin queue, that children spawned by plain uv_spawn on the same loop keep
- * their exit callbacks, adoption of a child this image did not fork (what an agentd that
- * re-executes itself does), and a child started untracked and adopted later (the launcher's first
- * server). */
+ * a last line cut by the child's death, the drain of a child's stdin queue, that children spawned
+ * by plain uv_spawn on the same loop keep their exit callbacks, adoption of a child this image did
+ * not fork (what an agentd that re-executes itself does), and a child started untracked and
+ * adopted later (the launcher's first server). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -163,6 +163,16 @@ static void test_basic(uv_loop_t *loop)
   REQUIRE(proc_spawn(loop, &o, &p, NULL) == 0);
   CHECK(run_until(loop, &r.exited, 10000));
   CHECKF(strcmp(r.lines, "one|two|") == 0, "%s", r.lines);
+
+  TEST("a last line without its newline is delivered, or dropped with drop_partial_line");
+  run_sh(loop, "printf 'whole\\npart'", &r);
+  CHECKF(strcmp(r.lines, "whole|part|") == 0, "%s", r.lines);
+  o = sh_opts(argv, "printf 'whole\\npart'; kill -9 $$", &r);
+  o.drop_partial_line = 1;
+  REQUIRE(proc_spawn(loop, &o, &p, NULL) == 0);
+  CHECK(run_until(loop, &r.exited, 10000));
+  CHECKF(strcmp(r.lines, "whole|") == 0, "%s", r.lines);
+  CHECK(r.sig == SIGKILL);
 }
 
 /* State for the grandchild test. */

@@ -160,7 +160,8 @@ function Client:try_connect()
   local dropped = false
   local gate = self.opts.read_gate
   local ch, cerr = channel.open(fd, {
-    mode = "ndjson", max_line = config.limit("max_line"),
+    -- agentd ends every line: one cut by its death is not an answer (a raw result is not decoded)
+    mode = "ndjson", max_line = config.limit("max_line"), drop_partial_line = true,
     on_line = function(line)
       peer:receive(line)
       if gate then gate:check() end

@@ -71,7 +71,9 @@ function M.spawn(opts)
     timers = {},
   }, Child)
   local how = {
-    stdout_mode = "ndjson", max_line = 4 * config.limit("max_line"),
+    -- a line cut by the server's death (it sat half written while the host read nothing) never
+    -- reaches the host: its request is still in flight, sent again or failed like the others
+    stdout_mode = "ndjson", max_line = 4 * config.limit("max_line"), drop_partial_line = true,
     on_line = function(line) opts.on_line(self, line) end,
     on_oversize = function(n)
       log.error("server pid %s wrote a %d-byte line, over the limit; dropped (a response may be lost)",
