@@ -31,7 +31,7 @@ struct channel {
   uv_idle_t pump;        /* delivers buffered lines after resume; reads plain files */
   uv_shutdown_t sreq;
   int kind, fd, orig_fd, is_socket;
-  int raw, readable, writable;
+  int raw, readable, writable, drop_partial;
   int reading, paused, eof, eof_pending, eof_err, eof_done;
   int closed, flushing, io_closed, shutting, high;
   int throttled;         /* reading stopped: more lines buffered than one turn delivers */
@@ -121,14 +121,15 @@ static void channel_deliver(channel_t *ch)
   }
 }
 
-/* The read side ended (err 0) or failed: flush the final line, then report once. */
+/* The read side ended (err 0) or failed: flush the final line (unless it is to be dropped), then
+ * report once. */
 static void channel_input_end(channel_t *ch, int err)
 {
   if (ch->eof) return;
   ch->eof = 1;
   if (ch->reading && ch->kind == CH_STREAM) uv_read_stop(&ch->io.stream);
   ch->reading = 0;
-  if (!ch->raw && err == 0) ndjson_eof(&ch->nd);
+  if (!ch->raw && err == 0 && !ch->drop_partial) ndjson_eof(&ch->nd);
   if (!ch->eof_done) {
     ch->eof_pending = 1;
     ch->eof_err = err;
@@ -250,6 +251,7 @@ int channel_open(uv_loop_t *loop, int fd, const channel_opts *o, channel_t **out
   ch->fd = fd;
   ch->orig_fd = -1;
   ch->raw = o->raw;
+  ch->drop_partial = o->drop_partial;
   ch->readable = o->read;
   ch->writable = o->write;
   ch->cbs = o->cbs ? o->cbs : &none;

@@ -26,6 +26,8 @@ typedef struct channel_opts {
   int read, write;   /* directions in use */
   const channel_cbs *cbs;
   void *data;
+  int drop_partial;  /* ndjson: a last line without its "\n" at EOF is dropped, not delivered (its
+                        writer died in the middle of it) */
 } channel_opts;
 
 int channel_open(uv_loop_t *loop, int fd, const channel_opts *opts, channel_t **out);

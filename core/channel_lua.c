@@ -182,6 +182,7 @@ static int lchannel_open(lua_State *L)
   lua_pop(L, 1);
   o.read = lua_host_optbool(L, 2, "read", 1);
   o.write = lua_host_optbool(L, 2, "write", 1);
+  o.drop_partial = lua_host_optbool(L, 2, "drop_partial_line", 0);
   lua_host_t *h = lua_host_get(L);
   if (h == NULL) return luaL_error(L, "rmcp.channel needs the reasonix-mcp host");
 

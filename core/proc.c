@@ -314,6 +314,13 @@ static void proc_channel_closed(channel_t *ch)
   proc_maybe_free(p);
 }
 
+/* Our queue to the child's stdin fell back under the high-water mark (a writer that waited may go on). */
+static void proc_in_drain(channel_t *ch)
+{
+  proc_t *p = channel_data(ch);
+  if (p->cbs->on_stdin_drain) p->cbs->on_stdin_drain(p);
+}
+
 static const channel_cbs proc_out_cbs = {
   proc_out_line, proc_out_data, proc_out_oversize, proc_pipe_eof, NULL, proc_channel_closed, NULL,
 };
@@ -321,7 +328,7 @@ static const channel_cbs proc_err_cbs = {
   NULL, proc_err_data, NULL, proc_pipe_eof, NULL, proc_channel_closed, NULL,
 };
 static const channel_cbs proc_in_cbs = {
-  NULL, NULL, NULL, NULL, NULL, proc_channel_closed, NULL,
+  NULL, NULL, NULL, NULL, proc_in_drain, proc_channel_closed, NULL,
 };
 
 /* Open the fd the child gets for stdio slot i; *parent gets our end of a pipe. */
@@ -485,6 +492,7 @@ static int proc_track(uv_loop_t *loop, pid_t pid, int parent[3], const proc_opts
     if (parent[i] < 0) continue;
     channel_opts co = {0};
     co.raw = i == 2 || o->stdout_raw;
+    co.drop_partial = i == 1 && o->drop_partial_line;
     co.max_line = o->max_line;
     co.read = i != 0;
     co.write = i == 0;

@@ -31,6 +31,7 @@ typedef struct proc_cbs {
   void (*on_stdout)(proc_t *p, const char *chunk, size_t len);
   void (*on_stderr)(proc_t *p, const char *chunk, size_t len);
   void (*on_exit)(proc_t *p, int code, int signal);  /* code is 128+signal when killed */
+  void (*on_stdin_drain)(proc_t *p);                 /* stdin's queue fell back under the high-water mark */
 } proc_cbs;
 
 typedef struct proc_opts {
@@ -42,6 +43,7 @@ typedef struct proc_opts {
   int setsid;              /* new session instead of setpgid(0,0) */
   proc_io io[3];
   int stdout_raw;          /* stdout (and stdin) as raw bytes instead of ndjson lines */
+  int drop_partial_line;   /* stdout: a last line without "\n" (the child died writing it) is dropped */
   size_t max_line;
   const proc_cbs *cbs;
   void *data;

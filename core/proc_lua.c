@@ -20,7 +20,7 @@ typedef struct {
   proc_t *p;         /* NULL once exited or closed */
   lua_State *L;
   pid_t pid;
-  int self, on_line, on_oversize, on_stdout, on_stderr, on_exit;
+  int self, on_line, on_oversize, on_stdout, on_stderr, on_exit, on_stdin_drain;
   lchannel_t *stdio[3];  /* the pipes as channel objects (also user values 1..3), or NULL */
 } lproc_t;
 
@@ -34,6 +34,7 @@ static void lproc_drop(lua_State *L, lproc_t *u)
   lua_host_unref(L, &u->on_stdout);
   lua_host_unref(L, &u->on_stderr);
   lua_host_unref(L, &u->on_exit);
+  lua_host_unref(L, &u->on_stdin_drain);
   lua_host_release(L, &u->self);
 }
 
@@ -105,8 +106,15 @@ static void lproc_on_exit(proc_t *p, int code, int sig)
   if (u->p == p) lproc_close_ud(L, u);
 }
 
+/* stdin's queue fell back under the high-water mark. */
+static void lproc_on_stdin_drain(proc_t *p)
+{
+  lproc_t *u = proc_data(p);
+  lua_host_call_ref(u->L, u->on_stdin_drain, 0);
+}
+
 static const proc_cbs lproc_cbs = {
-  lproc_on_line, lproc_on_oversize, lproc_on_stdout, lproc_on_stderr, lproc_on_exit,
+  lproc_on_line, lproc_on_oversize, lproc_on_stdout, lproc_on_stderr, lproc_on_exit, lproc_on_stdin_drain,
 };
 
 /* Parse a stdio option: "pipe" | "null" | "inherit" | "stdout" | {file=, append=}. */
@@ -163,7 +171,7 @@ static char **lproc_strv(lua_State *L, int opts, const char *field, const char *
   return v;
 }
 
-/* stdout_mode and max_line of opts (arg 1) into o. */
+/* stdout_mode, max_line and drop_partial_line of opts (arg 1) into o. */
 static void lproc_framing(lua_State *L, proc_opts *o)
 {
   lua_getfield(L, 1, "stdout_mode");
@@ -178,6 +186,7 @@ static void lproc_framing(lua_State *L, proc_opts *o)
   if (max < 0) luaL_error(L, "max_line must be positive");
   o->max_line = (size_t)max;
   lua_pop(L, 1);
+  o->drop_partial_line = lua_host_optbool(L, 1, "drop_partial_line", 0);
 }
 
 /* Push a new proc userdata with the callbacks of opts (arg 1); o gets cbs and data. */
@@ -186,13 +195,14 @@ static lproc_t *lproc_new(lua_State *L, lua_host_t *h, proc_opts *o)
   lproc_t *u = lua_newuserdatauv(L, sizeof(*u), 3);
   memset(u, 0, sizeof(*u));
   u->L = h->L;
-  u->self = u->on_line = u->on_oversize = u->on_stdout = u->on_stderr = u->on_exit = LUA_NOREF;
+  u->self = u->on_line = u->on_oversize = u->on_stdout = u->on_stderr = u->on_exit = u->on_stdin_drain = LUA_NOREF;
   luaL_setmetatable(L, LPROC_MT);
   u->on_line = lua_host_checkref(L, 1, "on_line");
   u->on_oversize = lua_host_checkref(L, 1, "on_oversize");
   u->on_stdout = lua_host_checkref(L, 1, "on_stdout");
   u->on_stderr = lua_host_checkref(L, 1, "on_stderr");
   u->on_exit = lua_host_checkref(L, 1, "on_exit");
+  u->on_stdin_drain = lua_host_checkref(L, 1, "on_stdin_drain");
   o->cbs = &lproc_cbs;
   o->data = u;
   return u;

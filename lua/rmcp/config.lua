@@ -30,12 +30,31 @@ M.limits = {
   runtime_stalled_after = 600, -- seconds without protocol or process-tree progress before a live turn is stalled
   stderr_tail = 4000,         -- bytes of agent stderr kept for error text
   max_line = 16 * 1024 * 1024, -- longest NDJSON line on the socket and from agents
+  max_in_flight = 64,         -- host requests in flight before the host is not read; agentd: twice that per connection (Back-pressure below)
   log_max_bytes = 5 * 1024 * 1024,
   reload_grace_ms = 2000,     -- agentd: quiet time before a queued reload hands over
   reload_settle_ms = 250,     -- agentd: a new binary must stay unchanged this long before it counts
   reload_poll_ms = 2000,      -- agentd: stat poll of its binary (inotify on the dir is the fast path)
   reload_check_ms = 200,      -- agentd: how often a queued reload re-checks what it waits for
 }
+
+-- Back-pressure (lib/flow.lua): a peer that stops reading costs each process a bounded number of
+-- bytes, however many requests it sends and however large each answer is. Every process of the
+-- path (launcher: the host and its server; server: the host and agentd; agentd: each connection)
+-- stops reading a peer while
+--   * 1 MiB or more written for it, or for where its requests go, is not yet taken (flow.UNREAD:
+--     the channel's high-water mark, CHANNEL_HIGH_WATER in core/channel.h, whose on_drain says
+--     when it is back under). A process also stops reading what would add to a queue that is
+--     behind: the launcher its servers' stdout while the host is, the server its agentd links while
+--     its stdout is; so answers wait where they are made, in agentd, which stops reading in turn;
+--   * or max_in_flight of the peer's requests are accepted and not yet answered (each will produce
+--     an answer). agentd allows a connection twice as many: a server has at most max_in_flight
+--     calls, each waiting on one agentd request, so agentd never holds back a server's cancels.
+-- A process then holds for such a peer at most 1 MiB + the answer whose write crossed the mark
+-- (one answer: up to twice max_result_bytes in a CallToolResult), + in agentd the long requests
+-- (watch, wait) that may all end at once: 2 * max_in_flight answers of at most max_result_bytes.
+-- 64 is far above what a host keeps in flight (a handful of watches and calls; a host whose 64
+-- calls all block is not read until one of them ends, its cancels included).
 
 -- Returns the value of environment variable name, or nil when unset or empty.
 local function env(name)

@@ -515,6 +515,35 @@ test("a client that never reads its replies is not read either: agentd's memory 
   t.eq(ctx.call(c, "list", {}).sessions[1].session_id, sid, "agentd goes on after the hog leaves")
 end)
 
+test("a client with too many requests in flight is not read until one is answered; others go on", function(t)
+  -- REASONIX_MCP_MAX_IN_FLIGHT=2: a connection may have 4 (twice that) unanswered
+  local ctx = support.setup(t, { env = { REASONIX_MCP_MAX_IN_FLIGHT = "2" },
+    scenario = { rules = { { last_role = "user", text = "ok" } } } })
+  local c = ctx.client()
+  local sid = ctx.call(c, "spawn", { task = "idle after this" }).session_id
+  ctx.watch_until(c, { sid }, function(_, x) return x.status == "idle" end)
+  local r = raw(t, ctx.mcp_home .. "/agentd.sock")
+  t.eq(r.call("hello", { protocol = 1, orchestrator_id = "orch-a", project_dir = ctx.ws }, 0).result.protocol, 1)
+  -- four waits that block until their timeout, then a list, all at once: the list is read only
+  -- once a wait has ended (answered at once, it would come first)
+  for id = 1, 4 do
+    r.send(json.encode({ jsonrpc = "2.0", id = id, method = "wait", params = { session_ids = { sid }, timeout = 0.3 } }))
+  end
+  r.send(json.encode({ jsonrpc = "2.0", id = 5, method = "list", params = {} }))
+  -- meanwhile another connection is served
+  t.eq(ctx.call(c, "list", {}).sessions[1].session_id, sid)
+  local first = r.next()
+  t.ok(first.id ~= 5, "the list was answered before any of the 4 waits in flight ended")
+  t.ok(first.result.timed_out, "a wait ends by its timeout")
+  local seen = { [first.id] = true }
+  for _ = 1, 4 do
+    local m = r.next()
+    seen[m.id] = true
+    if m.id == 5 then t.eq(m.result.sessions[1].session_id, sid) end
+  end
+  t.eq(seen, { true, true, true, true, true }, "every request is answered")
+end)
+
 -- The environment of process pid as a map.
 local function environ(pid)
   local f = assert(io.open("/proc/" .. pid .. "/environ", "r"))

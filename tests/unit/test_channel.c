@@ -1,6 +1,7 @@
 /* test_channel.c: rmcp.channel through its C API over real pipes and socketpairs: write
  * back-pressure and on_drain, an oversize line surviving, closing and pausing inside callbacks,
- * the final line at EOF, shutdown/half-close, write errors, and plain files. */
+ * the final line at EOF (delivered, or dropped when asked), shutdown/half-close, write errors, and
+ * plain files. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -89,7 +90,7 @@ static const channel_cbs sink_cbs = {s_line, s_data, s_oversize, s_eof, s_drain,
 /* Open a channel with a sink. */
 static channel_t *open_sink(uv_loop_t *loop, int fd, sink *s, int raw, size_t max, int rd, int wr)
 {
-  channel_opts o = {raw, max, rd, wr, &sink_cbs, s};
+  channel_opts o = {raw, max, rd, wr, &sink_cbs, s, 0};
   channel_t *ch = NULL;
   int r = channel_open(loop, fd, &o, &ch);
   CHECKF(r == 0, "channel_open: %s", uv_strerror(r));
@@ -219,6 +220,22 @@ static void test_pause_in_callback(uv_loop_t *loop)
   channel_close(rc);
 }
 
+static void test_drop_partial(uv_loop_t *loop)
+{
+  TEST("drop_partial: a last line without its newline (its writer died) is dropped, then EOF");
+  int p[2];
+  REQUIRE(pipe2(p, O_CLOEXEC) == 0);
+  write_all(p[1], "1\n2\ncut in the midd", 20);
+  close(p[1]);
+  sink r = {0};
+  channel_opts o = {0, 0, 1, 0, &sink_cbs, &r, 1};
+  channel_t *rc = NULL;
+  REQUIRE(channel_open(loop, p[0], &o, &rc) == 0);
+  CHECK(run_until(loop, &r.eof, 10000));
+  CHECKF(strcmp(r.log, "L:1|L:2|EOF|") == 0, "%s", r.log);
+  channel_close(rc);
+}
+
 static void test_socketpair_halfclose(uv_loop_t *loop)
 {
   TEST("socket shutdown is a half-close: the peer sees EOF and can still answer");
@@ -257,7 +274,7 @@ static void test_write_errors(uv_loop_t *loop)
 
   TEST("direction mismatches are refused without taking the fd");
   REQUIRE(pipe2(p, O_CLOEXEC) == 0);
-  channel_opts o = {0, 0, 1, 0, &sink_cbs, &w};
+  channel_opts o = {0, 0, 1, 0, &sink_cbs, &w, 0};
   channel_t *ch;
   CHECK(channel_open(loop, p[1], &o, &ch) == UV_EBADF);
   CHECK(fcntl(p[1], F_GETFD) >= 0);
@@ -350,7 +367,7 @@ static void test_flood_fairness(uv_loop_t *loop)
   quiet.other_lines = &flood.lines;
   static const channel_cbs flood_cbs = {c_line, NULL, NULL, c_eof, NULL, NULL, NULL};
   static const channel_cbs quiet_cbs = {q_line, NULL, NULL, c_eof, NULL, NULL, NULL};
-  channel_opts fo = {0, 0, 1, 0, &flood_cbs, &flood}, qo = {0, 0, 1, 0, &quiet_cbs, &quiet};
+  channel_opts fo = {0, 0, 1, 0, &flood_cbs, &flood, 0}, qo = {0, 0, 1, 0, &quiet_cbs, &quiet, 0};
   channel_t *fc = NULL, *qc = NULL;
   REQUIRE(channel_open(loop, a[0], &fo, &fc) == 0);
   REQUIRE(channel_open(loop, b[0], &qo, &qc) == 0);
@@ -383,6 +400,7 @@ int main(void)
   test_oversize_pipe(&loop);
   test_close_in_callback(&loop);
   test_pause_in_callback(&loop);
+  test_drop_partial(&loop);
   test_socketpair_halfclose(&loop);
   test_write_errors(&loop);
   test_plain_file(&loop);

@@ -1,8 +1,9 @@
 /* test_proc.c: rmcp.proc through its C API on a real loop: lines, stderr, exit code and signal,
  * exit only after EOF, synchronous exec failures, cwd, env, group kill, fd hygiene, PDEATHSIG,
- * that children spawned by plain uv_spawn on the same loop keep their exit callbacks, adoption
- * of a child this image did not fork (what an agentd that re-executes itself does), and a child
- * started untracked and adopted later (the launcher's first server). */
+ * a last line cut by the child's death, the drain of a child's stdin queue, that children spawned
+ * by plain uv_spawn on the same loop keep their exit callbacks, adoption of a child this image did
+ * not fork (what an agentd that re-executes itself does), and a child started untracked and
+ * adopted later (the launcher's first server). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -66,7 +67,7 @@ static void on_exit_cb(proc_t *p, int code, int sig)
   proc_close(p);
 }
 
-static const proc_cbs cbs = {on_line, NULL, NULL, on_stderr, on_exit_cb};
+static const proc_cbs cbs = {on_line, NULL, NULL, on_stderr, on_exit_cb, NULL};
 
 /* on_exit that leaves p open, to probe it after reaping. */
 static void on_exit_keep(proc_t *p, int code, int sig)
@@ -162,6 +163,16 @@ static void test_basic(uv_loop_t *loop)
   REQUIRE(proc_spawn(loop, &o, &p, NULL) == 0);
   CHECK(run_until(loop, &r.exited, 10000));
   CHECKF(strcmp(r.lines, "one|two|") == 0, "%s", r.lines);
+
+  TEST("a last line without its newline is delivered, or dropped with drop_partial_line");
+  run_sh(loop, "printf 'whole\\npart'", &r);
+  CHECKF(strcmp(r.lines, "whole|part|") == 0, "%s", r.lines);
+  o = sh_opts(argv, "printf 'whole\\npart'; kill -9 $$", &r);
+  o.drop_partial_line = 1;
+  REQUIRE(proc_spawn(loop, &o, &p, NULL) == 0);
+  CHECK(run_until(loop, &r.exited, 10000));
+  CHECKF(strcmp(r.lines, "whole|") == 0, "%s", r.lines);
+  CHECK(r.sig == SIGKILL);
 }
 
 /* State for the grandchild test. */
@@ -313,6 +324,41 @@ static void test_stdin_and_fds(uv_loop_t *loop)
   close(sv[1]);
 }
 
+static int stdin_drains;
+
+/* on_stdin_drain: count. */
+static void on_stdin_drain(proc_t *p)
+{
+  (void)p;
+  stdin_drains++;
+}
+
+static void test_stdin_drain(uv_loop_t *loop)
+{
+  TEST("on_stdin_drain: a stdin queue over the high-water mark fires once the child has read it");
+  static const proc_cbs dcbs = {on_line, NULL, NULL, on_stderr, on_exit_cb, on_stdin_drain};
+  result r;
+  char *argv[4];
+  proc_opts o = sh_opts(argv, "cat >/dev/null", &r);
+  o.io[0].kind = PROC_IO_PIPE;
+  o.cbs = &dcbs;
+  proc_t *p;
+  REQUIRE(proc_spawn(loop, &o, &p, NULL) == 0);
+  size_t n = 2 * CHANNEL_HIGH_WATER;
+  char *big = malloc(n);
+  REQUIRE(big != NULL);
+  memset(big, 'x', n);
+  stdin_drains = 0;
+  CHECK(channel_write(proc_stdio(p, 0), big, n) == 0);
+  CHECK(channel_queued(proc_stdio(p, 0)) >= CHANNEL_HIGH_WATER);
+  CHECK(run_until(loop, &stdin_drains, 10000));
+  CHECK(stdin_drains == 1);
+  CHECK(channel_shutdown(proc_stdio(p, 0)) == 0);
+  CHECK(run_until(loop, &r.exited, 10000));
+  CHECK(r.code == 0 && stdin_drains == 1);
+  free(big);
+}
+
 static void test_stdio_closed_by_holder(uv_loop_t *loop)
 {
   TEST("proc_stdio: the pipes as channels; one its holder closes counts as EOF, so on_exit still fires");
@@ -341,7 +387,7 @@ static void kill_on_line(proc_t *p, const char *s, size_t n)
 static void test_kill_group(uv_loop_t *loop)
 {
   TEST("kill signals the whole process group: a grandchild dies too");
-  static const proc_cbs kcbs = {kill_on_line, NULL, NULL, on_stderr, on_exit_cb};
+  static const proc_cbs kcbs = {kill_on_line, NULL, NULL, on_stderr, on_exit_cb, NULL};
   result r;
   char *argv[4];
   proc_opts o = sh_opts(argv, "sleep 300 & echo $!; wait", &r);
@@ -358,7 +404,7 @@ static void test_kill_group(uv_loop_t *loop)
   CHECK(pid_gone(pid, 2000));
 
   TEST("kill after reaping is a no-op");
-  static const proc_cbs keep = {on_line, NULL, NULL, on_stderr, on_exit_keep};
+  static const proc_cbs keep = {on_line, NULL, NULL, on_stderr, on_exit_keep, NULL};
   o = sh_opts(argv, "cat", &r);
   o.io[0].kind = PROC_IO_PIPE;
   o.cbs = &keep;
@@ -646,6 +692,7 @@ int main(void)
   test_exec_failures(&loop, tmp);
   test_cwd_env_files(&loop, tmp);
   test_stdin_and_fds(&loop);
+  test_stdin_drain(&loop);
   test_stdio_closed_by_holder(&loop);
   test_kill_group(&loop);
   test_foreign_children(&loop);

@@ -133,7 +133,7 @@ static void on_accept_loop(sock_listener_t *l, int fd, uid_t uid, pid_t pid)
   s->accepted++;
   s->uid = uid;
   s->pid = pid;
-  channel_opts o = {0, 0, 1, 1, &srv_cbs, s};
+  channel_opts o = {0, 0, 1, 1, &srv_cbs, s, 0};
   CHECK(channel_open(the_loop, fd, &o, &s->ch) == 0);
 }
 
@@ -182,7 +182,7 @@ static void test_round_trip(uv_loop_t *loop)
   CHECK(fcntl(fd, F_GETFD) & FD_CLOEXEC);
   client_state c;
   memset(&c, 0, sizeof(c));
-  channel_opts o = {0, 0, 1, 1, &cli_cbs, &c};
+  channel_opts o = {0, 0, 1, 1, &cli_cbs, &c, 0};
   channel_t *cc;
   REQUIRE(channel_open(loop, fd, &o, &cc) == 0);
   CHECK(channel_write(cc, "ping", 4) == 0);
@@ -282,7 +282,7 @@ static void test_foreign_uid(uv_loop_t *loop)
   if (pid == 0) foreign_client(path, p[1]);
   close(p[1]);
   report r = {0, 0};
-  channel_opts o = {1, 0, 1, 0, &report_cbs, &r};
+  channel_opts o = {1, 0, 1, 0, &report_cbs, &r, 0};
   channel_t *rc;
   REQUIRE(channel_open(loop, p[0], &o, &rc) == 0);
   CHECK(run_until(loop, &r.got, 10000));

@@ -142,14 +142,16 @@ end
 ---@field observer boolean?          the dashboard: sees every orchestrator's sessions, consumes nothing
 
 -- A new connection of d whose lines go out through send(line): its JSON-RPC peer dispatches to the
--- API methods (feed it with conn.peer:receive(line)). Registered in d.conns.
+-- API methods (feed it with conn.peer:receive(line)); on_answered() runs after each answer to it.
+-- Registered in d.conns.
 ---@return AgentdConn
-function M.connect(d, send, peer_pid)
+function M.connect(d, send, peer_pid, on_answered)
   d.next_conn = d.next_conn + 1
   local conn = { id = d.next_conn, requests = {}, hello = false, peer_pid = peer_pid }
   conn.peer = jsonrpc.new({
     name = "agentd-conn",
     send = send,
+    on_answered = on_answered,
     on_request = function(method, params, reply) dispatch(d, conn, method, params, reply) end,
     on_notification = function(method, params)
       dispatch(d, conn, method, params, function() end)
@@ -162,10 +164,16 @@ end
 
 -- Takes over an accepted socket fd: NDJSON JSON-RPC with the API methods.
 function M.accept(d, fd, peer_uid, peer_pid)
-  local ch
-  local conn = M.connect(d, function(line) if ch and not ch:is_closed() then ch:write(line) end end, peer_pid)
-  -- a peer that leaves its replies unread is not read either until they drain
-  local gate = flow.gate("conn " .. conn.id, function() return flow.unread(ch) end)
+  local ch, gate
+  local conn = M.connect(d, function(line) if ch and not ch:is_closed() then ch:write(line) end end, peer_pid,
+                         function() gate:released() end)
+  -- a peer that leaves its replies unread, or has too many requests in flight, is not read either
+  -- until that clears (config.lua "Back-pressure": twice a host's bound, so a server at its own is
+  -- never held back here and its cancels get through)
+  local max_in_flight = 2 * config.limit("max_in_flight")
+  gate = flow.gate("conn " .. conn.id, function()
+    return flow.unread(ch, "the client") or flow.too_many(conn.peer:unanswered(), max_in_flight)
+  end)
   local err
   ch, err = channel.open(fd, {
     mode = "ndjson",
@@ -188,7 +196,7 @@ function M.accept(d, fd, peer_uid, peer_pid)
     return
   end
   conn.ch = ch
-  gate.reader = ch
+  gate:add(ch)
   log.debug("conn %d: accepted (uid %s pid %s)", conn.id, tostring(peer_uid), tostring(peer_pid))
 end
 

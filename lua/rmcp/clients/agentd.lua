@@ -10,6 +10,7 @@ local jsonrpc = require "rmcp.lib.jsonrpc"
 local async = require "rmcp.lib.async"
 local log = require "rmcp.lib.log"
 local config = require "rmcp.config"
+local flow = require "rmcp.lib.flow"
 
 local M = {}
 
@@ -26,7 +27,9 @@ Client.__index = Client
 -- {name, version}, observer (the dashboard's read-everything connection), autostart (default
 -- true), start_timeout_ms (5000), exe (reasonix-mcp binary),
 -- env (the environment map its agents run with; default this process's),
--- on_notification(method, params), on_disconnect(reason), on_connect().
+-- on_notification(method, params), on_disconnect(reason), on_connect(), read_gate (a lib/flow gate
+-- each connection's reading joins: paused while whoever takes its answers is behind), on_drain()
+-- (what we wrote agentd fell back under the high-water mark).
 function M.new(opts)
   opts = opts or {}
   local home = opts.home or config.home()
@@ -155,15 +158,22 @@ function Client:try_connect()
   if not fd then return nil, err end
   local peer
   local dropped = false
+  local gate = self.opts.read_gate
   local ch, cerr = channel.open(fd, {
-    mode = "ndjson", max_line = config.limit("max_line"),
-    on_line = function(line) peer:receive(line) end,
+    -- agentd ends every line: one cut by its death is not an answer (a raw result is not decoded)
+    mode = "ndjson", max_line = config.limit("max_line"), drop_partial_line = true,
+    on_line = function(line)
+      peer:receive(line)
+      if gate then gate:check() end
+    end,
     on_eof = function(e)
       if self.peer ~= peer then dropped = true end
       self:lost(peer, e or "agentd closed the connection")
     end,
+    on_drain = self.opts.on_drain,
   })
   if not ch then return nil, cerr end
+  if gate then gate:add(ch) end
   peer = jsonrpc.new({
     name = "agentd-client",
     -- a write refused at once (EPIPE: agentd is already gone) is noted for Client:send
@@ -263,6 +273,11 @@ end
 -- queued before and after it.
 function Client:notify(method, params)
   self:dispatch({ notification = true, method = method, params = params or {}, cb = function() end })
+end
+
+-- Why agentd is behind on what we wrote it (lib/flow.lua unread), or nil.
+function Client:unread()
+  return flow.unread(self.ch, "agentd")
 end
 
 -- Sends a request and waits inside a coroutine; returns result or nil, error object.

@@ -60,7 +60,8 @@ end
 
 -- Spawns `exe server`, or for n == 1 takes over the server the C core started before our Lua
 -- loaded (core/first_server.c starts it just as this does). opts: exe, n (a sequence number for
--- logs), on_line(child, line), on_exit(child, code, signal). Returns the child or nil, message.
+-- logs), on_line(child, line), on_exit(child, code, signal), on_stdin_drain(child) (what we wrote
+-- it fell back under the high-water mark). Returns the child or nil, message.
 function M.spawn(opts)
   local self = setmetatable({
     n = opts.n, exe = opts.exe, started = uv.now(),
@@ -70,7 +71,9 @@ function M.spawn(opts)
     timers = {},
   }, Child)
   local how = {
-    stdout_mode = "ndjson", max_line = 4 * config.limit("max_line"),
+    -- a line cut by the server's death (it sat half written while the host read nothing) never
+    -- reaches the host: its request is still in flight, sent again or failed like the others
+    stdout_mode = "ndjson", max_line = 4 * config.limit("max_line"), drop_partial_line = true,
     on_line = function(line) opts.on_line(self, line) end,
     on_oversize = function(n)
       log.error("server pid %s wrote a %d-byte line, over the limit; dropped (a response may be lost)",
@@ -83,6 +86,7 @@ function M.spawn(opts)
       self.timers = {}
       opts.on_exit(self, code, signal)
     end,
+    on_stdin_drain = function() if opts.on_stdin_drain then opts.on_stdin_drain(self) end end,
   }
   local first_pid, stdin_fd, stdout_fd
   if opts.n == 1 then first_pid, stdin_fd, stdout_fd = proc.take_first_server() end
@@ -117,6 +121,12 @@ function Child:send(line)
   if self.exited or self.stdin_closed then return false end
   local queued = self.p.stdin:write(line)
   return queued ~= nil
+end
+
+-- The server's stdin and stdout as channels (back-pressure: lib/flow.lua), nil once it is gone.
+function Child:pipes()
+  if self.exited then return nil, nil end
+  return self.p.stdin, self.p.stdout
 end
 
 -- Ends the server: closes its stdin (it stops on EOF), TERM after grace_ms, KILL grace_ms later.

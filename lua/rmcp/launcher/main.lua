@@ -8,10 +8,6 @@ local config = require "rmcp.config"
 
 local M = {}
 
--- Host requests in flight past which the launcher stops reading the host (a host has a handful;
--- each holds an answer's worth of memory until it is read).
-local MAX_IN_FLIGHT = 256
-
 -- Starts the first server before the rest of the launcher loads, so the two start-ups overlap;
 -- its lines and exit reach the proxy's callbacks, which are in place before the loop runs. Returns
 -- the proxy's spawn_child: the first child is that one, later ones (restarts, swaps) start there.
@@ -22,34 +18,61 @@ local function start_first_server(exe)
     exe = exe, n = 1,
     on_line = function(c, line) if hooks then hooks.on_line(c, line) end end,
     on_exit = function(c, code, signal) if hooks then hooks.on_exit(c, code, signal) end end,
+    on_stdin_drain = function(c) if hooks then hooks.on_stdin_drain(c) end end,
   }
   return function(o)
     if o.n == 1 then
       hooks = o
       return first, first_err
     end
-    return child_mod.spawn{ exe = exe, n = o.n, on_line = o.on_line, on_exit = o.on_exit }
+    return child_mod.spawn{ exe = exe, n = o.n, on_line = o.on_line, on_exit = o.on_exit,
+                            on_stdin_drain = o.on_stdin_drain }
   end
 end
 
--- Opens stdout for the launcher L: a host that leaves it unread, or has too many requests in
--- flight, is not read until that clears (L.gate), so what the launcher holds for it stays bounded.
--- Returns true, or false after logging why not.
-local function open_stdout(L)
-  local channel, flow = require "rmcp.channel", require "rmcp.lib.flow"
+-- The launcher's gates (config.lua "Back-pressure"): the host is not read while it is behind on
+-- stdout, the active server is behind on its stdin, or too many host requests are in flight
+-- (L.gate); the servers that answer the host are not read while the host is behind (L.answers),
+-- so their answers wait in them, each bounded in turn, instead of piling up here.
+local function make_gates(L)
+  local flow = require "rmcp.lib.flow"
+  local max_in_flight = config.limit("max_in_flight")
   L.gate = flow.gate("launcher stdin", function()
-    local why = flow.unread(L.out)
-    if why then return why end
-    local n = L.proxy and L.proxy:in_flight() or 0
-    if n >= MAX_IN_FLIGHT then return n .. " requests in flight" end
+    return flow.unread(L.out, "the host") or flow.unread(L.proxy and L.proxy:server_input(), "the server")
+      or flow.too_many(L.proxy and L.proxy:in_flight() or 0, max_in_flight, "host requests")
   end)
+  L.answers = flow.gate("launcher server stdout", function() return flow.unread(L.out, "the host") end)
+end
+
+-- Wraps spawn_child: each server's lines are followed by a look at the host's queue (L.answers),
+-- and its stdin draining may let the host be read again.
+local function gated_spawn(L, spawn_child)
+  return function(o)
+    return spawn_child{
+      n = o.n, on_exit = o.on_exit,
+      on_line = function(c, line)
+        o.on_line(c, line)
+        L.answers:check()
+      end,
+      on_stdin_drain = function() L.gate:released() end,
+    }
+  end
+end
+
+-- Opens stdout for the launcher L (its gates: make_gates). Returns true, or false after logging
+-- why not.
+local function open_stdout(L)
+  make_gates(L)
   local err
-  L.out, err = channel.open(1, {
+  L.out, err = require("rmcp.channel").open(1, {
     mode = "ndjson", read = false, write = true,
     on_eof = function(e)
       if e and L.proxy then L.proxy:stop(0, "the host stopped reading stdout: " .. tostring(e)) end
     end,
-    on_drain = function() L.gate:released() end,
+    on_drain = function()
+      L.gate:released()
+      L.answers:released()
+    end,
     -- an answer waiting in our queue is the host's only once the pipe took it (ledger.lua: receipts)
     on_flushed = function() if L.proxy then L.proxy:host_flushed() end end,
   })
@@ -72,7 +95,7 @@ local function open_stdin(L)
     on_eof = function(e) L.proxy:stop(0, e and ("stdin error: " .. tostring(e)) or "the host closed stdin") end,
   })
   if not L.input then log.error("cannot open stdin: %s", tostring(err)) end
-  L.gate.reader = L.input
+  if L.input then L.gate:add(L.input) end
   return L.input ~= nil
 end
 
@@ -93,10 +116,10 @@ function M.main(_args)
   local exe = require("rmcp.host").invoked
   local spawn_child = start_first_server(exe)
   local sys = require "rmcp.sys"
-  local L = { signals = {} } -- the launcher: out, input, gate, proxy, watcher, signals
+  local L = { signals = {} } -- the launcher: out, input, gate, answers, proxy, watcher, signals
   if not open_stdout(L) then return sys.stop(1) end
   L.proxy = require("rmcp.launcher.proxy").new{
-    spawn_child = spawn_child,
+    spawn_child = gated_spawn(L, spawn_child),
     send_host = function(line)
       if L.out:is_closed() then return nil end
       return (L.out:write(line))
@@ -105,10 +128,17 @@ function M.main(_args)
       if L.input then L.input:close() end
       if L.watcher then L.watcher:close() end
       for _, s in ipairs(L.signals) do s:close() end
+      L.answers:disable() -- the servers are read to their end, so they can exit
     end,
     -- the channel teardown flushes queued stdout (up to 2 s) before the process exits
     on_exit = function(code) sys.stop(code) end,
     on_settled = function() L.gate:released() end,
+    -- a server that took over answers the host from now on; the one before may have held us back
+    on_active = function(child)
+      local _, answers = child:pipes()
+      if answers then L.answers:add(answers) end
+      L.gate:released()
+    end,
   }
   if not open_stdin(L) then return sys.stop(1) end
   watch_signals_and_binary(L, exe)

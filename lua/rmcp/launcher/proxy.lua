@@ -18,7 +18,8 @@ Proxy.__index = Proxy
 -- Creates the proxy. opts: send_host(line) -> bytes still queued for the host (0: all written) or
 -- nil when it cannot be written; spawn_child{n, on_line, on_exit} -> child | nil, err
 -- (default: child.spawn of opts.exe); on_stopping() (stop reading the host); on_exit(code) (all
--- children are gone: exit the process); on_settled() (a host request left flight).
+-- children are gone: exit the process); on_settled() (a host request left flight);
+-- on_active(child) (a server took over: host lines and answers go through it now).
 ---@return LauncherProxy
 function M.new(opts)
   local self = setmetatable({}, Proxy)
@@ -36,7 +37,7 @@ function M.new(opts)
     ledger = self.ledger, send_host = opts.send_host, spawn_child = opts.spawn_child, exe = opts.exe,
     on_line = function(child, line) self.router:from_child(child, line) end,
     withdraw = function(child, reason) self.router:withdraw(child, reason) end,
-    on_stopping = opts.on_stopping, on_exit = opts.on_exit,
+    on_stopping = opts.on_stopping, on_exit = opts.on_exit, on_active = opts.on_active,
   }
   self.router = router_mod.new{ send_host = opts.send_host, ledger = self.ledger, supervisor = self.supervisor }
   return self
@@ -75,6 +76,12 @@ end
 -- Number of host requests in flight (back-pressure on the host).
 function Proxy:in_flight()
   return self.ledger:in_flight()
+end
+
+-- The stdin of the server host lines go to now (back-pressure toward it), or nil.
+function Proxy:server_input()
+  local active = self.supervisor.active
+  return active and (active:pipes()) or nil
 end
 
 -- The server children alive now (for tests and logs).

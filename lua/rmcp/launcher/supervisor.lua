@@ -48,6 +48,7 @@ local LEVELS = log.MCP_LEVELS
 ---@field on_line fun(child: LauncherChild, line: string)   a server wrote a line (router.lua)
 ---@field withdraw fun(child: LauncherChild, reason: string) its open requests to the host are cancelled there (router.lua)
 ---@field on_stopping fun()          stop reading the host
+---@field on_active fun(child: LauncherChild) a server took over: its answers go to the host from now on
 ---@field on_exit fun(code: integer) every child is gone: exit the process
 ---@field children table<LauncherChild, boolean> live children: active, candidate and retiring
 ---@field n integer                  children started
@@ -66,14 +67,15 @@ local LEVELS = log.MCP_LEVELS
 local Supervisor = {}
 Supervisor.__index = Supervisor
 
--- Creates the supervisor. opts: ledger, send_host, on_line, withdraw, on_stopping, on_exit (see the
--- class above), and spawn_child{n, on_line, on_exit} -> child | nil, err (default: child.spawn of
--- opts.exe).
+-- Creates the supervisor. opts: ledger, send_host, on_line, withdraw, on_stopping, on_active, on_exit
+-- (see the class above), and spawn_child{n, on_line, on_exit} -> child | nil, err (default:
+-- child.spawn of opts.exe).
 ---@return LauncherSupervisor
 function M.new(opts)
   local self = setmetatable({
     ledger = opts.ledger, send_host = opts.send_host, on_line = opts.on_line, withdraw = opts.withdraw,
     on_stopping = opts.on_stopping or function() end, on_exit = opts.on_exit or function() end,
+    on_active = opts.on_active or function() end,
     spawn_child = opts.spawn_child,
     children = {}, n = 0, active = nil, candidate = nil, hs = {}, log_level = "info", next_own_id = 0,
     streak = 0, restart_timer = nil, swap_again = nil, last_pid = nil, stopping = false,
@@ -216,6 +218,7 @@ function Supervisor:promote(child)
       { event = "mcp_server_restarted", reason = child.reason, old_pid = self.last_pid, new_pid = child.pid })
   end
   self.last_pid = child.pid
+  self.on_active(child)
   self.ledger:flush(child)
   self:swap_if_asked()
 end

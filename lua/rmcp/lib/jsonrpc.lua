@@ -42,9 +42,14 @@ end
 local Peer = {}
 Peer.__index = Peer
 
+-- What a reply function is given to settle its request without answering it: a request the peer
+-- cancelled (MCP sends no answer to one).
+M.NO_ANSWER = setmetatable({}, { __name = "jsonrpc.no_answer" })
+
 -- Creates a peer. opts: send(line) (required), methods = {name = fn(params, reply, peer)},
 -- on_request(method, params, reply, peer) fallback, on_notification(method, params, peer),
--- on_protocol_error(message, line) for lines that are not JSON-RPC, name for messages.
+-- on_protocol_error(message, line) for lines that are not JSON-RPC, on_answered() after a request
+-- of the peer was answered (or settled with NO_ANSWER), name for messages.
 function M.new(opts)
   assert(type(opts.send) == "function", "jsonrpc.new: send function required")
   return setmetatable({
@@ -58,6 +63,8 @@ function M.new(opts)
     pending = {},      -- id -> callback(result, err)
     raw = {},          -- id -> true: hand the result over as json.raw text
     pending_n = 0,
+    unanswered_n = 0,  -- requests received and not yet answered (back-pressure: lib/flow.lua)
+    on_answered = opts.on_answered,
     closed = false,
   }, Peer)
 end
@@ -123,6 +130,11 @@ function Peer:pending_count()
   return self.pending_n
 end
 
+-- Number of requests received from the peer and not yet answered.
+function Peer:unanswered()
+  return self.unanswered_n
+end
+
 -- Marks the peer closed and fails every pending request with reason.
 function Peer:close(reason)
   if self.closed then return end
@@ -148,7 +160,24 @@ end
 -- request can be answered by a successor process (agentd handing agents over across exec).
 local reply_ids = setmetatable({}, { __mode = "k" })
 
--- Makes the once-only reply function handed to a method handler.
+-- Sends the answer to request id: err, or result (a result that cannot be encoded still gets an
+-- answer); NO_ANSWER sends nothing. Returns whether something was sent.
+local function answer(peer, id, result, err)
+  if result == M.NO_ANSWER then return true end
+  if err ~= nil then
+    if type(err) ~= "table" then err = M.error(M.INTERNAL_ERROR, tostring(err)) end
+    return peer:respond_error(id, err.code or M.INTERNAL_ERROR, err.message or "error", err.data)
+  end
+  if result == nil then result = {} end
+  local ok, eerr = peer:send_envelope(response_head(id, "result"), result)
+  if not ok and eerr ~= "connection closed" then
+    return peer:respond_error(id, M.INTERNAL_ERROR, "result not encodable: " .. tostring(eerr))
+  end
+  return ok
+end
+
+-- Makes the once-only reply function handed to a method handler; a request's counts as unanswered
+-- until it runs.
 local function make_reply(peer, id)
   local done = false
   local reply
@@ -156,19 +185,15 @@ local function make_reply(peer, id)
     if done then return false end
     done = true
     if id == nil then return true end -- a notification: nothing to send
-    if err ~= nil then
-      if type(err) ~= "table" then err = M.error(M.INTERNAL_ERROR, tostring(err)) end
-      return peer:respond_error(id, err.code or M.INTERNAL_ERROR, err.message or "error", err.data)
-    end
-    if result == nil then result = {} end
-    local ok, eerr = peer:send_envelope(response_head(id, "result"), result)
-    if not ok and eerr ~= "connection closed" then
-      -- a result that cannot be encoded still gets an answer
-      return peer:respond_error(id, M.INTERNAL_ERROR, "result not encodable: " .. tostring(eerr))
-    end
+    peer.unanswered_n = peer.unanswered_n - 1
+    local ok = answer(peer, id, result, err)
+    if peer.on_answered then peer.on_answered() end
     return ok
   end
-  if id ~= nil then reply_ids[reply] = id end
+  if id ~= nil then
+    reply_ids[reply] = id
+    peer.unanswered_n = peer.unanswered_n + 1
+  end
   return reply
 end
 

@@ -61,7 +61,7 @@ function Calls:run(server, tool, args, id, meta, reply)
     if call.cancelled then
       log.info("tool %s: result dropped, the client cancelled request %s", tool.name, tostring(id))
       if tool.answer_kept and err == nil then server.receipts:report(server, call.orchestrator, id, false) end
-      return
+      return reply(jsonrpc.NO_ANSWER) -- settled: no longer in flight
     end
     if err ~= nil then reply(server:with_warnings(view.error(tool.name, err)))
     else reply(server:with_warnings(view.result(tool, result, server.protocol_version))) end

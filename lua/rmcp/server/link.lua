@@ -20,8 +20,10 @@ end
 
 -- Makes the link of orchestrator orch for server (an mcp Server): hello carries the orchestrator id,
 -- project dir and client. Connecting (and starting agentd when absent) begins at once; requests
--- queue behind it.
-function M.new(server, orch)
+-- queue behind it. flow: read_gate (paused while the host is behind on our stdout) and on_drain
+-- (agentd took what we wrote), as clients/agentd.lua takes them.
+function M.new(server, orch, flow)
+  flow = flow or {}
   local self = setmetatable({ server = server }, Link)
   local ok, client = pcall(require, "rmcp.clients.agentd")
   if not ok then
@@ -46,6 +48,7 @@ function M.new(server, orch)
       require("rmcp.clients.dashboard").autostart()
     end,
     on_disconnect = function(reason) log.info("agentd link: disconnected (%s)", tostring(reason)) end,
+    read_gate = flow.read_gate, on_drain = flow.on_drain,
   })
   return self
 end
@@ -62,6 +65,11 @@ function Link:request(method, params, cb, raw)
     if err ~= nil and type(err) ~= "table" then err = unavailable(tostring(err)) end
     cb(result, err)
   end, raw)
+end
+
+-- Why agentd is behind on what we wrote it, or nil.
+function Link:unread()
+  return self.conn and self.conn:unread()
 end
 
 -- Sends a notification to agentd when connected (dropped otherwise).

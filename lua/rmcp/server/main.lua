@@ -34,44 +34,65 @@ local function exit_when_flushed(out, code)
   end)
 end
 
+-- The server's gates (config.lua "Back-pressure"): stdin is not read while the host is behind on
+-- stdout, agentd is behind on what a link wrote it, or too many host requests are in flight; the
+-- agentd links are not read while the host is behind (their answers would pile up in stdout).
+-- S holds out, server (once made) and the gates.
+local function make_gates(S)
+  local flow = require "rmcp.lib.flow"
+  local max_in_flight = config.limit("max_in_flight")
+  S.stdin_gate = flow.gate("server stdin", function()
+    local why = flow.unread(S.out, "the host")
+    if why or not S.server then return why end
+    for _, link in pairs(S.server.links) do
+      why = link:unread()
+      if why then return why end
+    end
+    return flow.too_many(S.server.peer:unanswered(), max_in_flight, "host requests")
+  end)
+  S.links_gate = flow.gate("server agentd links", function() return flow.unread(S.out, "the host") end)
+end
+
 -- Runs the server on this process's stdio; returns at once (the loop does the work).
 function M.main(_args)
   log.set_role("server")
   local channel = require "rmcp.channel"
   local mcp = require "rmcp.server.mcp"
-  local flow = require "rmcp.lib.flow"
   local link = require "rmcp.server.link"
   local max_line = config.limit("max_line")
 
-  local server, out, input
+  local S = {} -- out, server, stdin_gate, links_gate
+  local input
   local stopping = false
   local function stop(code, why)
     if stopping then return end
     stopping = true
     log.info("server stopping: %s", why)
     if input then input:close() end
-    if server then server:close() end
-    exit_when_flushed(out, code)
+    if S.server then S.server:close() end
+    exit_when_flushed(S.out, code)
   end
 
   local err
-  -- a host that leaves stdout unread is not read either until it drains
-  local gate = flow.gate("server stdin", function() return flow.unread(out) end)
-  out, err = channel.open(1, {
+  make_gates(S)
+  local function released() S.stdin_gate:released() end
+  S.out, err = channel.open(1, {
     mode = "ndjson", read = false, write = true,
     on_eof = function(e) if e then stop(0, "stdout closed: " .. tostring(e)) end end,
-    on_drain = function() gate:released() end,
+    on_drain = function() released(); S.links_gate:released() end,
   })
-  if not out then
+  if not S.out then
     log.error("cannot open stdout: %s", tostring(err))
     return require("rmcp.sys").stop(1)
   end
-  server = mcp.new{
+  local out = S.out
+  S.server = mcp.new{
     send = function(line) if not out:is_closed() then out:write(line) end end,
     project_dir = uv.cwd(),
     version = host_version(),
     supervised = supervised(),
-    link = function(s, orch) return link.new(s, orch) end,
+    link = function(s, orch) return link.new(s, orch, { read_gate = S.links_gate, on_drain = released }) end,
+    on_answered = released,
     -- hot reload and the user policies start once initialize is answered (they serve tools only)
     finish_start = function()
       local opts = require("rmcp.reloadable").options()
@@ -83,17 +104,17 @@ function M.main(_args)
   input, err = channel.open(0, {
     mode = "ndjson", read = true, write = false, max_line = max_line,
     on_line = function(line)
-      server:receive(line)
-      gate:check()
+      S.server:receive(line)
+      S.stdin_gate:check()
     end,
-    on_oversize = function(n) server:oversize(n, max_line) end,
+    on_oversize = function(n) S.server:oversize(n, max_line) end,
     on_eof = function(e) stop(0, e and ("stdin error: " .. tostring(e)) or "stdin closed") end,
   })
   if not input then
     log.error("cannot open stdin: %s", tostring(err))
     return require("rmcp.sys").stop(1)
   end
-  gate.reader = input
+  S.stdin_gate:add(input)
   if supervised() then
     -- our launcher's death hangs us up (PDEATHSIG SIGHUP): what it wrote before dying is still in
     -- stdin (its word that the host has an answer, which agentd waits for), and we read it, stop at

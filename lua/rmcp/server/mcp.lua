@@ -68,7 +68,8 @@ Server.__index = Server
 
 -- Creates the MCP session. opts: send(line), project_dir, link(server, orchestrator_id) -> agentd link,
 -- version (server version), supervised (a launcher can restart us), finish_start() (what the tools
--- need and initialize does not: run once, before the tools load).
+-- need and initialize does not: run once, before the tools load), on_answered() (a host request
+-- was answered or dropped: it left flight).
 ---@return McpServer
 function M.new(opts)
   local self = setmetatable({
@@ -101,6 +102,7 @@ function M.new(opts)
     name = "mcp",
     send = opts.send,
     methods = methods,
+    on_answered = opts.on_answered,
     on_notification = function(method, params) self:on_notification(method, params) end,
     on_protocol_error = function(message, line)
       log.warn("mcp: protocol error: %s (line: %s)", message, tostring(line):sub(1, 200))
