@@ -135,12 +135,14 @@ end
 local ENVELOPE = 1024
 
 -- The row text of s with its task cut to fit room bytes (a row alone over a page's budget: its
--- task is what is long), flagged task_truncated.
+-- task is what is long), flagged task_truncated. The whole task is never encoded: a long one is
+-- cut first, the rest of the row measured without it.
 local function cut_row(s, opts, room)
   local row = M.row(s, opts)
-  local without = #(json.encode(row) or "") - #(row.task or "")
-  row.task = caps.head(row.task or "", math.max(0, room - without - 24))
-  row.task_truncated = true
+  local task = row.task or ""
+  row.task, row.task_truncated = "", true
+  local without = #(json.encode(row) or "")
+  row.task = caps.head(task, math.max(0, room - without - 16))
   return json.encode(row)
 end
 
@@ -168,6 +170,14 @@ function M.shape(sessions, opts)
       -- on an earlier page
     elseif more or (opts.limit and #rows >= opts.limit) then
       more = true
+    elseif opts.encoded and room and opts.include_task and #(s.task or "") > room then
+      -- a task longer than a page's whole budget: its row opens a page, the task cut (never encoded whole)
+      if #rows == 0 then
+        local text = cut_row(s, opts, room)
+        rows[1], used, last, cut = text, #text + 1, s, true
+      else
+        more, cut = true, true
+      end
     elseif opts.encoded then
       local text, err = M.row_text(s, opts)
       if not text then return nil, err end
