@@ -2,6 +2,7 @@
 -- unknown and foreign sessions, hostile paths, oversize lines, cwd confinement (symlinks too),
 -- watch supersede/cancel, restart refusal, and ctl on the same API.
 -- needs: agent python3
+local procs = require "procs"
 local uv = require "luv"
 local json = require "rmcp.lib.json"
 local sock = require "rmcp.sock"
@@ -471,13 +472,6 @@ test("a session file with fields of the wrong type is repaired with a warning, n
   t.match(kept or "", "damaged fields", "the note is kept")
 end)
 
--- Resident memory of pid in KiB.
-local function rss_kib(pid)
-  local f = io.open("/proc/" .. pid .. "/status", "r")
-  local text = f and f:read("a") or ""
-  if f then f:close() end
-  return tonumber(text:match("VmRSS:%s*(%d+)")) or 0
-end
 
 test("a client that never reads its replies is not read either: agentd's memory stays bounded, others go on", function(t)
   local ctx = support.setup(t, { scenario = { rules = { { last_role = "user", text = "ok" } } } })
@@ -486,7 +480,7 @@ test("a client that never reads its replies is not read either: agentd's memory 
   local sid = ctx.call(c, "spawn", { task = big }).session_id
   ctx.watch_until(c, { sid }, function(_, x) return x.status == "idle" end)
   local daemon = c.info.agentd_pid
-  local before = rss_kib(daemon)
+  local before = procs.rss_kib(daemon)
   -- a hello, then 2000 lists of a 64 KB task (128 MB of replies) that are never read
   local fd = assert(sock.connect(ctx.mcp_home .. "/agentd.sock"))
   local hog = assert(channel.open(fd, { mode = "ndjson", on_line = function() end, on_eof = function() end }))
@@ -509,7 +503,7 @@ test("a client that never reads its replies is not read either: agentd's memory 
   local t0 = uv.now()
   t.eq(#ctx.call(other, "list", {}).sessions, 0)
   t.ok(uv.now() - t0 < 5000, "another client's hello+list took " .. (uv.now() - t0) .. " ms")
-  local grown = rss_kib(daemon) - before
+  local grown = procs.rss_kib(daemon) - before
   t.ok(grown < 32 * 1024, string.format("agentd grew %d KiB for a non-reading client", grown))
   hog:close()
   t.eq(ctx.call(c, "list", {}).sessions[1].session_id, sid, "agentd goes on after the hog leaves")

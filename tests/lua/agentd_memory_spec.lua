@@ -6,6 +6,7 @@
 -- disk. Each session lives as an orchestrator's do: a task of a real prompt's size, two turns,
 -- default lists while it is idle, stopped, its end collected, then every row listed once
 -- (all=true). The agents are the fake ACP agent (tests/fake_agent), for speed.
+local procs = require "procs"
 local uv = require "luv"
 local async = require "rmcp.lib.async"
 local support = require "agentd_support"
@@ -64,13 +65,6 @@ local function list_all(ctx, c)
   return n
 end
 
--- Resident memory of pid in KiB (printed beside the heap, for scale: it is not what is checked).
-local function rss_kib(pid)
-  local f = io.open("/proc/" .. pid .. "/status", "r")
-  local text = f and f:read("a") or ""
-  if f then f:close() end
-  return tonumber(text:match("VmRSS:%s*(%d+)")) or 0
-end
 
 -- agentd's Lua heap in bytes after a full collection (the seam writes it to file on SIGUSR2), once
 -- the agents just stopped are gone (a stop waits up to 500 ms for the agent to close its session).
@@ -97,10 +91,10 @@ test("a retained finished session costs agentd at most 10 KB of heap, live-finis
   local c = ctx.client()
   live_batch(ctx, c, "warm")
   list_all(ctx, c)
-  local before, rss_before = heap(ctx, c, file), rss_kib(c.info.agentd_pid)
+  local before, rss_before = heap(ctx, c, file), procs.rss_kib(c.info.agentd_pid)
   for b = 1, N // BATCH do live_batch(ctx, c, "b" .. b) end
   t.eq(list_all(ctx, c), N + BATCH, "all=true pages through every row")
-  local after, rss_after = heap(ctx, c, file), rss_kib(c.info.agentd_pid)
+  local after, rss_after = heap(ctx, c, file), procs.rss_kib(c.info.agentd_pid)
   local live = (after - before) / N
   print(string.format("# finished in this daemon: heap %d -> %d bytes for %d sessions: %.0f bytes each (RSS %d -> %d KiB: %.0f bytes each)",
     before, after, N, live, rss_before, rss_after, (rss_after - rss_before) * 1024 / N))

@@ -2,6 +2,7 @@
 -- rule keeps the newest finished sessions per orchestrator and never a live or uncollected one;
 -- prune on demand (the API ctl uses) and at daemon start; a short soak whose session count, files
 -- and memory stay flat. The agents are the fake ACP agent (tests/fake_agent), for speed.
+local procs = require "procs"
 local uv = require "luv"
 local support = require "agentd_support"
 
@@ -45,13 +46,6 @@ local function session_files(ctx)
   return n
 end
 
--- Resident memory of pid in KiB.
-local function rss_kib(pid)
-  local f = io.open("/proc/" .. pid .. "/status", "r")
-  local text = f and f:read("a") or ""
-  if f then f:close() end
-  return tonumber(text:match("VmRSS:%s*(%d+)")) or 0
-end
 
 -- True when process pid runs with AddressSanitizer (its quarantine keeps freed memory resident,
 -- so RSS says nothing about what the daemon holds).
@@ -124,7 +118,7 @@ test("soak: sessions come and go in batches; their count, files and agentd's mem
     ctx.call(c, "prune", {})
     local list = ctx.call(c, "list", { all = true })
     t.eq(#list.sessions, 5, "batch " .. batch .. ": the rule's five remain")
-    rss[batch], files[batch] = rss_kib(c.info.agentd_pid), session_files(ctx)
+    rss[batch], files[batch] = procs.rss_kib(c.info.agentd_pid), session_files(ctx)
   end
   t.eq(files[n], 15, "files stay at the rule's bound: a record, a journal and a parked part each")
   if sanitized(c.info.agentd_pid) then

@@ -38,4 +38,10 @@ function M.find(mark, needle)
   return found
 end
 
+-- Resident memory of pid in KiB (0 when it is gone).
+function M.rss_kib(pid)
+  local text = read_proc(pid, "status") or ""
+  return tonumber(text:match("VmRSS:%s*(%d+)")) or 0
+end
+
 return M
