@@ -39,7 +39,9 @@ end)
 test("agentd starts without the agent setup, models, transcript, fleet and routine modules", function(t)
   local late = { "rmcp.agentd.session.setup", "rmcp.acp.client", "rmcp.agentd.posture", "rmcp.agentd.models",
                  "rmcp.agentd.transcript", "rmcp.rules.fleet", "rmcp.agentd.routines.scheduler",
-                 "rmcp.agentd.routines.store", "rmcp.rules.routine_templates" }
+                 "rmcp.agentd.routines.store", "rmcp.rules.routine_templates", "rmcp.lib.swap", "rmcp.rules.fit",
+                 "rmcp.agentd.methods.worktree", "rmcp.agentd.methods.fleet", "rmcp.agentd.methods.observe",
+                 "rmcp.agentd.methods.admin", "rmcp.agentd.methods.routines" }
   local saved = {}
   for name, m in pairs(package.loaded) do
     if name:match("^rmcp%.") then saved[name] = m end
@@ -60,4 +62,20 @@ test("agentd starts without the agent setup, models, transcript, fleet and routi
   local session = require "rmcp.agentd.session"
   t.eq(type(session.handover_state), "function")
   t.eq(package.loaded["rmcp.agentd.session.setup"], nil, "reading the facade loads nothing")
+end)
+
+test("agentd's index of the methods it loads later names each such module's methods, all of them", function(t)
+  local api = require "rmcp.agentd.api"
+  local named = {}
+  for method, module in pairs(api.LATER) do
+    named[module] = named[module] or {}
+    named[module][method] = true
+  end
+  for module, methods in pairs(named) do
+    local have = {}
+    for name, fn in pairs(require("rmcp.agentd.methods." .. module)) do
+      if type(fn) == "function" then have[name] = true end
+    end
+    t.eq(have, methods, "methods/" .. module .. ".lua: api.LATER names exactly its methods")
+  end
 end)

@@ -73,11 +73,28 @@ end
 
 register({ hello = hello })
 register(require "rmcp.agentd.methods.sessions")
-register(require "rmcp.agentd.methods.worktree")
-register(require "rmcp.agentd.methods.fleet")
-register(require "rmcp.agentd.methods.observe")
-register(require "rmcp.agentd.methods.admin")
-register(require "rmcp.agentd.methods.routines")
+
+-- The methods whose module loads with the first call of one of them (an idle daemon does not carry
+-- them): method name -> module under rmcp.agentd.methods. lazy_spec checks it names each module's
+-- methods, all of them.
+M.LATER = {
+  worktree = "worktree", diff = "worktree",
+  spawn_fleet = "fleet", resume_fleet = "fleet", broadcast = "fleet",
+  observe = "observe", observe_session = "observe", observe_act = "observe", observe_routines = "observe",
+  observe_routine_act = "observe",
+  ping = "admin", models = "admin", prune = "admin", restart = "admin", shutdown = "admin",
+  routine_list = "routines", routine_templates = "routines", routine_create = "routines",
+  routine_from_template = "routines", routine_configure = "routines", routine_run = "routines",
+  routine_stop = "routines", routine_respond = "routines", routine_delete = "routines",
+}
+
+-- The module of method, loading it (and registering all its methods) on first use; nil when none has it.
+local function handler_of(method)
+  local module = handlers[method]
+  if module or not M.LATER[method] then return module end
+  register(require("rmcp.agentd.methods." .. M.LATER[method]))
+  return handlers[method]
+end
 
 -- Sends agent_event for s to every connection of its orchestrator: the event says what s is now,
 -- and goes out after the replies of this moment (a watch woken by the same change gets its
@@ -111,7 +128,7 @@ local function dispatch(d, conn, method, params, reply)
     if cancel then cancel() end
     return reply()
   end
-  local module = handlers[method]
+  local module = handler_of(method)
   if not (module and module[method]) then return reply(nil, not_found(method)) end
   if method ~= "hello" and not conn.hello then
     return reply(nil, jsonrpc.error(M.HELLO_REQUIRED, "hello required: send hello {protocol: 1, orchestrator_id, project_dir} first"))

@@ -26,7 +26,7 @@ local uv = require "luv"
 local fswatch = require "rmcp.fswatch"
 local chunks = require "rmcp.lib.chunks"
 local log = require "rmcp.lib.log"
-local swap = require "rmcp.lib.swap"
+local swap = require("rmcp.lib.lazy")("rmcp.lib.swap") -- (loaded by the first change: an idle process does not carry it)
 
 local M = {}
 

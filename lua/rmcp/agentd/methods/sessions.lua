@@ -20,7 +20,7 @@ local rules_poll = require "rmcp.rules.poll"
 local rules_list = require "rmcp.rules.list"
 -- (loaded by the first request that needs it: an idle daemon stays small)
 local transcript = lazy "rmcp.agentd.transcript"
-local fit = require "rmcp.rules.fit"
+local fit = lazy "rmcp.rules.fit" -- (the transcript's: loaded with the first one)
 local caps = require "rmcp.rules.caps"
 
 local M = {}
