@@ -34,6 +34,7 @@ static const luaL_Reg main_modules[] = {
   {"rmcp.fswatch", luaopen_rmcp_fswatch},
   {"rmcp.json", luaopen_rmcp_json},
   {"rmcp.http", luaopen_rmcp_http},
+  {"rmcp.relay", luaopen_rmcp_relay},
   {NULL, NULL},
 };
 

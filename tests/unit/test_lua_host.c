@@ -22,7 +22,7 @@
 static const luaL_Reg modules[] = {
   {"rmcp.channel", luaopen_rmcp_channel}, {"rmcp.proc", luaopen_rmcp_proc}, {"rmcp.sock", luaopen_rmcp_sock},
   {"rmcp.sys", luaopen_rmcp_sys}, {"rmcp.fswatch", luaopen_rmcp_fswatch}, {"rmcp.json", luaopen_rmcp_json},
-  {NULL, NULL},
+  {"rmcp.relay", luaopen_rmcp_relay}, {NULL, NULL},
 };
 
 static char tmp[PATH_MAX];
@@ -239,6 +239,36 @@ static const char *lua_channel_sock =
   "ok(c:queued() == 0, 'queued')\n"
   "ok(c:fileno() == fd, 'fileno is the fd it was opened on')\n";
 
+static const char *lua_relay =
+  "local relay, uv = require 'rmcp.relay', require 'luv'\n"
+  "local function pair() return uv.socketpair(nil, nil, {nonblock = true}, {nonblock = true}) end\n"
+  "local a, b = pair(), pair()\n"
+  "local ends, ga, gb = 0, '', ''\n"
+  "local function finish() ends = ends + 1; if ends == 2 then done() end end\n"
+  "local r; r = assert(relay.pipe(a[2], b[1], {to_a = 'OK\\n', to_b = 'HEAD\\n', on_done = function(ab, ba, err)\n"
+  "  ok(ab == 5 and ba == 5 and err == nil, 'on_done: ' .. ab .. ' ' .. ba .. ' ' .. tostring(err))\n"
+  "  ok(r:is_closed(), 'closed once done'); local x, y = r:stats(); ok(x == 5 and y == 5, 'stats kept')\n"
+  "  r:close(); finish() end}))\n"
+  "ok(not r:is_closed() and select('#', r:stats()) == 2, 'open, stats')\n"
+  "uv.fs_close(a[2]); uv.fs_close(b[1])\n"
+  "local pa, pb = uv.new_pipe(), uv.new_pipe(); pa:open(a[1]); pb:open(b[2])\n"
+  "pb:read_start(function(err, data)\n"
+  "  if data then gb = gb .. data; return end\n"
+  "  ok(gb == 'HEAD\\nhello', 'b: the prefix, then a\\'s bytes, then EOF: ' .. gb)\n"
+  "  pb:write('world'); pb:shutdown(function() pb:close() end) end)\n"
+  "pa:read_start(function(err, data)\n"
+  "  if data then ga = ga .. data; return end\n"
+  "  ok(ga == 'OK\\nworld', 'a: the prefix, then b\\'s bytes, then EOF: ' .. ga); pa:close(); finish() end)\n"
+  "pa:write('hello'); pa:shutdown()\n"
+  "local n, nerr, ncode = relay.pipe(999, 998)\n"
+  "ok(n == nil and ncode == 'EBADF' and nerr:match('^EBADF'), 'a bad fd: nil, err, code: ' .. tostring(nerr))\n"
+  "local c, d = pair(), pair()\n"
+  "ok(not pcall(relay.pipe, c[1], d[1], {to_a = 5}), 'a prefix that is not a string raises')\n"
+  "ok(not pcall(relay.pipe, c[1], d[1], {on_done = 5}), 'on_done must be a function')\n"
+  "local q = assert(relay.pipe(c[1], d[1], {on_done = function() ok(false, 'no on_done after close') end}))\n"
+  "q:close(); q:close(); ok(q:is_closed(), 'close is idempotent')\n"
+  "for _, fd in ipairs{c[1], c[2], d[1], d[2]} do uv.fs_close(fd) end\n";
+
 /* Runs the binary with main_lua as its rmcp.main and args on the shell command line; out gets its
  * stdout, and its stderr too when with_stderr (else stderr goes to <tmp>/stub/stderr: a sanitizer's
  * own notes, such as LeakSanitizer's "Unable to get registers from thread", must not change what a
@@ -353,6 +383,8 @@ int main(void)
   run_lua("proc_close_pipe", lua_proc_close_pipe);
   TEST("rmcp.channel, rmcp.sock, rmcp.sys from Lua");
   run_lua("channel_sock", lua_channel_sock);
+  TEST("rmcp.relay from Lua: prefixes, both ways, half-close, on_done and stats; failures; close");
+  run_lua("relay", lua_relay);
   proc_teardown();
   lua_host_free(H);
   loop_finish(&loop);
