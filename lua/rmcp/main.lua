@@ -1,5 +1,5 @@
 -- Entry point of every reasonix-mcp process: the C core calls main(argv) once, then runs the loop.
--- Subcommands: (none)/launcher, server, agentd, ctl, doctor, script FILE, version.
+-- Subcommands: (none)/launcher, server, agentd, ctl, doctor, dashboard, sandbox-net, script FILE, version.
 local M = {}
 
 local commands = {
@@ -9,7 +9,12 @@ local commands = {
   ctl = "rmcp.ctl.main",
   doctor = "rmcp.doctor",
   dashboard = "rmcp.dashboard.main",
+  ["sandbox-net"] = "rmcp.sandboxed.net",
 }
+
+-- Subcommands that run inside an agent's sandbox: the agent's environment is passed on as agentd
+-- made it (no settings file applied) and there is no home to keep compiled chunks in.
+local sandboxed = { ["sandbox-net"] = true }
 
 -- Prints usage to stderr.
 local function usage()
@@ -20,6 +25,7 @@ usage: reasonix-mcp [launcher]       MCP server for a host (stdio), restarted on
        reasonix-mcp ctl COMMAND      look at and steer the fleet from a shell (ctl help)
        reasonix-mcp doctor           check agent binary, provider, socket dir and daemon
        reasonix-mcp dashboard        the fleet dashboard on http://127.0.0.1:8746/
+       reasonix-mcp sandbox-net ...  inside a strict sandbox: the agent's way out through agentd
        reasonix-mcp script FILE ...  run a Lua file with the core modules (tests, tools)
        reasonix-mcp version
 ]])
@@ -82,6 +88,7 @@ function M.main(argv)
   end
   local rest = {}
   for i = 2, #argv do rest[#rest + 1] = argv[i] end
+  if sandboxed[sub] then return require(module).main(rest) end
   local _, env_err = require("rmcp.envfile").apply()
   if env_err then io.stderr:write("reasonix-mcp: ", env_err, " (the rest of the file is ignored)\n") end
   if sub ~= "doctor" then
