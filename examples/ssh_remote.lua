@@ -6,7 +6,8 @@
 -- ssh joins its words into one remote command line, so the argv still ends in `acp`: the sandbox
 -- probe runs the same way with `doctor --json` on the remote side. The session's cwd must exist
 -- there (a shared or mirrored checkout). Everything else is as for a local agent — the reasonix
--- profile, steering, resume. The agent ends when its ssh session does, whether or not it honours
+-- profile, steering, resume (but for agentd's sandbox, which cannot wall in another machine: a
+-- spawn asking for one is refused unless it allows the fallback). The agent ends when its ssh session does, whether or not it honours
 -- EOF: on the remote side it runs in a process group of its own under a small sh guard that kills
 -- that group once the ssh session is gone (stop closes stdin, then ends ssh; kill -9 of agentd kills
 -- ssh by the parent-death signal). ServerAliveInterval ends a session whose network is gone.
@@ -47,6 +48,8 @@ return {
     for _, w in ipairs({ "sh", "-c", quoted(GUARD), "guard" }) do cmd[#cmd + 1] = w end
     cmd[#cmd + 1] = quoted(setting("REASONIX_REMOTE_BIN") or "reasonix")
     cmd[#cmd + 1] = "acp"
-    return { argv = cmd, profile = "reasonix" }
+    -- (remote: agentd's sandbox cannot hold an agent on another machine; a spawn that asks for one is
+    -- refused, or runs with its posture saying it is not sandboxed when the caller allows the fallback)
+    return { argv = cmd, profile = { base = "reasonix", name = "reasonix-over-ssh", remote = true } }
   end,
 }

@@ -6,12 +6,13 @@
 # libFuzzer runtime) build the fuzz targets of tests/fuzz; chromium is the browser the dashboard's
 # tests drive (with playwright-core from tests/e2e); tzdata is the zoneinfo daily routines are
 # scheduled in; openssh-server and -client carry the remote-agent test (its own sshd on 127.0.0.1);
-# git makes the worktrees of isolate=worktree.
+# git makes the worktrees of isolate=worktree; bubblewrap is the sandbox agentd starts agents in
+# (sandbox=workspace|strict).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 debs=(cmake make gcc pkg-config liblua5.4-dev lua-cjson lua-cjson-dev libuv1-dev lua-luv lua-luv-dev libhttp-parser-dev python3 valgrind procps
-  clang libclang-rt-14-dev chromium tzdata openssh-server openssh-client git)
+  clang libclang-rt-14-dev chromium tzdata openssh-server openssh-client git bubblewrap)
 missing=()
 for p in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -10,6 +10,7 @@ M.defaults = {
   tool_approval = "yolo",
   language = "en",
   isolate = "none", -- "worktree": each agent in a git worktree of its own (agentd/worktree.lua)
+  sandbox = "none", -- "workspace" | "strict": each agent in a sandbox agentd makes (rules/sandbox.lua)
 }
 
 -- Caps and bounds (env REASONIX_MCP_<NAME> overrides the numeric ones).

@@ -114,6 +114,17 @@ function M.checks()
     end
   end
   add("agent profile", M.profile_check())
+  local box = require("rmcp.clients.bwrap").available()
+  local default = config.env("REASONIX_MCP_DEFAULT_SANDBOX") or "none"
+  -- without bubblewrap, a default sandbox refuses every spawn: that fails; else it is a note
+  local verdict = true
+  if not box.ok then
+    if default == "none" then verdict = nil else verdict = false end
+  end
+  add("sandbox", verdict,
+    box.ok and ("bubblewrap " .. box.bwrap .. " works: sandbox workspace and strict can be had")
+    or (box.why .. ": a spawn asking for a sandbox is refused (or, with fallback, runs unsandboxed)"
+      .. (default ~= "none" and ("; REASONIX_MCP_DEFAULT_SANDBOX=" .. default .. " asks it of every spawn") or "")))
   add("host environment", M.host_env())
   local paths = config.paths()
   local ok, err = sock.secure_dir(paths.home)

@@ -10,7 +10,7 @@ import { mkdirSync, copyFileSync, writeFileSync, existsSync } from 'node:fs';
 import { spawn, execFileSync } from 'node:child_process';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { useFixture, tool, until, sandboxProcesses, agentdPid, alive, agentBin, REPO, RUN_ID, BIN, withTimeout } from './helpers.mjs';
+import { useFixture, tool, callTool, until, sandboxProcesses, agentdPid, alive, agentBin, REPO, RUN_ID, BIN, withTimeout } from './helpers.mjs';
 
 const scenario = {
   rules: [
@@ -60,6 +60,10 @@ test('spawn over ssh: a turn, the posture probed on the remote side, a steer', a
   ({ client } = await fx.connect({ name: 'ssh-host', env: env() }));
   const s = await tool(client, 'reasonix_spawn', { task: 'REMOTE-HELLO from afar' });
   assert.ok(s.posture && s.posture.sandbox !== 'unknown', `posture over ssh: ${JSON.stringify(s.posture)}`);
+  // agentd's sandbox cannot wall in another machine: asked for, it is refused, or said not to hold
+  const boxed = await callTool(client, 'reasonix_spawn', { task: 'REMOTE-HELLO boxed', sandbox: 'workspace' });
+  assert.equal(boxed.result.isError, true);
+  assert.match(boxed.result.content[0].text, /sandbox workspace refused: the agent runs on another machine/);
   assert.doesNotMatch(s.posture.warning ?? '', /posture unknown|does not end in/, 'reasonix doctor answered over ssh');
   const w = await tool(client, 'reasonix_watch', { session_ids: [s.session_id] });
   assert.match(w.results[s.session_id].message, /hello from the remote agent/);

@@ -148,7 +148,8 @@ test('tools/list: every capability in 17 tools with schemas, defaults and enums,
   assert.equal(spawn.required, undefined, 'task, agents or fleet: the call says which');
   assert.deepEqual(spawn.properties.tool_approval.enum, ['ask', 'auto', 'yolo']);
   assert.deepEqual(spawn.properties.work_mode.enum, ['economy', 'balanced', 'delivery']);
-  assert.equal(spawn.properties.model.default, 'mock/mock-model', 'env default shown');
+  assert.equal(spawn.properties.model.default, undefined, 'the default model is for reasonix_models to say: a ref is long');
+  assert.equal(spawn.properties.effort.default, 'auto', 'env default shown');
   assert.equal(spawn.properties.agents.type, 'array');
   assert.equal(spawn.properties.parallelism.default, 8);
   assert.deepEqual(by.reasonix_send.inputSchema.properties.expect.enum, ['any', 'steer', 'new_turn']);

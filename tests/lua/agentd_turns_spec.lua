@@ -48,9 +48,12 @@ test("spawn returns at once with posture, the turn ends with the model's text, t
   local skipped = table.concat(r.skipped_options, ",")
   t.match(skipped, "work_mode")
   t.match(skipped, "effort")
-  t.eq(r.posture.sandbox, "none")
+  -- what the product decides: no sandbox of ours was asked for; the agent's own (its doctor's word)
+  -- is reported as found, with a warning whenever its writes cannot be enforced
+  t.eq(r.posture.enforced, { sandbox = "none" })
+  t.ok(r.posture.sandbox == "none" or r.posture.sandbox == "bwrap", r.posture.sandbox)
+  if r.posture.sandbox == "none" then t.ok(r.posture.warning, "posture warns that writes cannot be enforced") end
   t.eq(r.posture.workspace_root, uv.fs_realpath(ctx.ws))
-  t.ok(r.posture.warning, "posture warns that writes cannot be enforced")
   local p = ctx.call(c, "poll", { session_id = r.session_id, detail = true })
   t.ok(p.events_filtered >= 1, "static setup events are filtered")
   for _, e in ipairs(p.events) do t.ne(e.type, "available_commands_update") end

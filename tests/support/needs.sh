@@ -2,12 +2,13 @@
 # Runs one test command after checking what it needs. A missing piece fails the test with what is
 # missing and how to install it (exit 1); only when a person asks for skips (RMCP_TEST_ALLOW_SKIP=1)
 # does it skip instead (exit 77, which ctest reports as Skipped and scripts/test.sh counts).
-# usage: needs.sh [agent] [python3] [clients] [hosts] [browser] [acp-agent] [sshd] [git] -- COMMAND ARGS...
+# usage: needs.sh [agent] [python3] [clients] [hosts] [browser] [acp-agent] [sshd] [git] [bwrap] -- COMMAND ARGS...
 #   agent    the pinned real agent (REASONIX_BIN, else <repo>/.agent/…)
 #   python3  the interpreter the mock provider runs on
 #   clients  Node.js >= 20 and the MCP SDK client + Inspector CLI in tests/e2e/node_modules
 #   hosts    the pinned MCP hosts (Claude Code, Codex CLI) in tests/hosts/node_modules, runnable
 #   browser  Debian's chromium and playwright-core in tests/e2e/node_modules (the dashboard tests)
+#   bwrap    Debian's bubblewrap, working here (the sandbox tests)
 repo=${RMCP_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 missing=""
 what=""
@@ -50,6 +51,12 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do
         lack "sshd, ssh and ssh-keygen (the remote-agent test runs its own sshd on 127.0.0.1)" "apt-get install openssh-server openssh-client, or scripts/install-deps.sh" ;;
     git)
       command -v git >/dev/null 2>&1 || lack "git (isolate=worktree runs it)" "apt-get install git, or scripts/install-deps.sh" ;;
+    bwrap)
+      if ! command -v bwrap >/dev/null 2>&1; then
+        lack "bubblewrap (bwrap: the sandbox agentd starts agents in)" "apt-get install bubblewrap, or scripts/install-deps.sh"
+      elif ! bwrap --unshare-pid --unshare-net --ro-bind / / --dev /dev --proc /proc -- true >/dev/null 2>&1; then
+        lack "a bubblewrap that can make a sandbox here (user namespaces?)" "allow unprivileged user namespaces, or run the tests as root"
+      fi ;;
     acp-agent)
       [ -x "$repo/tests/e2e/node_modules/.bin/claude-code-acp" ] ||
         lack "a second ACP agent (tests/e2e/node_modules/.bin/claude-code-acp)" "npm ci --prefix tests/e2e, or scripts/install-deps.sh" ;;

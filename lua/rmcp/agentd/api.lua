@@ -2,6 +2,8 @@
 -- handshake, dispatch of every request to its method through one table, and agent_event
 -- notifications to the owning orchestrator's connections. The methods live by domain in
 -- agentd/methods/: sessions, worktree, fleet, observe, admin, routines.
+local uv = require "luv"
+local json = require "rmcp.lib.json"
 local jsonrpc = require "rmcp.lib.jsonrpc"
 local log = require "rmcp.lib.log"
 local after_reply = require "rmcp.lib.after_reply"
@@ -179,8 +181,38 @@ function M.connect(d, send, peer_pid, on_answered)
   return conn
 end
 
+M.REFUSED_PEER = -32007
+
+-- True when process pid lives in a pid namespace other than ours: one of the agents agentd starts in
+-- a sandbox (its own pid namespace), or a process it started there; pid 0 is a peer whose namespace
+-- ours cannot even see. Such a peer may not connect.
+function M.sandboxed_peer(pid)
+  if not pid then return false end
+  if pid == 0 then return true end
+  local mine, theirs = uv.fs_readlink("/proc/self/ns/pid"), uv.fs_readlink("/proc/" .. math.tointeger(pid) .. "/ns/pid")
+  return mine ~= nil and theirs ~= nil and mine ~= theirs
+end
+
+-- Answers the peer of accepted socket fd (pid) that it may not connect: its first request (hello)
+-- gets the refusal under its own id, so a client says why and does not try again; then it is closed.
+function M.refuse(fd, pid)
+  log.warn("refused a connection from pid %s: it runs in a pid namespace of its own (a sandboxed agent)", tostring(pid))
+  local ch
+  ch = channel.open(fd, { mode = "ndjson", max_line = 65536, on_eof = function() ch:close() end,
+    on_line = function(line)
+      local msg = json.decode(line)
+      local id = type(msg) == "table" and msg.id or json.null
+      ch:write(json.encode({ jsonrpc = "2.0", id = id == nil and json.null or id, error = { code = M.REFUSED_PEER,
+        message = "agentd refuses a sandboxed agent: only processes outside the sandboxes agentd makes may connect" } }))
+      ch:pause()
+      ch:shutdown()
+    end,
+  })
+end
+
 -- Takes over an accepted socket fd: NDJSON JSON-RPC with the API methods.
 function M.accept(d, fd, peer_uid, peer_pid)
+  if M.sandboxed_peer(peer_pid) then return M.refuse(fd, peer_pid) end
   local ch, gate
   local conn = M.connect(d, function(line) if ch and not ch:is_closed() then ch:write(line) end end, peer_pid,
                          function() gate:released() end)

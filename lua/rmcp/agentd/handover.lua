@@ -62,6 +62,11 @@ function M.blocker(d)
       local prompt = (rt.prompt_active and rt.prompt_id) and 1 or 0
       if a.peer:pending_count() ~= prompt then return s, "a request to the agent is in flight" end
       if a:queued() > 0 then return s, "writes to the agent are queued" end
+      -- a strict sandbox's connections run through our sockets, which the exec closes: an idle
+      -- agent's (kept-alive ones) may go, a turn's must end first
+      if rt.prompt_active and rt.netgate and rt.netgate:connections() > 0 then
+        return s, "its turn's network connections run through agentd"
+      end
       for _, dec in ipairs(s.pending) do
         if not jsonrpc.reply_id(dec.reply) then return s, "a decision without a request id" end
       end

@@ -78,26 +78,28 @@ function M.inside(path, dir)
 end
 
 -- Resolves and checks a spawn cwd for an orchestrator rooted at project_dir whose environment map
--- is e (its REASONIX_MCP_ALLOW_ANY_CWD and Reasonix home count; default ours).
+-- is e (its REASONIX_MCP_ALLOW_ANY_CWD and Reasonix home count; default ours); what names another
+-- path confined the same way (a sandbox's extra path: a file or a dir, required).
 -- Returns the realpath or nil, error (bad params or -32003 refused).
-function M.confine(project_dir, cwd, e)
-  if cwd ~= nil and (type(cwd) ~= "string" or cwd == "" or cwd:find("%z")) then
-    return nil, jsonrpc.error(jsonrpc.INVALID_PARAMS, "cwd must be a non-empty path")
+function M.confine(project_dir, cwd, e, what)
+  local label = what or "cwd"
+  if (cwd ~= nil or what) and (type(cwd) ~= "string" or cwd == "" or cwd:find("%z")) then
+    return nil, jsonrpc.error(jsonrpc.INVALID_PARAMS, label .. " must be a non-empty path")
   end
   local want = cwd or project_dir
   if not want then
     return nil, jsonrpc.error(jsonrpc.INVALID_PARAMS, "cwd is required (this connection declared no project_dir)")
   end
   if want:sub(1, 1) ~= "/" then
-    if not project_dir then return nil, jsonrpc.error(jsonrpc.INVALID_PARAMS, "cwd must be absolute") end
+    if not project_dir then return nil, jsonrpc.error(jsonrpc.INVALID_PARAMS, label .. " must be absolute") end
     want = project_dir .. "/" .. want
   end
   local real, err = uv.fs_realpath(want)
   if not real then
-    return nil, jsonrpc.error(jsonrpc.INVALID_PARAMS, "cwd " .. want .. " does not exist: " .. tostring(err))
+    return nil, jsonrpc.error(jsonrpc.INVALID_PARAMS, label .. " " .. want .. " does not exist: " .. tostring(err))
   end
   local st = uv.fs_stat(real)
-  if not st or st.type ~= "directory" then
+  if not what and (not st or st.type ~= "directory") then
     return nil, jsonrpc.error(jsonrpc.INVALID_PARAMS, "cwd " .. want .. " is not a directory")
   end
   if config.flag("ALLOW_ANY_CWD", e) then return real end
@@ -108,8 +110,8 @@ function M.confine(project_dir, cwd, e)
     if M.inside(real, d) then return real end
   end
   local msg = string.format(
-    "cwd %s%s is outside the project dir %s%s; spawn inside the project, add the dir to [sandbox] allow_write in %s, or set REASONIX_MCP_ALLOW_ANY_CWD=1",
-    want, real ~= want and (" (resolves to " .. real .. ")") or "", tostring(project_real or project_dir),
+    "%s %s%s is outside the project dir %s%s; spawn inside the project, add the dir to [sandbox] allow_write in %s, or set REASONIX_MCP_ALLOW_ANY_CWD=1",
+    label, want, real ~= want and (" (resolves to " .. real .. ")") or "", tostring(project_real or project_dir),
     #allowed > 0 and (" and the allow_write dirs " .. table.concat(allowed, ", ")) or "",
     config.reasonix_home(e) .. "/config.toml")
   return nil, jsonrpc.error(M.CWD_REFUSED, msg)

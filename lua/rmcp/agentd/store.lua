@@ -24,6 +24,7 @@ M.field_types = {
   routine = "object", on_behalf_of = "string", -- a routine run's: its marker, and the routine's creator
   agent_profile = "string", agent_info = "object", -- rules/profiles.lua's name; the agent's initialize agentInfo
   worktree = "object", changes = "object", -- isolate=worktree: the worktree (agentd/session/isolate.lua) and the last changes summary
+  sandbox = "object", -- the sandbox its agent runs in (rules/sandbox.lua spec; agentd/session/sandbox.lua)
 }
 
 -- True when value v (as decoded) has type want (M.field_types); a number must be finite (JSON has

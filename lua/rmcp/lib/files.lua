@@ -33,4 +33,19 @@ function M.write_atomic(path, text, fsync)
   return true
 end
 
+-- Makes dir and the parents it lacks (mode, default 0700, for those it makes); returns true or
+-- nil, err.
+function M.mkdir_p(dir, mode)
+  mode = mode or 448 -- 0700
+  local path = ""
+  for part in dir:gmatch("[^/]+") do
+    path = path .. "/" .. part
+    if not uv.fs_stat(path) then
+      local ok, err, code = uv.fs_mkdir(path, mode)
+      if not ok and code ~= "EEXIST" then return nil, err end
+    end
+  end
+  return true
+end
+
 return M

@@ -5,7 +5,7 @@ local M = {}
 
 -- The hooks a policy may define, and the other fields a policy table may carry.
 M.hooks = { tools = true, permission = true, spawn_defaults = true, cleanup = true, caps = true, agent_command = true,
-            retain = true }
+            retain = true, sandbox = true }
 M.fields = { name = "string", description = "string", selfcheck = "function" }
 
 -- The limits the caps hook may change (poll/watch shaping; agentd's buffers stay as configured).
@@ -14,7 +14,7 @@ M.caps = { max_events = true, max_events_cap = true, max_delta_text = true, max_
 
 -- The spawn options spawn_defaults may set, with their types.
 M.spawn_fields = { model = "string", effort = "string", work_mode = "string", tool_approval = "string",
-                   keep_alive = "boolean", idle_timeout = "number", isolate = "string" }
+                   keep_alive = "boolean", idle_timeout = "number", isolate = "string", sandbox = "string" }
 
 -- Sorted names of a set, for messages.
 function M.names(set)

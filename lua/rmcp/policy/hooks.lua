@@ -136,6 +136,7 @@ function M.spawn_defaults(o, info)
   for p, fn in with("spawn_defaults") do
     local view = { task = o.task }
     for k in pairs(check.spawn_fields) do view[k] = o[k] end
+    view.sandbox = type(o.sandbox) == "table" and o.sandbox.level or o.sandbox -- (a level: the hook sees the name)
     info.explicit = copy(o.explicit)
     local changes = call(p, "spawn_defaults", fn, view, info)
     if type(changes) == "table" then
@@ -154,6 +155,27 @@ function M.spawn_defaults(o, info)
     end
   end
   return o
+end
+
+-- Lets the policies widen the sandbox spec box of a new agent (rules/sandbox.lua; info: cwd,
+-- project_dir, orchestrator_id): each sandbox hook sees {level, read, write, hosts} and may return
+-- {read = [paths], write = [paths], hosts = ["host:port"]} to add (agentd confines the paths as it does
+-- a cwd). Returns box.
+function M.sandbox(box, info)
+  for p, fn in with("sandbox") do
+    local add = call(p, "sandbox", fn, copy({ level = box.level, read = box.read, write = box.write, hosts = box.hosts }), info)
+    if type(add) == "table" then
+      for _, k in ipairs({ "read", "write", "hosts" }) do
+        for _, v in ipairs(type(add[k]) == "table" and add[k] or {}) do
+          if type(v) == "string" and v ~= "" then box[k][#box[k] + 1] = v
+          else complain(p, "policy " .. p.path .. ": sandbox: " .. k .. " must be a list of strings") end
+        end
+      end
+    elseif add ~= nil then
+      complain(p, "policy " .. p.path .. ": sandbox must return {read, write, hosts} to add, or nil")
+    end
+  end
+  return box
 end
 
 -- The idle grace of session s (seconds, or nil: never cleaned up) after the policies saw the

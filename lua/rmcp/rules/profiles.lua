@@ -16,6 +16,11 @@ M.builtin = {
     plan_tool = "todo_write",
     posture = "doctor",
     question_prefix = "ask-",
+    -- in a sandbox: its config dir ($REASONIX_HOME, else ~/.reasonix) is the session's own, config.toml
+    -- copied in (reasonix rewrites it), the .env of keys shown read-only; its providers' base_url are
+    -- the endpoints a strict sandbox lets it reach
+    sandbox = { home_env = "REASONIX_HOME", home_dir = ".reasonix", copy = { "config.toml" }, read_only = { ".env" },
+                providers_from = "config.toml" },
   },
   -- any ACP agent: ACP session modes for tool_approval (the first one the agent offers), the set-model
   -- call for model, no steering method (a message for a running turn waits for its end, then starts
@@ -29,11 +34,12 @@ M.builtin = {
     plan_tool = false,
     posture = false,
     question_prefix = false,
+    sandbox = {}, -- (its config and credentials are its profile's to name: none by default)
   },
 }
 
 local fields = { steer = true, options = true, approval = true, plan_tool = true, posture = true, question_prefix = true,
-                 contract = true, name = true }
+                 contract = true, name = true, sandbox = true, remote = true }
 
 -- Checks a resolved profile; returns nil or what is wrong.
 local function problem(p)
@@ -56,6 +62,10 @@ local function problem(p)
     return "posture must be \"doctor\", a table or false"
   end
   if p.question_prefix ~= false and type(p.question_prefix) ~= "string" then return "question_prefix must be a string or false" end
+  if p.sandbox ~= nil and type(p.sandbox) ~= "table" then
+    return "sandbox must be {home_env?, home_dir?, copy?, read_only?, providers_from?}"
+  end
+  if p.remote ~= nil and type(p.remote) ~= "boolean" then return "remote must be true or false (the agent runs on another machine)" end
   return nil
 end
 

@@ -22,7 +22,7 @@ local enums = {
 }
 M.defaults = { schedule = "manual", overlap = "skip", delegation = "allowed", tool_approval = "auto", enabled = true }
 M.fields = { "name", "prompt", "cwd", "schedule", "overlap", "delegation", "enabled", "model", "effort", "work_mode",
-             "tool_approval" }
+             "tool_approval", "sandbox" }
 
 -- Machine-wide routine runs at once.
 function M.concurrency()
@@ -57,6 +57,10 @@ local function check(k, v)
   elseif k == "model" then
     if type(v) ~= "string" or v == "" then return nil, "model must be a non-empty string" end
     return v
+  elseif k == "sandbox" then
+    local box, why = require("rmcp.rules.sandbox").spec(v)
+    if not box then return nil, why end
+    return v -- (kept as given: each run's spawn reads it, its paths confined then)
   end
   if type(v) ~= "string" or not enums[k][v] then
     local names = {}

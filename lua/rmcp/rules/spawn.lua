@@ -2,6 +2,7 @@
 local config = require "rmcp.config"
 local hooks = require "rmcp.policy.hooks"
 local profiles = require "rmcp.rules.profiles"
+local sandbox = require "rmcp.rules.sandbox"
 
 local M = {}
 
@@ -40,12 +41,19 @@ function M.options(p, is_resume, e)
   if p.isolate ~= nil and p.isolate ~= "none" and p.isolate ~= "worktree" then return nil, "isolate must be none or worktree" end
   if p.strict ~= nil and type(p.strict) ~= "boolean" then return nil, "strict must be a boolean" end
   if p.effort and not M.efforts[p.effort] then return nil, "effort must be one of auto, disabled, low, medium, high, xhigh, max" end
+  local box
+  if not is_resume or p.sandbox ~= nil then
+    local berr
+    box, berr = sandbox.spec(p.sandbox, config.default("sandbox", e))
+    if not box then return nil, berr end
+  end
   local o = { explicit = {} }
   for _, k in ipairs({ "model", "effort", "work_mode", "tool_approval" }) do
     o.explicit[k] = p[k] ~= nil
     o[k] = p[k] or (not is_resume and config.default(k, e)) or nil
   end
-  o.task, o.cwd = p.task, p.cwd
+  o.task, o.cwd, o.sandbox = p.task, p.cwd, box
+  o.explicit.sandbox = p.sandbox ~= nil
   if not is_resume then o.isolate = p.isolate or config.default("isolate", e) end
   o.strict = p.strict == true -- an explicit option the agent cannot take fails the spawn instead of warning
   o.keep_alive = p.keep_alive == true

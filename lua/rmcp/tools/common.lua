@@ -22,7 +22,7 @@ function M.agent_options(full)
   local function default(k) return full and config.default(k) or nil end
   local function enum(values) return full and values or nil end
   return {
-    model = { type = "string", default = default("model") },
+    model = { type = "string" }, -- (its default is reasonix_models's to say: a model ref is long)
     work_mode = { type = "string", enum = enum({ "economy", "balanced", "delivery" }), default = default("work_mode") },
     tool_approval = { type = "string", enum = enum({ "ask", "auto", "yolo" }), default = default("tool_approval") },
     effort = { type = "string", enum = enum({ "auto", "disabled", "low", "medium", "high", "xhigh", "max" }),
@@ -43,7 +43,15 @@ function M.routine_fields()
     enabled = { type = "boolean" },
     model = { type = "string" }, effort = { type = "string" }, work_mode = { type = "string" },
     tool_approval = { type = "string" },
+    sandbox = M.sandbox(),
   }
+end
+
+-- The sandbox argument of spawn (described) and routines: a level, or the object form
+-- (rules/sandbox.lua checks it, naming what is wrong).
+function M.sandbox(described)
+  return { type = { "string", "object" },
+           description = described and "none|workspace|strict or {level,read,write,hosts,fallback}" or nil }
 end
 
 -- The session_id argument of the single-session tools.
@@ -56,13 +64,11 @@ function M.session_ids()
   return { type = "array", minItems = 1, items = { type = "string" } }
 end
 
--- The options poll accepts, shared with watch(detail=true) (described once, in poll's schema: described
--- says so). Defaults follow agentd's (and the REASONIX_MCP_INCLUDE_* / MAX_EVENTS overrides).
-function M.poll_options(described)
-  local function doc(text) return described and text or nil end
+-- The options poll accepts, shared with watch(detail=true). Defaults follow agentd's (and the
+-- REASONIX_MCP_INCLUDE_* / MAX_EVENTS overrides).
+function M.poll_options()
   return {
-    include_events = { type = "array", items = { type = "string" },
-                       description = doc("Only these types (implies detail).") },
+    include_events = { type = "array", items = { type = "string" } },
     exclude_events = { type = "array", items = { type = "string" } },
     include_thought = { type = "boolean", default = config.flag("INCLUDE_THOUGHT") or nil },
     include_full = { type = "boolean", default = config.flag("INCLUDE_FULL") or nil },

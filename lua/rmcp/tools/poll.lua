@@ -1,7 +1,7 @@
 -- reasonix_poll: what changed in one session since the last poll (lean by default).
 local common = require "rmcp.tools.common"
 
-local properties = common.poll_options(true)
+local properties = common.poll_options()
 properties.session_id = common.session_id()
 properties.detail = { type = "boolean", description = "Adds text, turns, events." }
 

@@ -5,8 +5,7 @@ local common = require "rmcp.tools.common"
 return {
   name = "reasonix_respond_permission",
   title = "Answer a decision",
-  description = "Answer a permission_request (a session's or a routine run's): an options[].optionId or "
-    .. "\"cancel\".",
+  description = "Answer a permission_request (session or routine run): an options[].optionId or \"cancel\".",
   inputSchema = common.object({
     session_id = common.session_id(),
     routine_id = { type = "string" },

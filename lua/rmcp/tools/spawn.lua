@@ -7,15 +7,15 @@ local common = require "rmcp.tools.common"
 local properties = common.agent_options(true)
 properties.task = { type = "string", minLength = 1 }
 properties.agents = { type = "array", minItems = 1, items = { type = "object" },
-                      description = "[{task, name?, …options}]; options here are their defaults." }
+                      description = "[{task, name?, …options}]" }
 properties.fleet = { type = "string", description = "A fleet JSON file (README)." }
-properties.name = { type = "string" }
 properties.parallelism = common.parallelism
 properties.cwd = { type = "string" }
 properties.keep_alive = common.keep_alive
 properties.idle_timeout = common.idle_timeout()
 properties.isolate = { type = "string", enum = { "none", "worktree" }, default = require("rmcp.config").default("isolate") }
-properties.strict = { type = "boolean", description = "Explicit options the agent lacks fail it." }
+properties.strict = { type = "boolean", description = "Unsupported options fail." }
+properties.sandbox = common.sandbox(true)
 
 -- The spawn options of args (what is neither the task nor the many-agent form's own).
 local function options_of(args)
@@ -58,10 +58,9 @@ local function fleet_params(args, ctx)
     local defaults = options_of(args)
     for k, v in pairs(type(doc.defaults) == "table" and doc.defaults or {}) do defaults[k] = v end
     if next(defaults) then doc.defaults = defaults end
-    doc.name = doc.name or args.name
     doc.parallelism = doc.parallelism or args.parallelism
-  elseif next(options_of(args)) or args.name or args.parallelism then
-    doc = { agents = doc, defaults = options_of(args), name = args.name, parallelism = args.parallelism }
+  elseif next(options_of(args)) or args.parallelism then
+    doc = { agents = doc, defaults = options_of(args), parallelism = args.parallelism }
   end
   local out, errs = fleet.normalize(doc, path)
   if not out then return nil, where .. " was rejected whole, no agent started:\n" .. table.concat(errs, "\n") end
@@ -81,7 +80,7 @@ return {
     local ok, err = common.one_of(args, { "task", "agents", "fleet" })
     if not ok then return nil, err end
     if args.task then
-      if args.name or args.parallelism then return nil, "name and parallelism go with agents or fleet, not task" end
+      if args.parallelism then return nil, "parallelism goes with agents or fleet, not task" end
       return ctx.agentd("spawn", args, true)
     end
     local params, perr = fleet_params(args, ctx)

@@ -98,7 +98,10 @@ function M.spawn_fleet(d, conn, p, reply)
         if not cwd then
           errs[#errs + 1] = label .. ": " .. cerr.message
         else
-          rules_spawn.adjust(o, { cwd = cwd, project_dir = conn.project_dir, orchestrator_id = conn.orch })
+          local info = { cwd = cwd, project_dir = conn.project_dir, orchestrator_id = conn.orch }
+          rules_spawn.adjust(o, info)
+          local boxed, berr = params.sandbox(o, conn, info)
+          if not boxed then errs[#errs + 1] = label .. ": " .. berr.message end
           o.env = conn.env
           assignments[#assignments + 1] = { name = a.name, label = label, o = o, cwd = cwd }
           if o.isolate ~= "worktree" then -- an isolated agent has a workspace of its own

@@ -5,6 +5,8 @@ local json = require "rmcp.lib.json"
 local jsonrpc = require "rmcp.lib.jsonrpc"
 local ownership = require "rmcp.agentd.ownership"
 local rules_spawn = require "rmcp.rules.spawn"
+local rules_sandbox = require "rmcp.rules.sandbox"
+local hooks = require "rmcp.policy.hooks"
 
 local M = {}
 
@@ -56,6 +58,29 @@ function M.resume_changes(p)
   if p.idle_timeout ~= nil then changes.idle_timeout = o.idle_timeout end
   for _, k in ipairs(rules_spawn.order) do changes[k] = o[k] end
   return changes
+end
+
+-- Settles the sandbox of spawn options o (rules/spawn: o.sandbox) for caller conn, after the
+-- policies' spawn_defaults (info: what they saw): a level they set read as a spec, the paths and
+-- hosts their sandbox hook adds, and every read and write path confined as a cwd is. Returns true,
+-- or nil and the error.
+function M.sandbox(o, conn, info)
+  if type(o.sandbox) == "string" then
+    local box, err = rules_sandbox.spec(o.sandbox)
+    if not box then return nil, M.bad(err) end
+    o.sandbox = box
+  end
+  local box = o.sandbox
+  if not box or box.level == "none" then return true end
+  hooks.sandbox(box, info)
+  for _, k in ipairs({ "read", "write" }) do
+    for i, path in ipairs(box[k]) do
+      local real, err = ownership.confine(conn.project_dir, path, conn.env, "sandbox." .. k .. " path")
+      if not real then return nil, err end
+      box[k][i] = real
+    end
+  end
+  return true
 end
 
 return M

@@ -9,6 +9,7 @@ local lazy = require "rmcp.lib.lazy"
 local clock = require "rmcp.lib.clock"
 local session = require "rmcp.agentd.session"
 local ownership = require "rmcp.agentd.ownership"
+local params = require "rmcp.agentd.methods.params"
 local scheduler = lazy "rmcp.agentd.routines.scheduler"
 local store = lazy "rmcp.agentd.routines.store"
 local rules = lazy "rmcp.rules.routines"
@@ -83,10 +84,22 @@ function M.routine_templates(d, _, _, reply)
   reply(fit.fit({ templates = list }))
 end
 
+-- Settles the sandbox of routine fields f (a run's spawn takes it as it is kept): the policies'
+-- additions and its paths confined for conn, as a spawn's are. Returns the error, or nothing.
+local function settle_sandbox(conn, f, cwd)
+  if f.sandbox == nil then return nil end
+  local o = { sandbox = require("rmcp.rules.sandbox").spec(f.sandbox) }
+  local ok, err = params.sandbox(o, conn, { cwd = cwd, project_dir = conn.project_dir, orchestrator_id = conn.orch })
+  if not ok then return err end
+  f.sandbox = o.sandbox
+end
+
 -- Makes a routine of conn's orchestrator from checked fields f.
 local function create(d, conn, f, reply)
   local cwd, cerr = ownership.confine(conn.project_dir, f.cwd, conn.env)
   if not cwd then return reply(nil, cerr) end
+  local berr = settle_sandbox(conn, f, cwd)
+  if berr then return reply(nil, berr) end
   local st = d.routines
   local now = clock.now()
   local r = { id = store.new_id(st), owner = conn.orch, env = conn.env, created_at = now, updated_at = now, runs_total = 0,
@@ -160,6 +173,8 @@ function M.routine_configure(d, conn, p, reply)
     if not cwd then return reply(nil, cerr) end
     f.cwd = cwd
   end
+  local berr = settle_sandbox(conn, f, f.cwd or r.cwd)
+  if berr then return reply(nil, berr) end
   local replan = (f.schedule and f.schedule ~= r.schedule) or (f.enabled == true and not r.enabled)
   for k, v in pairs(f) do r[k] = v end
   if r.owner == conn.orch then r.env = conn.env end -- runs take the creator's current environment

@@ -33,7 +33,10 @@ function M.spawn(d, conn, p, reply)
   if not o then return reply(nil, bad(err)) end
   local cwd, cerr = ownership.confine(conn.project_dir, o.cwd, conn.env)
   if not cwd then return reply(nil, cerr) end
-  rules_spawn.adjust(o, { cwd = cwd, project_dir = conn.project_dir, orchestrator_id = conn.orch })
+  local info = { cwd = cwd, project_dir = conn.project_dir, orchestrator_id = conn.orch }
+  rules_spawn.adjust(o, info)
+  local ok, berr = params.sandbox(o, conn, info)
+  if not ok then return reply(nil, berr) end
   o.env = conn.env
   session.spawn(d, conn.orch, conn.project_dir, o, cwd, reply)
 end

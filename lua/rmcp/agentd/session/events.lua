@@ -9,6 +9,7 @@ local store = require "rmcp.agentd.store"
 local rules_poll = require "rmcp.rules.poll"
 local hooks = require "rmcp.policy.hooks"
 local state = require "rmcp.agentd.session.state"
+local sandbox = require "rmcp.agentd.session.sandbox"
 local runtime = require "rmcp.agentd.session.runtime"
 local profiles = require "rmcp.rules.profiles"
 
@@ -240,6 +241,7 @@ function M.on_exit(d, s, agent, code, signal)
   local rt = s.rt
   if not rt or rt.agent ~= agent then return end -- (a parked session's agent exited long ago)
   rt.agent = nil
+  sandbox.close_gate(s)
   state.cancel_cleanup(s)
   local was_prompt = rt.prompt_active
   rt.prompt_active = false

@@ -10,6 +10,8 @@
 --   configure.lua  options changed after spawn: now, before the next turn, or at the resume
 --   isolate.lua the session's git worktree record: made at spawn, removed on request, recovered at start
 --   park.lua    a finished session's runtime and long fields held on disk until a verb needs them
+--   sandbox.lua the sandbox its agent starts in: the plan, its private home, its network gate
+--   netgate.lua a strict sandbox's way out: the socket agentd lets through what the allowlist names
 -- Status: starting → running ⇄ idle, awaiting_decision while a decision is pending, exited
 -- (tombstone), orphaned (was live when the daemon died). Sessions live in d.sessions.
 
@@ -52,6 +54,7 @@
 ---@field routine table?           the routine run it is: {id, run_id, marker} (agentd/routines.lua)
 ---@field on_behalf_of string?     a routine run's: the orchestrator that made the routine
 ---@field worktree SessionWorktree? its git worktree (isolate=worktree; isolate.lua)
+---@field sandbox table?           the sandbox its agent runs in: {level, read, write, hosts, fallback} (rules/sandbox.lua)
 ---@field changes table?           what its agent changed there at the last turn's end (agentd/worktree.lua changes)
 ---@field pending SessionDecision[] decisions awaiting respond_permission (runtime only)
 ---@field rt SessionRuntime?       runtime-only state, never persisted (nil while parked)
@@ -80,6 +83,7 @@
 
 ---@class SessionRuntime
 ---@field agent AcpAgent?          the live agent
+---@field netgate table?           a strict sandbox's network gate, while its agent runs (sandbox.lua)
 ---@field profile table?           the profile it was started with (rules/profiles.lua; state.profile reads it)
 ---@field setting_up boolean?      the agent is being started (start.lua)
 ---@field stopping string?         the exit_reason a requested stop will give

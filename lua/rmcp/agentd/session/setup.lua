@@ -16,6 +16,7 @@ local start = require "rmcp.agentd.session.start"
 local turns = require "rmcp.agentd.session.turns"
 local configure = require "rmcp.agentd.session.configure"
 local isolate = require "rmcp.agentd.session.isolate"
+local sandbox = require "rmcp.agentd.session.sandbox"
 local receipts = require "rmcp.agentd.receipts"
 
 local M = {}
@@ -151,13 +152,15 @@ function M.resume(d, s, changes, env, cb)
   end)
 end
 
--- Runtime state of s that survives a daemon's exec (handover): everything in s.rt but the agent and
--- uv handles, and what the persisted record does not hold.
+-- Runtime state of s that survives a daemon's exec (handover): everything in s.rt but the agent,
+-- uv handles and the network gate (opened again), and what the persisted record does not hold.
 function M.handover_state(s)
   local rt = {}
   for k, v in pairs(s.rt) do
     local t = type(v)
-    if k ~= "agent" and k ~= "idle_timer" and t ~= "function" and t ~= "userdata" and t ~= "thread" then rt[k] = v end
+    if k ~= "agent" and k ~= "idle_timer" and k ~= "netgate" and t ~= "function" and t ~= "userdata" and t ~= "thread" then
+      rt[k] = v
+    end
   end
   local pending = json.array()
   for _, dec in ipairs(s.pending) do
@@ -183,6 +186,8 @@ function M.adopt(d, s, hs)
   rt.profile = cmd and cmd.profile or nil
   rt.agent = agent
   s.rt = rt
+  local gated, gerr = sandbox.reopen_gate(d, s)
+  if not gated then log.warn("session %s: its strict sandbox has no network until it restarts: %s", s.id, tostring(gerr)) end
   s.status, s.exit_reason, s.stop_reason, s.terminal_pending = hs.status, hs.exit_reason, hs.stop_reason, hs.terminal_pending
   rt.idle_since = s.status == "idle" and uv.now() or nil
   s.pending = {}

@@ -10,6 +10,9 @@ local log = require "rmcp.lib.log"
 local config = require "rmcp.config"
 local acp = require "rmcp.acp.client"
 local posture = require "rmcp.agentd.posture"
+local sandbox = require "rmcp.agentd.session.sandbox"
+local bwrap = require "rmcp.clients.bwrap"
+local rules_sandbox = require "rmcp.rules.sandbox"
 local rules_spawn = require "rmcp.rules.spawn"
 local events = require "rmcp.agentd.session.events"
 
@@ -201,6 +204,49 @@ local function probe_posture(s, cmd, env)
   end
 end
 
+-- The environment list env (NAME=value strings) as a map.
+local function env_map(env)
+  local out = {}
+  for _, kv in ipairs(env) do
+    local k, v = kv:match("^([^=]+)=(.*)$")
+    if k then out[k] = v end
+  end
+  return out
+end
+
+-- argv wrapped in s's sandbox when it asked for one (s.sandbox: rules/sandbox.lua's spec), with
+-- cmd's profile and the agent's environment env; returns the argv to start and what the posture
+-- says is enforced, or nil and the error (a sandbox that cannot be had refuses the spawn, unless
+-- its spec allows the fallback: then the agent runs unsandboxed and the posture warns).
+local function sandboxed(d, s, cmd, argv, env)
+  local spec = s.sandbox
+  if not spec or spec.level == "none" then return argv, { sandbox = "none" } end
+  local why, av
+  if cmd.profile.remote then
+    why = "the agent runs on another machine (profile " .. tostring(cmd.profile.name) .. "): agentd's sandbox cannot hold it there"
+  else
+    av = bwrap.available()
+    if not av.ok then why = av.why end
+  end
+  local p
+  if not why then p, why = sandbox.plan(d, s, spec, argv, cmd.profile, env_map(env)) end
+  if why then
+    if spec.fallback then
+      return argv, { sandbox = "none", requested = spec.level, warning = "sandbox " .. spec.level .. " not applied: " .. why }
+    end
+    return nil, jsonrpc.error(sandbox.REFUSED, "sandbox " .. spec.level .. " refused: " .. why
+      .. " (sandbox {level, fallback: true} runs the agent unsandboxed instead)")
+  end
+  local inner = argv
+  if spec.level == "strict" then
+    local gate_argv, gerr = sandbox.open_gate(d, s, p)
+    if not gate_argv then return nil, jsonrpc.error(sandbox.REFUSED, "sandbox strict refused: " .. gerr) end
+    inner = gate_argv
+    for _, x in ipairs(argv) do inner[#inner + 1] = x end
+  end
+  return rules_sandbox.argv(av.bwrap, p.plan, inner), p.enforced
+end
+
 -- Starts the agent for s and configures it: the process, its ACP session (new, or resumed for mode
 -- "resume"), the spawn options o, and the posture probe in parallel; the agent runs with o.env (the
 -- environment of the orchestrator that asked; nil: agentd's own). A setup that takes over 60 s is
@@ -209,7 +255,9 @@ function M.start(d, s, o, mode)
   local rt = s.rt
   local cmd, cerr = agent_command(s, o)
   if not cmd then return nil, cerr end
-  local argv, env = cmd.argv, rules_spawn.command_env(cmd, o.env)
+  local env = rules_spawn.command_env(cmd, o.env)
+  local argv, enforced = sandboxed(d, s, cmd, cmd.argv, env)
+  if not argv then return nil, enforced end
   local posture_of = probe_posture(s, cmd, env)
   rt.setting_up = true
   local agent, serr = acp.start(M.agent_opts(d, s, { bin = argv[1], args = { table.unpack(argv, 2) }, cwd = s.cwd, env = env }))
@@ -230,6 +278,7 @@ function M.start(d, s, o, mode)
     if agent.exited and tail ~= "" then msg = msg .. " (agent stderr: " .. tail .. ")" end
     if rt.stopping then msg = "stopped while starting" end
     if rt.agent == agent then rt.agent = nil end
+    sandbox.close_gate(s)
     agent:stop()
     return nil, jsonrpc.error(err and err.code == jsonrpc.INVALID_PARAMS and jsonrpc.INVALID_PARAMS or jsonrpc.INTERNAL_ERROR, msg)
   end
@@ -238,7 +287,10 @@ function M.start(d, s, o, mode)
   if what then return fail(what, oerr) end
   local configured, e = configure_agent(s, agent, o, res, cmd.profile)
   if not configured then return fail(e.what, e.err) end
-  local probed = posture_of()
+  local probed = {}
+  for k, v in pairs(posture_of()) do probed[k] = v end -- (a probe's answer is shared: this copy is s's)
+  probed.enforced = enforced
+  if enforced.warning then probed.warning = probed.warning and (enforced.warning .. "; " .. probed.warning) or enforced.warning end
   s.posture = probed
   if probed.warning then log.warn("session %s: %s", s.id, probed.warning) end
   if not watchdog:is_closing() then watchdog:close() end

@@ -13,6 +13,7 @@ local rules_poll = require "rmcp.rules.poll"
 local caps = require "rmcp.rules.caps"
 local runtime = require "rmcp.agentd.session.runtime"
 local park = require "rmcp.agentd.session.park"
+local sandbox = require "rmcp.agentd.session.sandbox"
 
 local M = {}
 
@@ -44,6 +45,7 @@ function M.create(d, owner, project_dir, o, cwd)
     id = id, owner = owner, project_dir = project_dir, cwd = cwd, task = o.task,
     model = o.model, effort = o.effort, tool_approval = o.tool_approval, work_mode = o.work_mode,
     keep_alive = o.keep_alive, idle_timeout = o.idle_timeout, routine = o.routine, on_behalf_of = o.on_behalf_of,
+    sandbox = o.sandbox,
     status = "starting", contract_sent = false, created_at = now, updated_at = now, turns_total = 0, turns_drained = 0,
     skipped_options = json.array(), warnings = json.array(), pending = {},
     transcript_path = store.journal_path(d.paths.sessions, id),
@@ -78,6 +80,7 @@ end
 -- Forgets a session: its record, its journal and its place in d (a spawn that failed, or pruned).
 function M.discard(d, s)
   park.forget(d, s)
+  sandbox.forget(d, s)
   d.sessions[s.id] = nil
   store.remove(d.paths.sessions, s.id)
   os.remove(s.transcript_path)
