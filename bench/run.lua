@@ -25,9 +25,9 @@ local host = require "rmcp.host"
 
 local QUICK, JSON_OUT, NO_REAL, STRICT = os.getenv("RMCP_BENCH_QUICK") == "1", nil, false, false
 local OURS_ARG = nil -- --ours: another build's reasonix-mcp measured as ours (before/after tables)
-local PHASES = { memory = true, spawn = true, ingest = true, mcp = true, dashboard = true, real = true }
+local PHASES = { memory = true, spawn = true, sandbox = true, ingest = true, mcp = true, dashboard = true, real = true }
 local USAGE = "usage: reasonix-mcp script bench/run.lua [--quick] [--strict] [--no-real] [--json FILE] "
-  .. "[--only memory,spawn,ingest,mcp,dashboard,real] [--ours EXE]\n"
+  .. "[--only memory,spawn,sandbox,ingest,mcp,dashboard,real] [--ours EXE]\n"
 do
   -- RMCP_BENCH_ARGS adds arguments (the cmake target passes none: RMCP_BENCH_ARGS=--quick there)
   local args = {}
@@ -277,7 +277,7 @@ local units = { [fmt_rate] = "events/s", [fmt_us] = "s", [fmt_ms] = "s", [fmt_mi
 
 -- Adds a result row. r: section, what, value, base, fmt (one of the above), ahead (the ratio is
 -- base / value: how many times faster than the baseline; else value / base), target =
--- { on = "ratio"|"value", op = "<="|">=", limit, text }.
+-- { on = "ratio"|"value"|"over" (value - base), op = "<="|">=", limit, text }.
 local function row(r)
   r.unit = units[r.fmt]
   if r.value and r.base and r.base ~= 0 and r.value ~= 0 then
@@ -285,7 +285,7 @@ local function row(r)
   end
   local t = r.target
   if t and r.value then
-    local x = t.on == "ratio" and r.ratio or r.value
+    local x = (t.on == "ratio" and r.ratio) or (t.on == "over" and r.base and r.value - r.base) or (t.on == "value" and r.value) or nil
     if x == nil then r.pass = false
     elseif t.op == "<=" then r.pass = x <= t.limit
     else r.pass = x >= t.limit end
@@ -702,6 +702,35 @@ local function run_fake_spawn(c)
         base = median(raw), fmt = fmt_ms, target = { on = "ratio", op = "<=", limit = 2.5, text = "<= 2.5x raw" } })
 end
 
+-- What a sandbox adds to a spawn: spawn -> first turn end of the fake agent through agentd in each
+-- sandbox level against the same without one, the levels taking turns, in a git checkout (as most
+-- agents run: its git dir is shown and guarded, your identity read).
+local function run_sandbox_spawn(c)
+  phase("sandboxed spawn")
+  local repo = WS .. "/repo"
+  uv.fs_mkdir(repo, tonumber("755", 8))
+  assert(os.execute("git init -q " .. sh_quote(repo)), "git init")
+  local levels = { "none", "workspace", "strict" }
+  local times = { none = {}, workspace = {}, strict = {} }
+  for i = 1, P.spawn_reps do
+    for k = 0, #levels - 1 do
+      local level = levels[(i + k) % #levels + 1]
+      local t0 = now_s()
+      local r = call(c, "spawn", { task = "hi", model = "fake/fake-model", sandbox = level, cwd = repo })
+      assert(r.posture.enforced.sandbox == level, "spawn in sandbox " .. level .. " ran in " .. tostring(r.posture.enforced.sandbox))
+      watch_all(c, { r.session_id })
+      times[level][i] = now_s() - t0
+      call(c, "stop", { session_id = r.session_id })
+    end
+  end
+  local base = median(times.none)
+  for _, level in ipairs({ "workspace", "strict" }) do
+    row({ section = "latency", what = "spawn -> first turn end, sandbox " .. level .. " (fake agent, median)",
+          value = median(times[level]), base = base, fmt = fmt_ms,
+          target = { on = "over", op = "<=", limit = 0.015, text = "<= 15 ms over none" } })
+  end
+end
+
 -- Ingest: floods through agentd to the turn end seen by a watch, against the same fake read raw.
 local function run_ingest(c, apid)
   phase("event ingest")
@@ -1055,6 +1084,7 @@ local function run()
   local c, apid
   if PHASES.memory then c, apid = run_memory(bare) else c, apid = connect(MCP_HOME, WS) end
   if PHASES.spawn then run_fake_spawn(c) end
+  if PHASES.sandbox then run_sandbox_spawn(c) end
   if PHASES.ingest then run_ingest(c, apid) end
   if PHASES.mcp then run_mcp(bare) end
   if PHASES.dashboard then run_dashboard(c, apid) end
