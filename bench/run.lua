@@ -765,14 +765,7 @@ local function run_ingest(c, apid)
   call(c, "stop", { session_id = fsid })
 end
 
--- A free TCP port on 127.0.0.1 (bound, read back, closed).
-local function free_port()
-  local tcp = uv.new_tcp()
-  assert(tcp:bind("127.0.0.1", 0))
-  local port = tcp:getsockname().port
-  tcp:close()
-  return port
-end
+local free_port = require("ports").free
 
 -- Wall-clock ms at the moment of uv.hrtime() value mono_ns (the page's clock is the wall clock).
 local function wall_ms_of(mono_ns)

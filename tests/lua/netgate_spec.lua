@@ -13,14 +13,7 @@ local http_proxy = require "rmcp.sandboxed.http_proxy"
 
 local BIN = require("rmcp.host").exe
 
--- A port nothing listens on now (bound to 0 and let go).
-local function free_port()
-  local tcp = uv.new_tcp()
-  assert(tcp:bind("127.0.0.1", 0))
-  local port = tcp:getsockname().port
-  tcp:close()
-  return port
-end
+local free_port = require("ports").free
 
 -- A TCP server on 127.0.0.1 for the case; on_client(tcp) per connection. Returns its port.
 local function serve(t, on_client)
