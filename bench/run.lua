@@ -259,6 +259,9 @@ local ENV0 = {
   RMCP_BENCH_RUN = RUN_ID, REASONIX_MCP_HOME = MCP_HOME, REASONIX_BIN = WRAPPER,
   FAKE_ACP_FLOOD = tostring(P.flood), FAKE_ACP_STAMP = STAMP,
   REASONIX_MCP_DASHBOARD_AUTOSTART = "0", -- the rows measure the server and agentd alone
+  -- the fake agent (our binary, its Lua tree and the fake's script) stays readable in a sandbox
+  -- wherever the checkout is (a sandbox hides /tmp and the home)
+  REASONIX_MCP_SANDBOX_READ = REPO .. ":" .. BUILD,
 }
 for k, v in pairs(ENV0) do uv.os_setenv(k, v) end
 

@@ -73,6 +73,7 @@ local function env_of(e, name)
   if type(v) ~= "string" or v == "" then return nil end
   return v
 end
+M.env_of = env_of
 
 -- Returns the spawn default for key (model, effort, work_mode, tool_approval, language), as set in
 -- environment map e (an orchestrator's; default ours).

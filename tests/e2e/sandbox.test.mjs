@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { once } from 'node:events';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -70,7 +70,10 @@ test('escapes: each succeeds without a sandbox and fails in workspace and strict
   await once(listener, 'listening');
   const port = listener.address().port;
 
-  const { client } = await fx.connect({ name: 'attacker-host' });
+  // our binary and its Lua tree stay runnable inside (wherever the checkout is): the socket escapes
+  // then meet the socket's own boundary, not a missing program
+  const readable = `${dirname(BIN)}:${join(dirname(BIN), '..', 'lua')}`;
+  const { client } = await fx.connect({ name: 'attacker-host', env: fx.env({ REASONIX_MCP_SANDBOX_READ: readable }) });
   const outcomes = {};
   try {
     for (const level of LEVELS) {

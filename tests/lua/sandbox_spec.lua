@@ -159,3 +159,22 @@ test("faults in a strict sandbox (the fake agent): a crash closes its gate; an a
     10000, "the crashed agent's gate to close")
   ctx.shutdown()
 end)
+
+test("REASONIX_MCP_SANDBOX_READ shows an agent installed under the home, which a sandbox hides otherwise", function(t)
+  local ctx = support.setup(t, {})
+  local tools = ctx.home.home .. "/tools"
+  assert(require("rmcp.lib.files").mkdir_p(tools, tonumber("755", 8)))
+  local agent = fake_in(tools)
+  local host = require "rmcp.host"
+  local ours = host.exe:match("^(.*)/[^/]+$") .. ":" .. (uv.fs_realpath(host.lua_dir) or host.lua_dir)
+  local function client_with(read)
+    local env = uv.os_environ()
+    env.REASONIX_BIN, env.REASONIX_MCP_SANDBOX_READ = agent, read
+    return ctx.client("orch-" .. tostring(read ~= nil), nil, { env = env })
+  end
+  local seen = ctx.call(client_with(tools .. ":" .. ours), "spawn", { task = "hello", model = "fake/fake-model", sandbox = "workspace" })
+  t.eq(seen.posture.enforced.sandbox, "workspace", "with the dir shown the agent starts in its sandbox")
+  local err = ctx.call_err(client_with(ours), "spawn", { task = "hello", model = "fake/fake-model", sandbox = "workspace" })
+  t.match(err.message, "agent process exited")
+  ctx.shutdown()
+end)

@@ -144,7 +144,8 @@ function M.plan(d, s, spec, argv, profile, env)
   local read, needed = {}, agent_files(argv[1], env)
   if spec.level == "strict" then
     local host = require "rmcp.host"
-    needed[#needed + 1], needed[#needed + 1] = host.exe, uv.fs_realpath(host.lua_dir) or host.lua_dir
+    needed[#needed + 1] = host.exe
+    needed[#needed + 1] = uv.fs_realpath(host.lua_dir) or host.lua_dir
   end
   local git = sandbox_git.paths(real_cwd)
   if #git.read > 0 then
@@ -158,6 +159,11 @@ function M.plan(d, s, spec, argv, profile, env)
       if rules.under(path, root) then read[#read + 1] = path; break end
     end
   end
+  -- the machine owner's read-only paths (toolchains under the home: ~/.cargo, ~/.rustup, ~/go, …)
+  for path in (config.env_of(env, "REASONIX_MCP_SANDBOX_READ") or ""):gmatch("[^:]+") do
+    local real = path:sub(1, 1) == "/" and uv.fs_realpath(path)
+    if real then read[#read + 1] = real end
+  end
   for _, p in ipairs(spec.read) do read[#read + 1] = p end
   local write = { table.unpack(git.write) }
   for _, p in ipairs(spec.write) do write[#write + 1] = p end
@@ -166,7 +172,7 @@ function M.plan(d, s, spec, argv, profile, env)
   local hosts = {}
   if spec.level == "strict" then
     for _, e in ipairs(provider_endpoints(box, real_home or home)) do hosts[#hosts + 1] = e end
-    for e in (config.env("REASONIX_MCP_SANDBOX_HOSTS") or ""):gmatch("[^,%s]+") do hosts[#hosts + 1] = e end
+    for e in (config.env_of(env, "REASONIX_MCP_SANDBOX_HOSTS") or ""):gmatch("[^,%s]+") do hosts[#hosts + 1] = e end
     for _, e in ipairs(spec.hosts) do hosts[#hosts + 1] = e end
   end
   local enforced = { sandbox = spec.level, by = "bwrap", writable = json.array({ real_cwd, table.unpack(write) }),
@@ -240,7 +246,6 @@ end
 -- Removes session s's sandbox dir, its private home among it (the session is forgotten): a child
 -- does it, write permission given back first (the agent may have taken it from its own dirs).
 function M.forget(d, s)
-  if type(s.sandbox) ~= "table" or s.sandbox.level == "none" then return end
   local dir = M.dir(d, s.id)
   if not uv.fs_stat(dir) then return end
   async.run(function()

@@ -13,7 +13,6 @@ local rules_poll = require "rmcp.rules.poll"
 local caps = require "rmcp.rules.caps"
 local runtime = require "rmcp.agentd.session.runtime"
 local park = require "rmcp.agentd.session.park"
-local sandbox = require "rmcp.agentd.session.sandbox"
 
 local M = {}
 
@@ -80,7 +79,10 @@ end
 -- Forgets a session: its record, its journal and its place in d (a spawn that failed, or pruned).
 function M.discard(d, s)
   park.forget(d, s)
-  sandbox.forget(d, s)
+  -- (loaded only for a sandboxed session: the restore path stays free of process spawning)
+  if type(s.sandbox) == "table" and s.sandbox.level ~= "none" then
+    require("rmcp.agentd.session.sandbox").forget(d, s)
+  end
   d.sessions[s.id] = nil
   store.remove(d.paths.sessions, s.id)
   os.remove(s.transcript_path)
