@@ -31,10 +31,17 @@ function M.root()
   return config.env("REASONIX_MCP_WORKTREE_DIR") or (config.home() .. "/worktrees")
 end
 
--- Runs git with args in dir (coroutine); returns stdout without its last newline, or nil and the
--- reason (git's own words).
+-- The options of every git call agentd makes in a tree an agent wrote: no hook, no fsmonitor, no
+-- descent into submodules (whose `.git` the agent may have pointed anywhere), no optional locks;
+-- so nothing the agent left there runs as you.
+M.SAFE = { "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c", "diff.ignoreSubmodules=all",
+           "-c", "submodule.recurse=false", "--no-optional-locks" }
+
+-- Runs git with M.SAFE and args in dir (coroutine); returns stdout without its last newline, or nil
+-- and the reason (git's own words).
 local function git(dir, args, timeout_ms)
-  local argv = { "-C", dir }
+  local argv = { table.unpack(M.SAFE) }
+  argv[#argv + 1], argv[#argv + 2] = "-C", dir
   for _, a in ipairs(args) do argv[#argv + 1] = a end
   local r, err = command.run("git", argv, { timeout_ms = timeout_ms or 30000 })
   if not r then return nil, "cannot run git: " .. tostring(err) end
@@ -166,9 +173,10 @@ end
 -- the untracked files. Coroutine.
 function M.changes(wt)
   if type(wt) ~= "table" or wt.state ~= "ready" then return nil end
-  local script = 'cd "$1" && git diff --shortstat "$2"; echo "|"; git rev-list --count "$2"..HEAD; echo "|"; '
-    .. 'git ls-files --others --exclude-standard | wc -l'
-  local r = command.run("sh", { "-c", script, "changes", wt.path, wt.base }, { timeout_ms = 10000 })
+  local script = 'cd "$1" && shift 2 && git "$@" diff --shortstat "$B"; echo "|"; git "$@" rev-list --count "$B"..HEAD; '
+    .. 'echo "|"; git "$@" ls-files --others --exclude-standard | wc -l'
+  local r = command.run("sh", { "-c", 'B="$2"; ' .. script, "changes", wt.path, wt.base, table.unpack(M.SAFE) },
+    { timeout_ms = 10000 })
   if not r or r.code ~= 0 then return nil end
   local stat, commits, untracked = r.stdout:match("^(.-)|%s*(%d*)%s*|%s*(%d+)")
   local c = {
@@ -191,7 +199,8 @@ function M.diff(d, wt, o)
   for k, v in pairs(uv.os_environ()) do env[#env + 1] = k .. "=" .. v end
   env[#env + 1] = "GIT_INDEX_FILE=" .. index
   local function g(args)
-    local argv = { "-C", wt.path }
+    local argv = { table.unpack(M.SAFE) }
+    argv[#argv + 1], argv[#argv + 2] = "-C", wt.path
     for _, a in ipairs(args) do argv[#argv + 1] = a end
     return command.run("git", argv, { env = env, timeout_ms = 60000 })
   end
@@ -211,7 +220,9 @@ function M.diff(d, wt, o)
   local out = { base = wt.base, branch = wt.branch, worktree = wt.path, truncated = #text > max or nil }
   if #text > max then text = text:sub(1, max) end
   if o.stat == false then out.diff = text else out.stat = text end
-  local log_r = command.run("git", { "-C", wt.path, "log", "--format=%H %s", wt.base .. "..HEAD" }, { timeout_ms = 30000 })
+  local log_args = { table.unpack(M.SAFE) }
+  for _, a in ipairs({ "-C", wt.path, "log", "--format=%H %s", wt.base .. "..HEAD" }) do log_args[#log_args + 1] = a end
+  local log_r = command.run("git", log_args, { timeout_ms = 30000 })
   out.commits = json.array()
   for line in ((log_r and log_r.stdout) or ""):gmatch("[^\n]+") do
     local sha, subject = line:match("^(%x+) (.*)$")
