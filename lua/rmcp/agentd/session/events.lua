@@ -4,6 +4,7 @@
 local json = require "rmcp.lib.json"
 local jsonrpc = require "rmcp.lib.jsonrpc"
 local log = require "rmcp.lib.log"
+local async = require "rmcp.lib.async"
 local config = require "rmcp.config"
 local store = require "rmcp.agentd.store"
 local rules_poll = require "rmcp.rules.poll"
@@ -242,6 +243,10 @@ function M.on_exit(d, s, agent, code, signal)
   if not rt or rt.agent ~= agent then return end -- (a parked session's agent exited long ago)
   rt.agent = nil
   sandbox.close_gate(s)
+  if sandbox.has_git(d, s) then
+    async.run(function() sandbox.sync_git(d, s) end,
+      function(e) log.error("session %s: bringing its git work back failed: %s", s.id, tostring(e)) end)
+  end
   state.cancel_cleanup(s)
   local was_prompt = rt.prompt_active
   rt.prompt_active = false

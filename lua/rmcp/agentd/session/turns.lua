@@ -13,6 +13,7 @@ local caps = require "rmcp.rules.caps"
 local state = require "rmcp.agentd.session.state"
 local runtime = require "rmcp.agentd.session.runtime"
 local configure = require "rmcp.agentd.session.configure"
+local sandbox = require "rmcp.agentd.session.sandbox"
 
 local M = {}
 
@@ -122,13 +123,17 @@ local function end_turn(d, s, stop_reason, err_text)
     -- the turn the orchestrator gets says what was tried, and whether the cap stopped it
     rt.recovery_report = { attempts = attempts, gave_up = text:find(rules_recovery.marker, 1, true) ~= nil or nil }
   end
-  if type(s.worktree) == "table" and s.worktree.state == "ready" then
-    -- what an isolated agent changed rides this result: git is asked before the end is reported;
-    -- a message sent meanwhile waits (send queues it while finishing) and starts the next turn
+  local isolated = type(s.worktree) == "table" and s.worktree.state == "ready"
+  local box_git = sandbox.has_git(d, s)
+  if isolated or box_git then
+    -- what an isolated agent changed rides this result (a sandboxed one's commits brought back
+    -- first): git is asked before the end is reported; a message sent meanwhile waits (send queues
+    -- it while finishing) and starts the next turn
     local agent = rt.agent
     rt.finishing = true
     return async.run(function()
-      s.changes = require("rmcp.agentd.worktree").changes(s.worktree)
+      if box_git then sandbox.sync_git(d, s) end
+      if isolated then s.changes = require("rmcp.agentd.worktree").changes(s.worktree) end
       rt.finishing = nil
       if rt.agent ~= agent or not state.is_live(s) then return end -- stopped or gone meanwhile
       report_end(d, s, stop_reason, err_text)
