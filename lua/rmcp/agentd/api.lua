@@ -184,13 +184,15 @@ end
 M.REFUSED_PEER = -32007
 
 -- True when process pid lives in a pid namespace other than ours: one of the agents agentd starts in
--- a sandbox (its own pid namespace), or a process it started there; pid 0 is a peer whose namespace
--- ours cannot even see. Such a peer may not connect.
+-- a sandbox (its own pid namespace), or a process it started there. Such a peer may not connect;
+-- nor may one we cannot place (pid 0: a namespace ours cannot see; one gone before we looked, as a
+-- process that connects, forks and exits would be). Only where our own cannot be read (no /proc)
+-- is there nothing to compare.
 function M.sandboxed_peer(pid)
-  if not pid then return false end
-  if pid == 0 then return true end
-  local mine, theirs = uv.fs_readlink("/proc/self/ns/pid"), uv.fs_readlink("/proc/" .. math.tointeger(pid) .. "/ns/pid")
-  return mine ~= nil and theirs ~= nil and mine ~= theirs
+  local mine = uv.fs_readlink("/proc/self/ns/pid")
+  if not mine then return false end
+  if not pid or pid == 0 then return true end
+  return uv.fs_readlink("/proc/" .. math.tointeger(pid) .. "/ns/pid") ~= mine
 end
 
 -- Answers the peer of accepted socket fd (pid) that it may not connect: its first request (hello)

@@ -96,14 +96,16 @@ function M.argv(bwrap, plan, inner)
   local function add(...) for _, x in ipairs({ ... }) do a[#a + 1] = x end end
   for _, root in ipairs(plan.hide) do add("--tmpfs", root) end
   if plan.home and plan.private_home then add("--bind", plan.private_home, plan.home) end
-  for _, f in ipairs(plan.files or {}) do add("--ro-bind", f[1], f[2]) end
   for _, p in ipairs(plan.read or {}) do add("--ro-bind", p, p) end
   for _, p in ipairs(plan.write or {}) do add("--bind", p, p) end
   add("--bind", plan.cwd, plan.cwd, "--chdir", plan.cwd)
+  -- over what is writable: files shown read-only at a path of their own, then paths kept read-only
+  for _, f in ipairs(plan.files or {}) do add("--ro-bind", f[1], f[2]) end
   for _, p in ipairs(plan.protect or {}) do add("--ro-bind", p, p) end
   if plan.level == "strict" then
     add("--unshare-net")
-    if plan.net_dir then add("--bind", plan.net_dir, M.NET_SOCK:match("^(.*)/[^/]+$")) end
+    -- (read-only: the agent may connect to the gate, never swap its socket for a file)
+    if plan.net_dir then add("--ro-bind", plan.net_dir, M.NET_SOCK:match("^(.*)/[^/]+$")) end
   end
   local names = {}
   for k in pairs(plan.env or {}) do names[#names + 1] = k end

@@ -45,6 +45,13 @@ end
 local function private_home(d, s, profile_box, real_home, home)
   local dir = M.dir(d, s.id) .. "/home"
   local conf = profile_box.home_dir and (dir .. "/" .. profile_box.home_dir) or nil
+  -- the agent could have left a symlink where agentd writes (its copy would land in the target)
+  local path = M.dir(d, s.id)
+  for part in ((conf or dir):sub(#path + 2)):gmatch("[^/]+") do
+    path = path .. "/" .. part
+    local st = uv.fs_lstat(path)
+    if st and st.type == "link" then os.remove(path) end
+  end
   local ok, err = files.mkdir_p(conf or dir, tonumber("700", 8))
   if not ok then return nil, "cannot make the sandbox home " .. dir .. ": " .. tostring(err) end
   local ro, env = {}, { HOME = home, TMPDIR = "/tmp" }
@@ -52,6 +59,10 @@ local function private_home(d, s, profile_box, real_home, home)
     env[profile_box.home_env] = home .. "/" .. profile_box.home_dir
     for _, name in ipairs(profile_box.copy or {}) do
       local text = files.read(real_home .. "/" .. name)
+      for _, at in ipairs({ conf .. "/" .. name, string.format("%s/%s.tmp%d", conf, name, uv.os_getpid()) }) do
+        local st = uv.fs_lstat(at)
+        if st and st.type ~= "file" then os.remove(at) end
+      end
       if text then
         local wok, werr = files.write_atomic(conf .. "/" .. name, text, false)
         if not wok then return nil, "cannot copy " .. name .. " into the sandbox home: " .. tostring(werr) end
@@ -66,21 +77,48 @@ local function private_home(d, s, profile_box, real_home, home)
   return dir, ro, env
 end
 
--- The roots a sandbox shows empty: /tmp (a private one), the user's runtime dir (the session bus,
--- ssh and gpg agents' sockets), the user's home, the reasonix-mcp home, the worktrees dir (other
--- agents' trees) when it is elsewhere; in this order, so a root under another is mounted on the
--- empty one.
-local function hidden_roots(d, home)
+-- The homes a sandbox hides, by their real paths: the agent's (its environment's HOME), agentd's
+-- and the one the password database names (an orchestrator with another HOME must not uncover
+-- yours).
+local function homes(env)
+  local out = {}
+  for _, h in ipairs({ env and env.HOME or "/", config.user_home(), uv.os_get_passwd().homedir or "/" }) do
+    local real = uv.fs_realpath(h)
+    if real and real ~= "/" then out[#out + 1] = real end
+  end
+  return out
+end
+
+-- The roots a sandbox shows empty, those that exist: /tmp (a private one), /run (sockets:
+-- the session bus, docker, the user's ssh and gpg agents), $XDG_RUNTIME_DIR, the homes, the
+-- reasonix-mcp home, the worktrees dir (other agents' trees) when it is elsewhere; a root under
+-- another is mounted on the empty one.
+local function hidden_roots(d, env)
   local out, seen = {}, {}
-  local runtime = "/run/user/" .. tostring(uv.os_get_passwd().uid)
-  local roots = { "/tmp", runtime, home, d.paths.home, config.env("REASONIX_MCP_WORKTREE_DIR") or "/" }
+  local roots = { "/tmp", "/run", "/var/run", config.env_of(env, "XDG_RUNTIME_DIR") or "/", table.unpack(homes(env)) }
+  roots[#roots + 1] = d.paths.home
+  roots[#roots + 1] = config.env("REASONIX_MCP_WORKTREE_DIR") or "/"
   for _, p in ipairs(roots) do
     local real = uv.fs_realpath(p)
-    for _, x in ipairs({ p, real }) do
-      if x and x ~= "/" and uv.fs_stat(x) and not seen[x] then seen[x] = true; out[#out + 1] = x end
+    if real and real ~= "/" and not seen[real] then
+      seen[real] = true
+      out[#out + 1] = real
     end
   end
   return out
+end
+
+-- Why a sandbox with writable dir cwd and write paths cannot hide roots (a writable dir holding
+-- one would show it whole), or nil.
+local function holds_hidden(cwd, write, roots)
+  for _, dir in ipairs({ cwd, table.unpack(write) }) do
+    for _, root in ipairs(roots) do
+      if rules.under(root, dir) then
+        return "the agent's writable dir " .. dir .. " holds " .. root .. ", which a sandbox hides; give it a project dir"
+      end
+    end
+  end
+  return nil
 end
 
 -- The directory of the npm package holding file (the nearest dir with a package.json right under a
@@ -122,53 +160,61 @@ local function agent_files(bin, env)
   return out
 end
 
--- The plan of s's sandbox (spec: rules.spec's) around agent argv (whose binary must stay readable),
--- with the profile's sandbox data and the agent's environment env; {plan, enforced (for the
--- posture), hosts (strict: allowlist entries)} or nil and why it cannot be made.
-function M.plan(d, s, spec, argv, profile, env)
-  local box = type(profile.sandbox) == "table" and profile.sandbox or {}
-  local home = (env and env.HOME) or config.user_home()
-  local real_cwd = uv.fs_realpath(s.cwd) or s.cwd
-  for _, h in ipairs({ home, uv.fs_realpath(home) }) do
-    if h and rules.under(h, real_cwd) then
-      return nil, "the agent's cwd " .. s.cwd .. " holds the whole home dir " .. h ..
-        ": a sandbox would show it all; give the agent a project dir"
-    end
-  end
-  local real_home = box.home_env and ((env and env[box.home_env]) or (home .. "/" .. box.home_dir)) or nil
-  local priv, ro, set = private_home(d, s, box, real_home or home, home)
-  if not priv then return nil, ro end
-  local hide = hidden_roots(d, home)
-  -- what must stay readable though a hidden root holds it: the agent's binary; for strict, our own
-  -- binary and Lua tree too (the in-sandbox side of the network gate runs on them)
+-- The read-only paths of a sandbox hiding roots hide: what a hidden root holds that the agent
+-- needs (its binary, its package and interpreter; for strict our binary and Lua tree, which the
+-- in-sandbox side of the network gate runs on; the git dirs git_read; the resolver's config), the
+-- machine owner's REASONIX_MCP_SANDBOX_READ (toolchains under the home: ~/.cargo, ~/.rustup, …),
+-- and the spawn's read paths.
+local function readable(spec, argv, env, git_read, hide)
   local read, needed = {}, agent_files(argv[1], env)
   if spec.level == "strict" then
     local host = require "rmcp.host"
     needed[#needed + 1] = host.exe
     needed[#needed + 1] = uv.fs_realpath(host.lua_dir) or host.lua_dir
   end
-  local git = sandbox_git.paths(real_cwd)
-  if #git.read > 0 then
-    for k, v in pairs(sandbox_git.identity()) do
-      if not (env and env[k]) then set[k] = v end
-    end
-  end
-  for _, path in ipairs(git.read) do needed[#needed + 1] = path end
+  for _, path in ipairs(git_read) do needed[#needed + 1] = path end
+  needed[#needed + 1] = uv.fs_realpath("/etc/resolv.conf")
   for _, path in ipairs(needed) do
     for _, root in ipairs(hide) do
       if rules.under(path, root) then read[#read + 1] = path; break end
     end
   end
-  -- the machine owner's read-only paths (toolchains under the home: ~/.cargo, ~/.rustup, ~/go, …)
   for path in (config.env_of(env, "REASONIX_MCP_SANDBOX_READ") or ""):gmatch("[^:]+") do
     local real = path:sub(1, 1) == "/" and uv.fs_realpath(path)
     if real then read[#read + 1] = real end
   end
   for _, p in ipairs(spec.read) do read[#read + 1] = p end
+  return read
+end
+
+-- The plan of s's sandbox (spec: rules.spec's) around agent argv (whose binary must stay readable),
+-- with the profile's sandbox data and the agent's environment env; {plan, enforced (for the
+-- posture), hosts (strict: allowlist entries)} or nil and why it cannot be made. Coroutine.
+function M.plan(d, s, spec, argv, profile, env)
+  local box = type(profile.sandbox) == "table" and profile.sandbox or {}
+  local home = env and env.HOME
+  if not home or home:sub(1, 1) ~= "/" or home == "/" or not uv.fs_stat(home) then
+    return nil, "the agent's HOME (" .. tostring(home) .. ") is not an existing dir: its private home would have no place"
+  end
+  local real_cwd = uv.fs_realpath(s.cwd) or s.cwd
+  local hide = hidden_roots(d, env)
+  local why = holds_hidden(real_cwd, spec.write, hide)
+  if why then return nil, why end
+  local real_home = box.home_env and (env[box.home_env] or (home .. "/" .. box.home_dir)) or nil
+  local priv, ro, set = private_home(d, s, box, real_home or home, home)
+  if not priv then return nil, ro end
+  local git, gerr = sandbox_git.paths(M.dir(d, s.id), real_cwd)
+  if not git then return nil, gerr end
+  if #git.read > 0 then
+    for k, v in pairs(sandbox_git.identity()) do
+      if not env[k] then set[k] = v end
+    end
+  end
+  for _, f in ipairs(git.files) do ro[#ro + 1] = f end
   local write = { table.unpack(git.write) }
   for _, p in ipairs(spec.write) do write[#write + 1] = p end
   local plan = { level = spec.level, cwd = real_cwd, hide = hide, home = home, private_home = priv, files = ro,
-                 read = read, write = write, protect = git.protect, env = set }
+                 read = readable(spec, argv, env, git.read, hide), write = write, protect = git.protect, env = set }
   local hosts = {}
   if spec.level == "strict" then
     for _, e in ipairs(provider_endpoints(box, real_home or home)) do hosts[#hosts + 1] = e end
@@ -251,6 +297,18 @@ function M.forget(d, s)
   async.run(function()
     command.run("sh", { "-c", 'chmod -R u+rwx -- "$1" 2>/dev/null; rm -rf -- "$1"', "forget", dir }, { timeout_ms = 120000 })
   end, function(err) log.warn("session %s: cannot remove %s: %s", s.id, dir, tostring(err)) end)
+end
+
+-- True when s's sandbox holds git work to bring back (a worktree's private common dir).
+function M.has_git(d, s)
+  return type(s.sandbox) == "table" and s.sandbox.level ~= "none"
+    and uv.fs_stat(sandbox_git.dirs(M.dir(d, s.id)).state) ~= nil
+end
+
+-- Brings s's git work back into its repository (sandbox_git.sync), if its sandbox has any.
+-- Coroutine.
+function M.sync_git(d, s)
+  if M.has_git(d, s) then sandbox_git.sync(M.dir(d, s.id)) end
 end
 
 -- Closes s's network gate, if its sandbox has one (its agent exited).

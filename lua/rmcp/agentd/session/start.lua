@@ -186,12 +186,15 @@ local function agent_command(s, o)
 end
 
 -- Starts finding out the sandbox posture the agent of command cmd will have in s's cwd (env: its
--- environment): probed when the profile says "doctor", else what the profile states (or none:
--- its agent's own permission modes decide). Returns a function that waits for it (coroutine).
-local function probe_posture(s, cmd, env)
+-- environment): probed when the profile says "doctor" (in s's sandbox: wrap(argv) puts a command
+-- there), else what the profile states (or none: its agent's own permission modes decide).
+-- Returns a function that waits for it (coroutine).
+local function probe_posture(s, cmd, env, wrap)
   local result, waiter
   if cmd.profile.posture == "doctor" then
-    posture.probe_cached(rules_spawn.doctor_argv(cmd.argv), s.cwd, env, function(p)
+    local argv = rules_spawn.doctor_argv(cmd.argv)
+    if wrap then argv = wrap(argv) end -- (it reads the cwd the agent writes: it runs where the agent does)
+    posture.probe_cached(argv, s.cwd, env, function(p)
       result = p
       if waiter then waiter() end
     end)
@@ -215,9 +218,10 @@ local function env_map(env)
 end
 
 -- argv wrapped in s's sandbox when it asked for one (s.sandbox: rules/sandbox.lua's spec), with
--- cmd's profile and the agent's environment env; returns the argv to start and what the posture
--- says is enforced, or nil and the error (a sandbox that cannot be had refuses the spawn, unless
--- its spec allows the fallback: then the agent runs unsandboxed and the posture warns).
+-- cmd's profile and the agent's environment env; returns the argv to start, what the posture says
+-- is enforced and a function that puts another command into the same sandbox (nil without one),
+-- or nil and the error (a sandbox that cannot be had refuses the spawn, unless its spec allows the
+-- fallback: then the agent runs unsandboxed and the posture warns).
 local function sandboxed(d, s, cmd, argv, env)
   local spec = s.sandbox
   if not spec or spec.level == "none" then return argv, { sandbox = "none" } end
@@ -237,6 +241,9 @@ local function sandboxed(d, s, cmd, argv, env)
     return nil, jsonrpc.error(sandbox.REFUSED, "sandbox " .. spec.level .. " refused: " .. why
       .. " (sandbox {level, fallback: true} runs the agent unsandboxed instead)")
   end
+  local probe_plan = {}
+  for k, v in pairs(p.plan) do probe_plan[k] = v end -- (before the gate: a probe needs no network)
+  local function wrap(other) return rules_sandbox.argv(av.bwrap, probe_plan, other) end
   local inner = argv
   if spec.level == "strict" then
     local gate_argv, gerr = sandbox.open_gate(d, s, p)
@@ -244,7 +251,7 @@ local function sandboxed(d, s, cmd, argv, env)
     inner = gate_argv
     for _, x in ipairs(argv) do inner[#inner + 1] = x end
   end
-  return rules_sandbox.argv(av.bwrap, p.plan, inner), p.enforced
+  return rules_sandbox.argv(av.bwrap, p.plan, inner), p.enforced, wrap
 end
 
 -- Starts the agent for s and configures it: the process, its ACP session (new, or resumed for mode
@@ -256,9 +263,9 @@ function M.start(d, s, o, mode)
   local cmd, cerr = agent_command(s, o)
   if not cmd then return nil, cerr end
   local env = rules_spawn.command_env(cmd, o.env)
-  local argv, enforced = sandboxed(d, s, cmd, cmd.argv, env)
+  local argv, enforced, wrap = sandboxed(d, s, cmd, cmd.argv, env)
   if not argv then return nil, enforced end
-  local posture_of = probe_posture(s, cmd, env)
+  local posture_of = probe_posture(s, cmd, env, wrap)
   rt.setting_up = true
   local agent, serr = acp.start(M.agent_opts(d, s, { bin = argv[1], args = { table.unpack(argv, 2) }, cwd = s.cwd, env = env }))
   if not agent then
