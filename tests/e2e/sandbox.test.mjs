@@ -8,7 +8,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, lstatSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { once } from 'node:events';
@@ -73,7 +73,16 @@ test('escapes: each succeeds without a sandbox and fails in workspace and strict
   // our binary and its Lua tree stay runnable inside (wherever the checkout is): the socket escapes
   // then meet the socket's own boundary, not a missing program
   const readable = `${dirname(BIN)}:${join(dirname(BIN), '..', 'lua')}`;
-  const { client } = await fx.connect({ name: 'attacker-host', env: fx.env({ REASONIX_MCP_SANDBOX_READ: readable }) });
+  // an orchestrator with a HOME of its own: the sandbox still hides agentd's (where the keys are)
+  const otherHome = join(fx.sb.ws, 'other-home');
+  mkdirSync(otherHome);
+  const { client } = await fx.connect({ name: 'attacker-host', env: fx.env({ REASONIX_MCP_SANDBOX_READ: readable, HOME: otherHome }) });
+  // a Unix socket of the host's /tmp (as an X server's or an ssh agent's)
+  const sockPath = `/tmp/rmcp-escape-${RUN_ID}.sock`;
+  let sockReached = 0;
+  const unixServer = createServer((sk) => { sockReached++; sk.end(); });
+  unixServer.listen(sockPath);
+  await once(unixServer, 'listening');
   const outcomes = {};
   try {
     for (const level of LEVELS) {
@@ -119,6 +128,9 @@ test('escapes: each succeeds without a sandbox and fails in workspace and strict
       await run(client, sid, mark('tmp'), `echo X > ${tmpName}`);
       esc.write_shared_tmp = existsSync(tmpName);
       rmSync(tmpName, { force: true });
+      const sockBefore = sockReached;
+      await run(client, sid, mark('unix'), `python3 -c "import socket; s=socket.socket(socket.AF_UNIX); s.connect('${sockPath}'); print('connected')"`);
+      esc.connect_host_unix_socket = sockReached > sockBefore;
       const before = reached;
       await run(client, sid, mark('net'), `(exec 3<>/dev/tcp/127.0.0.1/${port}) && echo connected > net.txt`);
       esc.reach_unlisted_host = reached > before;
@@ -133,10 +145,11 @@ test('escapes: each succeeds without a sandbox and fails in workspace and strict
     }
   } finally {
     listener.close();
+    unixServer.close();
   }
   console.log(`# escapes (true: it worked): ${JSON.stringify(outcomes)}`);
   const names = Object.keys(outcomes.none);
-  assert.ok(names.length >= 12, `${names.length} escapes tried`);
+  assert.ok(names.length >= 15, `${names.length} escapes tried`);
   for (const name of names) {
     // the network of a workspace sandbox is the host's: only strict limits it
     const open = name === 'reach_unlisted_host' ? ['none', 'workspace'] : ['none'];
@@ -183,56 +196,102 @@ function makeRepo(dir) {
   return g;
 }
 
-test('git in a sandbox: the agent commits as you, and cannot plant what git would run outside it', async () => {
+test('git in a sandbox: a worktree agent commits as you and touches nothing else of the repository; a checkout is read-only; nothing planted runs outside', async () => {
   const { client } = await fx.connect({ name: 'git-host' });
   const outcomes = {};
-  for (const level of ['none', 'workspace', 'strict']) {
+  const ranMarker = join(fx.sb.ws, 'fsmonitor-ran');
+  for (const level of LEVELS) {
     const mark = (name) => `GIT-${name}-${level}-${RUN_ID}`;
     const esc = {};
     // an isolated agent: a linked worktree of a repository of its own
-    const g = makeRepo(join(fx.sb.ws, `git-wt-${level}`));
-    const common = join(fx.sb.ws, `git-wt-${level}`, '.git');
-    const a = await tool(client, 'reasonix_spawn', { task: `git ${level}`, cwd: join(fx.sb.ws, `git-wt-${level}`), isolate: 'worktree', sandbox: level, keep_alive: true });
+    const repo = join(fx.sb.ws, `git-wt-${level}`);
+    const g = makeRepo(repo);
+    const common = join(repo, '.git');
+    const readmeObject = (() => { const id = g('rev-parse', 'HEAD:README').trim(); return join(common, 'objects', id.slice(0, 2), id.slice(2)); })();
+    const objectBefore = readFileSync(readmeObject);
+    const mainBefore = g('rev-parse', 'main').trim();
+    const a = await tool(client, 'reasonix_spawn', { task: `git ${level}`, cwd: repo, isolate: 'worktree', sandbox: level, keep_alive: true });
     await watchUntil(client, [a.session_id], idle);
     const sid = a.session_id;
     const wt = a.worktree.path;
-    const said = await run(client, sid, mark('commit'), 'echo made > made.txt && git add made.txt && git commit -qm from-agent && echo COMMITTED');
-    assert.match(said, /COMMITTED/, `${level}: the agent commits in its worktree: ${said}`);
-    assert.equal(g('log', '-1', '--format=%an <%ae> %s', a.worktree.branch).trim(), 'Fleet Owner <owner@example.test> from-agent', `${level}: the commit is on its branch, as you`);
-    await run(client, sid, mark('hook'), `printf '#!/bin/sh\ntouch ${fx.sb.ws}/hooked\n' > "$(git rev-parse --git-common-dir)/hooks/post-checkout"`);
-    esc.plant_hook = existsSync(join(common, 'hooks', 'post-checkout'));
-    await run(client, sid, mark('config'), `git config core.fsmonitor "touch ${fx.sb.ws}/fsmonitor-ran"`);
+    const said = await run(client, sid, mark('commit'), 'echo made > made.txt && git add made.txt && git commit -qm from-agent && git log --oneline -1 main && echo COMMITTED');
+    assert.match(said, /COMMITTED/, `${level}: the agent commits in its worktree, and sees the repository's history: ${said}`);
+    assert.equal(g('log', '-1', '--format=%an <%ae> %s', a.worktree.branch).trim(), 'Fleet Owner <owner@example.test> from-agent',
+      `${level}: at the turn's end the commit is on its branch in the repository, as you`);
+    assert.equal(g('fsck', '--no-dangling').trim(), '', `${level}: the repository is whole`);
+    await run(client, sid, mark('hook'), `printf '#!/bin/sh\ntouch ${fx.sb.ws}/hooked\n' > "${common}/hooks/post-checkout" || printf '#!/bin/sh\ntouch ${fx.sb.ws}/hooked\n' > "$(git rev-parse --git-common-dir)/hooks/post-checkout"`);
+    esc.plant_repo_hook = existsSync(join(common, 'hooks', 'post-checkout'));
+    await run(client, sid, mark('config'), `git config --file "${common}/config" core.fsmonitor "touch ${ranMarker}" || git config core.fsmonitor "touch ${ranMarker}"`);
     esc.write_repo_config = readFileSync(join(common, 'config'), 'utf8').includes('fsmonitor');
+    await run(client, sid, mark('object'), `chmod u+w "${readmeObject}"; printf junk > "${readmeObject}"`);
+    esc.overwrite_repo_object = !readFileSync(readmeObject).equals(objectBefore);
+    if (esc.overwrite_repo_object) { chmodSync(readmeObject, 0o644); writeFileSync(readmeObject, objectBefore); }
+    await run(client, sid, mark('main'), 'git update-ref refs/heads/main HEAD');
     const gitdir = readFileSync(join(wt, '.git'), 'utf8');
     const own = gitdir.replace(/^gitdir:\s*/, '').trim();
-    await run(client, sid, mark('wtconfig'), `printf '[core]\\n\\tfsmonitor = touch ${fx.sb.ws}/fsmonitor-ran\\n' >> "$(git rev-parse --git-dir)/config.worktree"`);
+    await run(client, sid, mark('wtconfig'), `printf '[core]\\n\\tfsmonitor = touch ${ranMarker}\\n' >> "$(git rev-parse --git-dir)/config.worktree"`);
     esc.write_worktree_config = existsSync(join(own, 'config.worktree')) && readFileSync(join(own, 'config.worktree'), 'utf8').includes('fsmonitor');
+    await run(client, sid, mark('reflog'), `ln -sf ${fx.sb.ws}/reflog-target-${level} "$(git rev-parse --git-dir)/logs/HEAD" && echo linked`);
     const commondir = readFileSync(join(own, 'commondir'), 'utf8');
     await run(client, sid, mark('commondir'), 'echo /nowhere > "$(git rev-parse --git-dir)/commondir"');
     esc.redirect_commondir = readFileSync(join(own, 'commondir'), 'utf8') !== commondir;
     await run(client, sid, mark('dotgit'), 'echo "gitdir: /nowhere" > .git');
     esc.redirect_dot_git = readFileSync(join(wt, '.git'), 'utf8') !== gitdir;
     await tool(client, 'reasonix_stop', { session_id: sid });
-    // an agent whose cwd is a whole checkout: its .git is writable, but config and hooks
-    const c = makeRepo(join(fx.sb.ws, `git-co-${level}`));
-    const b = await tool(client, 'reasonix_spawn', { task: `checkout ${level}`, cwd: join(fx.sb.ws, `git-co-${level}`), sandbox: level, keep_alive: true });
+    esc.move_main_branch = g('rev-parse', 'main').trim() !== mainBefore;
+    const isLink = () => { try { return lstatSync(join(own, 'logs', 'HEAD')).isSymbolicLink(); } catch { return false; } };
+    if (level !== 'none') await until(() => !isLink(), 10000, 'the symlink in its git dir to go with the agent');
+    esc.leave_symlink_in_git_dir = isLink();
+
+    // an agent whose cwd is a whole checkout: its .git is read-only, whole
+    const co = join(fx.sb.ws, `git-co-${level}`);
+    const c = makeRepo(co);
+    const b = await tool(client, 'reasonix_spawn', { task: `checkout ${level}`, cwd: co, sandbox: level, keep_alive: true });
     await watchUntil(client, [b.session_id], idle);
-    const said2 = await run(client, b.session_id, mark('co-commit'), 'echo made > made.txt && git add made.txt && git commit -qm in-checkout && echo COMMITTED');
-    assert.match(said2, /COMMITTED/, `${level}: the agent commits in its checkout: ${said2}`);
-    assert.equal(c('log', '-1', '--format=%s').trim(), 'in-checkout');
-    await run(client, b.session_id, mark('co-hook'), `printf '#!/bin/sh\ntrue\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit`);
-    esc.plant_checkout_hook = existsSync(join(fx.sb.ws, `git-co-${level}`, '.git', 'hooks', 'pre-commit'));
+    const seen = await run(client, b.session_id, mark('co-log'), 'git log --format=%s -1 && git status --short && echo READ');
+    assert.match(seen, /base[\s\S]*READ/, `${level}: the agent reads its checkout's history: ${seen}`);
+    await run(client, b.session_id, mark('co-commit'), 'echo made > made.txt && git add made.txt && git commit -qm in-checkout');
+    esc.commit_in_checkout = c('log', '-1', '--format=%s').trim() === 'in-checkout';
+    await run(client, b.session_id, mark('co-hook'), 'printf "#!/bin/sh\\ntrue\\n" > .git/hooks/pre-commit');
+    esc.plant_checkout_hook = existsSync(join(co, '.git', 'hooks', 'pre-commit'));
     await run(client, b.session_id, mark('co-config'), 'git config core.hooksPath /tmp/evil-hooks');
-    esc.write_checkout_config = readFileSync(join(fx.sb.ws, `git-co-${level}`, '.git', 'config'), 'utf8').includes('evil-hooks');
+    esc.write_checkout_config = readFileSync(join(co, '.git', 'config'), 'utf8').includes('evil-hooks');
+    await run(client, b.session_id, mark('co-commondir'), 'echo ../evil > .git/commondir');
+    esc.redirect_checkout_commondir = existsSync(join(co, '.git', 'commondir'));
+    await run(client, b.session_id, mark('co-move'), 'mv .git .git.old && mkdir .git && echo moved');
+    esc.replace_checkout_git_dir = existsSync(join(co, '.git.old'));
     await tool(client, 'reasonix_stop', { session_id: b.session_id });
     outcomes[level] = esc;
   }
   console.log(`# git escapes (true: it worked): ${JSON.stringify(outcomes)}`);
-  for (const name of Object.keys(outcomes.none)) {
-    for (const level of Object.keys(outcomes)) {
+  const names = Object.keys(outcomes.none);
+  assert.ok(names.length >= 13, `${names.length} git escapes tried`);
+  for (const name of names) {
+    for (const level of LEVELS) {
       assert.equal(outcomes[level][name], level === 'none', `${name} in ${level}: ${JSON.stringify(outcomes[level])}`);
     }
   }
+  assert.equal(existsSync(ranMarker), false, 'no fsmonitor the agents planted ran outside a sandbox');
+});
+
+test("agentd's own git never runs what an agent planted in its worktree (a submodule whose git dir runs an fsmonitor)", async () => {
+  const { client } = await fx.connect({ name: 'plant-host' });
+  const marker = join(fx.sb.ws, `agentd-ran-${RUN_ID}`);
+  const repo = join(fx.sb.ws, 'git-plant');
+  makeRepo(repo);
+  const a = await tool(client, 'reasonix_spawn', { task: 'plant', cwd: repo, isolate: 'worktree', keep_alive: true });
+  await watchUntil(client, [a.session_id], idle);
+  const plant = 'git init -q --separate-git-dir="$PWD/xgit" x && echo y > x/f && git -C x add f && '
+    + 'git -C x -c user.email=a@b -c user.name=a commit -qm sub && '
+    + `git config --file xgit/config core.fsmonitor "touch ${marker}" && `
+    + 'git update-index --add --cacheinfo 160000,$(git -C x rev-parse HEAD),x && echo x2 > x/f && echo PLANTED';
+  const said = await run(client, a.session_id, `PLANT-${RUN_ID}`, plant);
+  assert.match(said, /PLANTED/, said);
+  // the turn's end read the changes with git; so does a diff and an info
+  await tool(client, 'reasonix_worktree', { session_id: a.session_id, action: 'diff' });
+  await tool(client, 'reasonix_worktree', { session_id: a.session_id, action: 'info' });
+  assert.equal(existsSync(marker), false, "the planted fsmonitor never ran for agentd's git");
+  await tool(client, 'reasonix_stop', { session_id: a.session_id });
 });
 
 test('a sandbox path is confined as a cwd is: outside the project it is refused, naming the path', async () => {

@@ -34,15 +34,16 @@ test("the allowlist: hosts with or without a port, providers' base URLs, loopbac
   t.ok(rules.is_loopback("127.0.0.2") and rules.is_loopback("localhost") and not rules.is_loopback("10.0.0.1"))
 end)
 
-test("the bubblewrap command line: read-only root, hidden roots, the cwd writable, strict's own network", function(t)
+test("the bubblewrap command line: read-only root, hidden roots, the cwd writable, then what stays read-only in it, strict's own network", function(t)
   local plan = { level = "strict", cwd = "/w/tree", hide = { "/tmp", "/home/u" }, home = "/home/u", private_home = "/s/home",
                  files = { { "/home/u/.reasonix/.env", "/home/u/.reasonix/.env" } }, read = { "/home/u/bin/agent" },
                  write = { "/w/out" }, protect = { "/w/tree/.git/config" }, env = { HOME = "/home/u" }, net_dir = "/s/net" }
   local a = table.concat(rules.argv("bwrap", plan, { "agent", "acp" }), " ")
   for _, want in ipairs({ "^bwrap %-%-die%-with%-parent", "%-%-unshare%-pid", "%-%-cap%-drop ALL", "%-%-ro%-bind / /",
                           "%-%-tmpfs /tmp %-%-tmpfs /home/u %-%-bind /s/home /home/u", "%-%-ro%-bind /home/u/bin/agent /home/u/bin/agent",
-                          "%-%-bind /w/out /w/out", "%-%-bind /w/tree /w/tree %-%-chdir /w/tree %-%-ro%-bind /w/tree/.git/config /w/tree/.git/config",
-                          "%-%-unshare%-net", "%-%-bind /s/net /tmp/%.reasonix%-mcp", "%-%-setenv HOME /home/u", "%-%- agent acp$" }) do
+                          "%-%-bind /w/out /w/out", "%-%-bind /w/tree /w/tree %-%-chdir /w/tree %-%-ro%-bind /home/u/.reasonix/.env /home/u/.reasonix/.env "
+                            .. "%-%-ro%-bind /w/tree/.git/config /w/tree/.git/config",
+                          "%-%-unshare%-net", "%-%-ro%-bind /s/net /tmp/%.reasonix%-mcp", "%-%-setenv HOME /home/u", "%-%- agent acp$" }) do
     t.match(a, want)
   end
   plan.level = "workspace"
@@ -61,6 +62,20 @@ test("a sandbox that cannot be had refuses the spawn, or with fallback runs unsa
   t.eq(r.posture.enforced.requested, "workspace")
   t.match(r.posture.warning, "sandbox workspace not applied: REASONIX_MCP_BWRAP")
   ctx.call(c, "stop", { session_id = r.session_id })
+  ctx.shutdown()
+end)
+
+test("a sandbox refuses a writable dir holding what it hides, and an agent whose HOME is no dir", function(t)
+  local ctx = support.setup(t, { env = { REASONIX_MCP_ALLOW_ANY_CWD = "1" } })
+  local c = ctx.client()
+  local err = ctx.call_err(c, "spawn", { task = "x", sandbox = { level = "workspace", write = { ctx.home.root } } })
+  t.eq(err.code, -32021, err.message)
+  t.match(err.message, "writable dir " .. uv.fs_realpath(ctx.home.root):gsub("%p", "%%%0") .. " holds .*, which a sandbox hides")
+  local env = uv.os_environ()
+  env.HOME = ctx.home.root .. "/nowhere"
+  err = ctx.call_err(ctx.client("orch-b", nil, { env = env }), "spawn", { task = "x", sandbox = "workspace" })
+  t.match(err.message, "the agent's HOME %(.*/nowhere%) is not an existing dir")
+  t.eq(#ctx.call(c, "list", {}).sessions, 0, "nothing was started")
   ctx.shutdown()
 end)
 
