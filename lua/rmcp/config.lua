@@ -150,6 +150,7 @@ function M.paths(home)
     log = home .. "/agentd.log",
     sessions = home .. "/sessions",
     routines = home .. "/routines",
+    usage = home .. "/usage", -- the spend ledger, a file a day (agentd/usage_ledger.lua)
   }
 end
 

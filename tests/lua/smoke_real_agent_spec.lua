@@ -72,12 +72,15 @@ test("real reasonix acp: initialize, session/new, a streamed prompt", function(t
   t.eq(result.stopReason, "end_turn")
   t.eq(text_of(a.updates, "agent_message_chunk"), "smoke answer: 42", "streamed text")
   t.eq(text_of(a.updates, "agent_thought_chunk"), "thinking it over", "streamed reasoning")
-  -- agentd drops the notifications it ignores (all but session/update) undecoded by their head
+  -- agentd drops the notifications it ignores (all but session/update and the usage status updates)
+  -- undecoded by their head
   -- (acp/client.lua): the agent's own layout must still have it, or every one of them is decoded
   local statuses, ignored, dropped = 0, 0, 0
   for _, line in ipairs(a.lines) do
     local msg = json.decode(line)
-    if type(msg) == "table" and msg.method and msg.id == nil and msg.method ~= "session/update" then
+    local usage_status = type(msg) == "table" and msg.method == "_reasonix.io/session/status_update"
+      and type(msg.params) == "table" and msg.params.event == "usage" -- (read: what the turn spent)
+    if type(msg) == "table" and msg.method and msg.id == nil and msg.method ~= "session/update" and not usage_status then
       ignored = ignored + 1
       if msg.method == "_reasonix.io/session/status_update" then statuses = statuses + 1 end
       if acp_client.ignored_notification(line) then dropped = dropped + 1 end

@@ -9,6 +9,9 @@ Control endpoints (tests only):
   POST /_mock/scenario   replace the scenario (same JSON as --scenario); use counters start afresh
   GET  /_mock/scenario   the scenario in force
   GET  /_mock/requests   every chat request logged so far (`?since=N` skips the first N)
+  GET  /_mock/served     the usage the provider reported, summed over the streams it finished
+                         ({"responses", "prompt_tokens", "completion_tokens", "total_tokens",
+                         "cached_tokens", "reasoning_tokens"})
 
 Exit: SIGTERM, SIGINT, and stdin EOF when --exit-on-stdin-eof is given (a test that dies closes
 the pipe, so the provider never outlives it).
@@ -143,9 +146,21 @@ class State:
         self.scenario = scenario
         self.uses = [0] * len(scenario["rules"])
         self.requests = []
+        self.served = {"responses": 0, "prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0,
+                       "cached_tokens": 0, "reasoning_tokens": 0}
         self.next_index = 0
         self.log_path = log_path
         self.t0 = time.time()
+
+    def count_served(self, usage):
+        """Adds one finished stream's usage to what the provider served."""
+        with self.lock:
+            sv = self.served
+            sv["responses"] += 1
+            for k in ("prompt_tokens", "completion_tokens", "total_tokens"):
+                sv[k] += int(usage.get(k) or 0)
+            sv["cached_tokens"] += int((usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
+            sv["reasoning_tokens"] += int((usage.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0)
 
     def set_scenario(self, scenario):
         with self.lock:
@@ -177,6 +192,14 @@ class State:
                 with open(self.log_path, "a", encoding="utf-8") as f:
                     f.write(json.dumps(entry) + "\n")
         return index, chosen, conv
+
+
+def usage_by_index(index):
+    """A usage object different for every request index (tests sum what was served)."""
+    prompt, completion = 1000 + 37 * index, 11 + 5 * index
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
+            "prompt_tokens_details": {"cached_tokens": 100 * (index % 3)},
+            "completion_tokens_details": {"reasoning_tokens": index % 4}}
 
 
 def split_chunks(s, n):
@@ -286,6 +309,9 @@ class Handler(BaseHTTPRequestHandler):
             return self.send_json(200, reqs)
         if url.path == "/_mock/scenario":
             return self.send_json(200, st.scenario)
+        if url.path == "/_mock/served":
+            with st.lock:
+                return self.send_json(200, dict(st.served))
         if url.path == "/_mock/health":
             return self.send_json(200, {"ok": True})
         self.send_json(404, {"error": {"message": "no route %s" % url.path, "type": "not_found"}})
@@ -324,7 +350,9 @@ class Handler(BaseHTTPRequestHandler):
         model = body.get("model") or self.server.state.scenario["models"][0]
         cid = "chatcmpl-mock-%d" % index
         created = int(time.time())
-        usage = action.get("usage") or DEFAULT_USAGE
+        usage = action.get("usage", DEFAULT_USAGE)  # false: the provider reports none
+        if usage == "by_index":  # different for every response, from its request index
+            usage = usage_by_index(index)
         if not body.get("stream"):
             msg = {"role": "assistant", "content": text or None}
             if action.get("reasoning"):
@@ -365,9 +393,11 @@ class Handler(BaseHTTPRequestHandler):
                 raise CutStream()
             self.sse(chunk({}, finish))
             opts = body.get("stream_options") or {}
-            if opts.get("include_usage"):
+            if opts.get("include_usage") and usage is not False:
                 self.sse({"id": cid, "object": "chat.completion.chunk", "created": created,
                           "model": model, "choices": [], "usage": usage})
+                # served once written (the agent may end its turn before the body's end is sent)
+                self.server.state.count_served(usage)
             if action.get("done", True):
                 self.sse("[DONE]")
             self.write_chunk(b"")

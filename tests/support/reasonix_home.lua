@@ -263,6 +263,16 @@ function Provider:requests(since)
   return out
 end
 
+-- The usage the provider reported over the streams it finished (GET /_mock/served); cb(table) or
+-- cb(nil, err).
+function Provider:served(cb)
+  return callback_or_wait(cb, function(done)
+    M.http(self.port, "GET", "/_mock/served", nil, function(status, text)
+      if status == 200 then done(cjson.decode(text)) else done(nil, "served: " .. tostring(status)) end
+    end)
+  end)
+end
+
 -- Replaces the scenario at run time; cb(true) or cb(nil, err).
 function Provider:set_scenario(scenario, cb)
   local body = cjson.encode(scenario)

@@ -39,18 +39,20 @@ function M.text_chunk(line)
   return kind, text
 end
 
--- The one notification of the agent's that agentd reads; the peer ignores every other (reasonix
--- 1.38.11 sends three `_reasonix.io/session/status_update` a turn, the last just before the turn's
--- answer).
+-- The notifications of the agent's that agentd reads: ACP's session updates, and reasonix's status
+-- updates that carry usage (1.38.11 sends three status updates a turn, one of them `"event":"usage"`
+-- after each model call; the phase ones are dropped undecoded).
 local UPDATE = "session/update"
+local STATUS = "_reasonix.io/session/status_update"
 
 -- True when line is, by its head, a notification agentd ignores: the agent's layout
--- (`{"jsonrpc":"2.0","method":"<a plain name>",`), a method other than UPDATE and no "id" anywhere.
--- It is dropped undecoded; any other line goes through the JSON-RPC peer (which ignores such a
--- notification, or answers a request).
+-- (`{"jsonrpc":"2.0","method":"<a plain name>",`), a method other than UPDATE (or a STATUS without
+-- usage) and no "id" anywhere. It is dropped undecoded; any other line goes through the JSON-RPC
+-- peer (which ignores such a notification, or answers a request).
 function M.ignored_notification(line)
   local method = line:match('^{"jsonrpc":"2%.0","method":"([%w_./%-]+)",')
-  return method ~= nil and method ~= UPDATE and not line:find('"id":', 1, true)
+  if method == nil or method == UPDATE or line:find('"id":', 1, true) then return false end
+  return method ~= STATUS or not line:find('"event":"usage"', 1, true)
 end
 
 ---@class AcpAgent                 one `reasonix acp` process and our JSON-RPC peer on its stdio (methods: Agent below)
@@ -91,6 +93,8 @@ local function new_agent(opts)
     on_notification = function(method, params)
       if method == UPDATE then
         if opts.on_update and type(params.update) == "table" then opts.on_update(params.sessionId, params.update) end
+      elseif method == STATUS and params.event == "usage" and opts.on_usage then
+        opts.on_usage(params)
       end
     end,
     on_request = function(method, _, reply)
@@ -125,7 +129,7 @@ end
 
 -- Starts the agent process. opts: bin, args, cwd, env, max_line, stderr_tail (bytes kept), and the
 -- callbacks on_update(acp_sid, update), on_chunk(kind, text) (a text chunk, without on_update),
--- on_permission(params, reply),
+-- on_usage(params) (a reasonix usage status update), on_permission(params, reply),
 -- on_exit(code, signal, agent). Returns the agent or nil, message, code.
 function M.start(opts)
   local self = new_agent(opts)

@@ -25,6 +25,9 @@ M.field_types = {
   agent_profile = "string", agent_info = "object", -- rules/profiles.lua's name; the agent's initialize agentInfo
   worktree = "object", changes = "object", -- isolate=worktree: the worktree (agentd/session/isolate.lua) and the last changes summary
   sandbox = "object", -- the sandbox its agent runs in (rules/sandbox.lua spec; agentd/session/sandbox.lua)
+  -- what it spends (agentd/session/usage.lua): its figures, its agent process's last cumulative
+  -- figure, its budget, its fleet {id, name, budget?}, its orchestrator's daily budget, why a budget stopped it
+  usage = "object", usage_seen = "object", budget = "object", fleet = "object", daily_budget = "object", budget_note = "string",
 }
 
 -- True when value v (as decoded) has type want (M.field_types); a number must be finite (JSON has

@@ -59,6 +59,7 @@ function M.session_view(s)
     model = s.model, effort = s.effort, tool_approval = s.tool_approval, work_mode = s.work_mode,
     keep_alive = s.keep_alive == true, idle_timeout = s.idle_timeout, stop_reason = s.stop_reason,
     turns_total = s.turns_total, created_at = s.created_at, updated_at = s.updated_at,
+    routine_id = type(s.routine) == "table" and s.routine.id or nil, fleet = type(s.fleet) == "table" and s.fleet.name or nil,
   }
 end
 
@@ -212,6 +213,42 @@ function M.retain(s, keep)
     end
   end
   return keep
+end
+
+-- The price of model (per million tokens: {input, output, cache_read?, cache_write?, reasoning?,
+-- currency}; rules/usage.lua) from the policies' price hook — a table by model, or a function of the
+-- model — or nil: unknown (a cost then stays unknown, never 0). check(price) returns it or nil, why.
+function M.price(model, check)
+  local price
+  for p, h in with("price") do
+    local v
+    if type(h) == "table" then v = h[model] else v = call(p, "price", h, model) end
+    if v ~= nil then
+      local ok, why = check(v)
+      if ok then price = v else complain(p, "policy " .. p.path .. ": price(" .. model .. "): " .. why) end
+    end
+  end
+  return price
+end
+
+-- The policies' say on the budgets of session s after an increment: each budget hook sees the
+-- session, its usage {tokens, cost?, currency?} and the built-in verdict ({action, scope, note} or
+-- nil: no budget covers it) and may return an action (go, warn, finish, stop) and a note. Returns
+-- the verdict that stands. actions: the names an answer may take.
+function M.budget(s, usage, verdict, actions)
+  if not M.defined("budget") then return verdict end
+  local view, u = M.session_view(s), { tokens = usage.total, cost = usage.cost, currency = usage.currency }
+  for p, fn in with("budget") do
+    local action, note = call(p, "budget", fn, view, copy(u), verdict and copy({ action = verdict.action, scope = verdict.scope,
+      note = verdict.note }) or nil)
+    if type(action) == "string" and actions[action] then
+      verdict = { action = action, scope = "policy " .. p.name, note = type(note) == "string" and note
+        or ("policy " .. p.name .. ": " .. action) }
+    elseif action ~= nil then
+      complain(p, "policy " .. p.path .. ": budget must return go, warn, finish, stop or nil; got " .. tostring(action))
+    end
+  end
+  return verdict
 end
 
 -- The value of poll/watch cap name after the policies' caps (value is the configured one).

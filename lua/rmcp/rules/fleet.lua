@@ -8,12 +8,12 @@ M.max_file_bytes = 1024 * 1024
 
 -- The options an assignment (or the defaults) may give; name and task are the assignment's own.
 M.options = { "cwd", "model", "effort", "work_mode", "tool_approval", "keep_alive", "idle_timeout", "isolate", "strict",
-              "sandbox" }
+              "sandbox", "budget" }
 
 local option_set = {}
 for _, k in ipairs(M.options) do option_set[k] = true end
 
-local top_keys = { name = true, parallelism = true, defaults = true, agents = true, tasks = true }
+local top_keys = { name = true, parallelism = true, defaults = true, agents = true, tasks = true, budget = true }
 
 -- True when t is a decoded JSON array (an empty table counts as one).
 local function is_array(t)
@@ -48,7 +48,7 @@ local function assignment(entry, name, defaults, label, errs)
   return a
 end
 
--- Makes decoded fleet file doc (read from path) into {name?, parallelism?, agents = {assignment…}}
+-- Makes decoded fleet file doc (read from path) into {name?, parallelism?, fleet_budget?, agents = {assignment…}}
 -- in file order (a name → assignment map in name order), relative cwds resolved against the file's
 -- directory. Returns it, or nil and every problem found, one per line.
 function M.normalize(doc, path)
@@ -59,7 +59,7 @@ function M.normalize(doc, path)
   elseif type(doc) == "table" then
     for k in pairs(doc) do
       if not top_keys[k] then
-        errs[#errs + 1] = string.format("unknown key %s (expected name, parallelism, defaults, agents or tasks)", tostring(k))
+        errs[#errs + 1] = string.format("unknown key %s (expected name, parallelism, defaults, agents, tasks or budget)", tostring(k))
       end
     end
     if doc.agents ~= nil and doc.tasks ~= nil then errs[#errs + 1] = "give agents or tasks (an alias), not both" end
@@ -68,6 +68,7 @@ function M.normalize(doc, path)
     if doc.name ~= nil and type(doc.name) ~= "string" then errs[#errs + 1] = "name must be a string" end
     out.name = type(doc.name) == "string" and doc.name or nil
     out.parallelism = doc.parallelism
+    out.fleet_budget = doc.budget -- (the whole fleet's, each agent's in defaults or its own: agentd checks it)
     if doc.defaults ~= nil then
       if type(doc.defaults) ~= "table" or is_array(doc.defaults) and next(doc.defaults) ~= nil then
         errs[#errs + 1] = "defaults must be an object of spawn options"

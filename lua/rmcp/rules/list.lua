@@ -15,6 +15,17 @@ local function preview(task, n)
   return caps.head(line, n) .. "…"
 end
 
+-- The compact spend of figure u (rules/usage.lua; nil: none yet): {tokens, cost?, currency?,
+-- cost_partial?, estimated?}.
+function M.spent(u)
+  if not u then return nil end
+  local r = { tokens = u.total }
+  if u.cost then r.cost, r.currency = tonumber(string.format("%.6g", u.cost)), u.currency end
+  if u.cost and u.cost_unknown then r.cost_partial = true end
+  if (u.unreported or 0) > 0 then r.estimated = true end
+  return r
+end
+
 -- Builds the row for session s; opts.include_task gives the full prompt, opts.detail adds config,
 -- the plan and what the agent is doing now (opts.current_work(s), for a live session).
 function M.row(s, opts)
@@ -34,6 +45,7 @@ function M.row(s, opts)
     keep_alive = s.keep_alive or nil,
     terminal_pending = s.terminal_pending or nil,
     damaged = s.damaged, -- its file had fields of the wrong type, reset at load (which, and why)
+    usage = M.spent(s.usage),
   }
   if pending then
     r.pending_decision = { request_id = pending.request_id, kind = pending.kind, title = pending.tool_call and pending.tool_call.title }
@@ -66,7 +78,8 @@ local function plain_inputs(s, include_task, text)
   return { text = text, include_task = include_task, id = s.id, status = s.status, cwd = s.cwd, task = s.task,
            transcript_path = s.transcript_path, stop_reason = s.stop_reason, exit_reason = s.exit_reason,
            model = s.model, created_at = s.created_at, updated_at = s.updated_at, keep_alive = s.keep_alive,
-           terminal_pending = s.terminal_pending, damaged = s.damaged }
+           terminal_pending = s.terminal_pending, damaged = s.damaged, spent = s.usage and s.usage.total,
+           spent_cost = s.usage and s.usage.cost }
 end
 
 -- True when the fields plain_inputs kept in c are still those of s.
@@ -75,6 +88,7 @@ local function same_inputs(c, s)
     and c.transcript_path == s.transcript_path and c.stop_reason == s.stop_reason and c.exit_reason == s.exit_reason
     and c.model == s.model and c.created_at == s.created_at and c.updated_at == s.updated_at
     and c.keep_alive == s.keep_alive and c.terminal_pending == s.terminal_pending and c.damaged == s.damaged
+    and c.spent == (s.usage and s.usage.total) and c.spent_cost == (s.usage and s.usage.cost)
 end
 
 -- The encoded plain rows of settled sessions, by the session's runtime table s.rt (weak: the row
@@ -146,20 +160,32 @@ local function cut_row(s, opts, room)
   return json.encode(row)
 end
 
+-- Adds figure u (nil: none) into total (the list's sum over every session given).
+local function add_spent(total, u)
+  if not u then return end
+  total.total = total.total + (u.total or 0)
+  if u.cost then total.cost, total.currency = (total.cost or 0) + u.cost, total.currency or u.currency
+  elseif (u.total or 0) > 0 then total.cost_unknown = true end
+  if u.cost_unknown then total.cost_unknown = true end
+  total.unreported = (total.unreported or 0) + (u.unreported or 0)
+end
+
 -- Builds the list result from sessions (already filtered to the caller's), newest first. The view:
 -- opts.pending_only (active, decision-blocked, uncollected), opts.all (every session), else what
 -- in_view keeps; counts are by status over every session given. A page holds opts.limit rows (nil:
 -- all) after opts.cursor ({created_at, id}); next_cursor when more follow; hidden counts the
--- caller's sessions the view leaves out. With opts.encoded the rows are JSON already (M.row_text):
+-- caller's sessions the view leaves out; usage is what every session given spent, together. With opts.encoded the rows are JSON already (M.row_text):
 -- sessions is then one json.raw array, or nil and the encoder's error; opts.budget (bytes) then ends
 -- a page early (next_cursor, result_truncated) and cuts the task of a row alone over it.
 function M.shape(sessions, opts)
   local rows, counts = json.array(), {}
+  local total = { total = 0 }
   table.sort(sessions, newer)
   local after, hidden, more, last, used, cut = opts.cursor, 0, false, nil, 0, false
   local room = opts.budget and opts.budget - ENVELOPE
   for _, s in ipairs(sessions) do
     counts[s.status] = (counts[s.status] or 0) + 1
+    add_spent(total, s.usage)
     local show
     if opts.pending_only then show = M.pending(s)
     elseif opts.all then show = true
@@ -197,7 +223,8 @@ function M.shape(sessions, opts)
       last = s
     end
   end
-  local r = { sessions = opts.encoded and json.raw("[" .. table.concat(rows, ",") .. "]") or rows, counts = counts }
+  local r = { sessions = opts.encoded and json.raw("[" .. table.concat(rows, ",") .. "]") or rows, counts = counts,
+              usage = M.spent(total) }
   if hidden > 0 then r.hidden = hidden end
   if more then r.next_cursor = cursor_of(last) end
   if cut then r.result_truncated = true end

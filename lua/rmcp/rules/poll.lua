@@ -92,6 +92,7 @@ local function lean_fields(r, snap)
   r.background_recovery = snap.background_recovery
   r.health = snap.health -- blocked or stalled (agentd/health.lua)
   r.changes = snap.changes -- isolate=worktree: what it changed against its base
+  r.usage = snap.usage -- what it spent: the last turn, the session (rules/usage.lua line)
   return r
 end
 

@@ -3,6 +3,7 @@ local config = require "rmcp.config"
 local hooks = require "rmcp.policy.hooks"
 local profiles = require "rmcp.rules.profiles"
 local sandbox = require "rmcp.rules.sandbox"
+local usage = require "rmcp.rules.usage"
 
 local M = {}
 
@@ -47,7 +48,20 @@ function M.options(p, is_resume, e)
     box, berr = sandbox.spec(p.sandbox, config.default("sandbox", e))
     if not box then return nil, berr end
   end
-  local o = { explicit = {} }
+  local budget, buerr
+  if type(p.budget) == "userdata" then -- (null: none; configure removes a budget with it)
+    budget = nil
+  elseif p.budget ~= nil then
+    budget, buerr = usage.budget_spec(p.budget)
+  elseif not is_resume then
+    budget, buerr = usage.budget_from_env(config.env_of(e, "REASONIX_MCP_BUDGET_TOKENS"),
+      config.env_of(e, "REASONIX_MCP_BUDGET_COST"), "REASONIX_MCP_BUDGET_TOKENS/_COST")
+  end
+  if buerr then return nil, buerr end
+  local daily, derr = usage.budget_from_env(config.env_of(e, "REASONIX_MCP_DAILY_TOKENS"),
+    config.env_of(e, "REASONIX_MCP_DAILY_COST"), "REASONIX_MCP_DAILY_TOKENS/_COST")
+  if derr then return nil, derr end
+  local o = { explicit = { budget = p.budget ~= nil }, budget = budget, daily_budget = daily }
   for _, k in ipairs({ "model", "effort", "work_mode", "tool_approval" }) do
     o.explicit[k] = p[k] ~= nil
     o[k] = p[k] or (not is_resume and config.default(k, e)) or nil

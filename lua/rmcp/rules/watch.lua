@@ -60,6 +60,7 @@ function M.compact(snap)
     background_recovery = snap.background_recovery, -- {attempts, gave_up?}: recovery turns before this result
     health = snap.health, -- blocked or stalled (agentd/health.lua)
     changes = snap.changes, -- isolate=worktree: files, insertions, deletions, commits, untracked vs its base
+    usage = snap.usage, -- {turn, total, cost?, currency?, estimated?, warning?, budget?} (rules/usage.lua line)
   }
   if snap.status ~= "running" and snap.status ~= "starting" then r.stop_reason = snap.stop_reason end
   if snap.status == "exited" or snap.status == "orphaned" then r.exit_reason = snap.exit_reason end

@@ -30,6 +30,13 @@ function M.agent_options(full)
   }
 end
 
+-- The budget argument of spawn (described), configure (null removes one) and routines: tokens, or
+-- the object form. Untyped: agentd's rules/usage.lua checks it, naming what is wrong (the schema
+-- stays a few bytes in every host's context).
+function M.budget(described)
+  return { description = described and "tokens|{tokens,cost,warn_at,on_exceed}" or nil }
+end
+
 -- The fields of a routine (create and configure); agentd's rules/routines.lua checks them (with an
 -- error naming the allowed values), so the agent options go without their enums here.
 function M.routine_fields()
@@ -44,6 +51,7 @@ function M.routine_fields()
     model = { type = "string" }, effort = { type = "string" }, work_mode = { type = "string" },
     tool_approval = { type = "string" },
     sandbox = M.sandbox(),
+    budget = M.budget(), -- (each run's)
   }
 end
 

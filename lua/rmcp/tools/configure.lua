@@ -3,6 +3,7 @@ local common = require "rmcp.tools.common"
 
 local properties = common.agent_options()
 properties.session_id = common.session_id()
+properties.budget = common.budget()
 
 return {
   name = "reasonix_configure",

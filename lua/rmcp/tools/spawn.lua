@@ -16,11 +16,14 @@ properties.idle_timeout = common.idle_timeout()
 properties.isolate = { type = "string", enum = { "none", "worktree" }, default = require("rmcp.config").default("isolate") }
 properties.strict = { type = "boolean", description = "Unsupported options fail." }
 properties.sandbox = common.sandbox(true)
+properties.budget = common.budget(true) -- (with agents or fleet: all of them together; each agent's is its own)
 
--- The spawn options of args (what is neither the task nor the many-agent form's own).
+-- The spawn options of args that the agents of the many-agent form take as defaults.
 local function options_of(args)
   local o = {}
-  for _, k in ipairs(fleet.options) do o[k] = args[k] end
+  for _, k in ipairs(fleet.options) do
+    if k ~= "budget" then o[k] = args[k] end -- (the call's budget is the fleet's, not each agent's)
+  end
   return o
 end
 
@@ -59,8 +62,9 @@ local function fleet_params(args, ctx)
     for k, v in pairs(type(doc.defaults) == "table" and doc.defaults or {}) do defaults[k] = v end
     if next(defaults) then doc.defaults = defaults end
     doc.parallelism = doc.parallelism or args.parallelism
-  elseif next(options_of(args)) or args.parallelism then
-    doc = { agents = doc, defaults = options_of(args), parallelism = args.parallelism }
+    if doc.budget == nil then doc.budget = args.budget end
+  elseif next(options_of(args)) or args.parallelism or args.budget then
+    doc = { agents = doc, defaults = options_of(args), parallelism = args.parallelism, budget = args.budget }
   end
   local out, errs = fleet.normalize(doc, path)
   if not out then return nil, where .. " was rejected whole, no agent started:\n" .. table.concat(errs, "\n") end
@@ -71,8 +75,7 @@ end
 return {
   name = "reasonix_spawn",
   title = "Spawn agents",
-  description = "Start agents in the background: task, or agents/fleet for many. Returns session ids and "
-    .. "posture at once.",
+  description = "Start agents in the background: task, or agents/fleet for many. Returns ids and posture at once.",
   inputSchema = common.object(properties),
   annotations = { readOnlyHint = false, destructiveHint = false, idempotentHint = false, openWorldHint = true },
   cli = { positional = { "task" } },

@@ -9,6 +9,8 @@ local session = require "rmcp.agentd.session"
 local ownership = require "rmcp.agentd.ownership"
 local params = require "rmcp.agentd.methods.params"
 local rules_spawn = require "rmcp.rules.spawn"
+local rules_usage = require "rmcp.rules.usage"
+local store = require "rmcp.agentd.store"
 -- (loaded by the first request that needs them: an idle daemon stays small)
 local models = lazy "rmcp.agentd.models"
 local rules_fleet = lazy "rmcp.rules.fleet"
@@ -84,6 +86,10 @@ function M.spawn_fleet(d, conn, p, reply)
   end
   local par, perr = parallelism(p)
   if not par then return reply(nil, perr) end
+  local fleet_budget, fberr = rules_usage.budget_spec(p.fleet_budget, "fleet_budget")
+  if fberr then return reply(nil, bad(fberr)) end
+  -- every agent of the fleet knows it: its spend is counted together, and a fleet budget holds it
+  local fleet = { id = "fl-" .. store.random_hex(4), name = type(p.name) == "string" and p.name or nil, budget = fleet_budget }
   local errs, assignments, by_cwd, cwds = {}, {}, {}, {}
   for i, a in ipairs(p.agents) do
     local label = string.format("agents[%d] (%s)", i, tostring(type(a) == "table" and a.name or "?"))
@@ -102,7 +108,7 @@ function M.spawn_fleet(d, conn, p, reply)
           rules_spawn.adjust(o, info)
           local boxed, berr = params.sandbox(o, conn, info)
           if not boxed then errs[#errs + 1] = label .. ": " .. berr.message end
-          o.env = conn.env
+          o.env, o.fleet = conn.env, fleet
           assignments[#assignments + 1] = { name = a.name, label = label, o = o, cwd = cwd }
           if o.isolate ~= "worktree" then -- an isolated agent has a workspace of its own
             if not by_cwd[cwd] then by_cwd[cwd] = {}; cwds[#cwds + 1] = cwd end
@@ -129,6 +135,7 @@ function M.spawn_fleet(d, conn, p, reply)
     end, function(results)
       local out = fan_result(results, "spawned")
       out.name = p.name
+      out.fleet_id, out.fleet_budget = fleet.id, fleet.budget
       out.session_ids = json.array()
       for _, r in ipairs(results) do
         if r.session_id then out.session_ids[#out.session_ids + 1] = r.session_id end

@@ -18,6 +18,7 @@ local params = require "rmcp.agentd.methods.params"
 local rules_spawn = require "rmcp.rules.spawn"
 local rules_poll = require "rmcp.rules.poll"
 local rules_list = require "rmcp.rules.list"
+local usage_ledger = require "rmcp.agentd.usage_ledger"
 -- (loaded by the first request that needs it: an idle daemon stays small)
 local transcript = lazy "rmcp.agentd.transcript"
 local fit = lazy "rmcp.rules.fit" -- (the transcript's: loaded with the first one)
@@ -66,9 +67,17 @@ function M.configure(d, conn, p, reply)
   for _, k in ipairs(rules_spawn.order) do
     if o.explicit[k] then wanted[k], any = o[k], true end
   end
-  if not any then return reply(nil, bad("give at least one of model, effort, work_mode, tool_approval")) end
+  if not any and p.budget == nil then return reply(nil, bad("give at least one of model, effort, work_mode, tool_approval, budget")) end
   if s.unreadable then return reply(nil, bad("session " .. s.id .. " is unreadable (" .. s.unreadable .. "); it cannot be configured")) end
-  session.configure(d, s, wanted, reply)
+  if p.budget ~= nil then
+    -- at once, whatever the agent is doing: null removes it
+    session.set_budget(d, s, p.budget ~= json.null and o.budget or nil)
+    if not any then return reply({ session_id = s.id, status = s.status, budget = s.budget or json.null, usage = session.usage_line(s) }) end
+  end
+  session.configure(d, s, wanted, function(r, e)
+    if r and p.budget ~= nil then r.budget = s.budget or json.null end
+    reply(r, e)
+  end)
 end
 
 -- send: forced steer (never dropped); expect narrows it.
@@ -186,6 +195,11 @@ function M.list(d, conn, p, reply)
   if not r then return reply(nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, "result not encodable: " .. tostring(err))) end
   r.reload = upgrade.status(d, conn.orch)
   if r.reload and r.reload.pending then r.reload_pending = true end
+  local today = usage_ledger.spent_today(d, conn.orch)
+  if today.tokens > 0 then
+    r.usage = r.usage or { tokens = 0 }
+    r.usage.today = rules_list.spent({ total = today.tokens, cost = today.cost, cost_unknown = today.cost_unknown })
+  end
   reply(r)
 end
 

@@ -5,6 +5,7 @@ local json = require "rmcp.lib.json"
 local jsonrpc = require "rmcp.lib.jsonrpc"
 local log = require "rmcp.lib.log"
 local async = require "rmcp.lib.async"
+local usage = require "rmcp.agentd.session.usage"
 local config = require "rmcp.config"
 local store = require "rmcp.agentd.store"
 local rules_poll = require "rmcp.rules.poll"
@@ -126,6 +127,8 @@ function M.on_update(d, s, update)
     end
   elseif kind == "config_option_update" then
     rt.config_options = update.configOptions
+  elseif kind == "usage_update" then
+    return usage.on_acp_update(s, update) -- (counted with the turn's tokens; no event of its own)
   end
   -- the update table itself becomes the event (the ACP client hands it over and keeps no reference)
   update.type = kind

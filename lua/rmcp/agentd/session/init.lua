@@ -12,6 +12,7 @@
 --   park.lua    a finished session's runtime and long fields held on disk until a verb needs them
 --   sandbox.lua the sandbox its agent starts in: the plan, its private home, its network gate
 --   netgate.lua a strict sandbox's way out: the socket agentd lets through what the allowlist names
+--   usage.lua   what its agent spends: increments journaled and summed, the budgets that cover it
 -- Status: starting → running ⇄ idle, awaiting_decision while a decision is pending, exited
 -- (tombstone), orphaned (was live when the daemon died). Sessions live in d.sessions.
 
@@ -56,6 +57,12 @@
 ---@field worktree SessionWorktree? its git worktree (isolate=worktree; isolate.lua)
 ---@field sandbox table?           the sandbox its agent runs in: {level, read, write, hosts, fallback} (rules/sandbox.lua)
 ---@field changes table?           what its agent changed there at the last turn's end (agentd/worktree.lua changes)
+---@field usage table?             what it spent (rules/usage.lua figure, plus unreported: turns that reported none; usage.lua)
+---@field usage_seen table?        its agent's last cumulative figure (a reasonix figure, or {acp_cost}): the next increment is counted from it
+---@field budget table?            its budget (rules/usage.lua budget_spec)
+---@field daily_budget table?      its orchestrator's daily budget, from the spawner's environment
+---@field fleet table?             the fleet it was spawned in: {id, name?, budget?}
+---@field budget_note string?      why a budget stopped it (exit_reason "budget")
 ---@field pending SessionDecision[] decisions awaiting respond_permission (runtime only)
 ---@field rt SessionRuntime?       runtime-only state, never persisted (nil while parked)
 ---@field parked string?           (not persisted) "file" or "record": where a parked finished session holds its runtime and park.PARKED fields (park.lua)
@@ -126,6 +133,14 @@
 ---@field wait_dirty boolean       new output since the last drain (wakes `wait`)
 ---@field config_options table?    what the agent advertises
 ---@field counters table           chunks, tool_calls, turns, steers, prompts, decisions
+---@field turn_usage table?        the running turn's figure (usage.lua)
+---@field turn_reported boolean?   the running turn got a usage figure
+---@field last_turn_usage table?   the ended turn's figure, for its result
+---@field turn_usage_rec table?    the ended turn's usage fields for its journal record
+---@field pending_cost number?     an ACP agent's cumulative cost, counted with the turn's tokens
+---@field pending_currency string?
+---@field budget_warning string?   a budget's warning, shown in the next results
+---@field budget_stop string?      a budget stops it: "finish" (at the turn's end) or "stop" (now)
 
 local lazy = require "rmcp.lib.lazy"
 local state = require "rmcp.agentd.session.state"
@@ -137,6 +152,7 @@ local turns = require "rmcp.agentd.session.turns"
 local setup = lazy "rmcp.agentd.session.setup"
 local configure = require "rmcp.agentd.session.configure"
 local isolate = require "rmcp.agentd.session.isolate"
+local usage = require "rmcp.agentd.session.usage"
 
 return {
   -- reading
@@ -157,6 +173,11 @@ return {
   spawn = function(...) return setup.spawn(...) end,
   resume = function(...) return setup.resume(...) end,
   configure = configure.configure,
+  set_budget = function(d, s, budget)
+    usage.set_budget(d, s, budget)
+    if usage.must_stop(s) then turns.stop(d, s, "budget") end
+  end,
+  usage_line = usage.line,
   send = turns.send,
   respond = events.respond,
   stop = turns.stop,

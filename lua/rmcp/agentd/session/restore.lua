@@ -8,6 +8,7 @@ local store = require "rmcp.agentd.store"
 local state = require "rmcp.agentd.session.state"
 local runtime = require "rmcp.agentd.session.runtime"
 local park = require "rmcp.agentd.session.park"
+local usage = require "rmcp.agentd.session.usage"
 
 local M = {}
 
@@ -125,6 +126,7 @@ function M.restore(d, rec)
   local was_live = state.is_live(s)
   if was_live then
     records = catch_up(s, store.read_journal(s.transcript_path))
+    usage.replay(s, records) -- (the journal has every increment; the save may lag it)
     s.interrupted_turn = s.status ~= "idle" or nil -- a turn was cut short: resume_fleet continues it
     s.status = "orphaned"
     s.exit_reason = "daemon_died"

@@ -18,6 +18,7 @@ local configure = require "rmcp.agentd.session.configure"
 local isolate = require "rmcp.agentd.session.isolate"
 local sandbox = require "rmcp.agentd.session.sandbox"
 local receipts = require "rmcp.agentd.receipts"
+local usage = require "rmcp.agentd.session.usage"
 
 local M = {}
 
@@ -39,6 +40,8 @@ end
 -- cb(spawn result) or cb(nil, error); a failed spawn leaves nothing behind (unless it was stopped
 -- while starting: then it stays as an exited tombstone).
 function M.spawn(d, owner, project_dir, o, cwd, cb)
+  local spent = usage.spent_today_refusal(d, o.on_behalf_of or owner, o.daily_budget)
+  if spent then return cb(nil, jsonrpc.error(usage.REFUSED, "spawn refused: " .. spent)) end
   local s = state.create(d, owner, project_dir, o, cwd)
   log.info("session %s: spawn for %s in %s", s.id, owner, cwd)
   -- a session the disk cannot hold is refused before an agent starts (a full disk, say)
@@ -85,7 +88,7 @@ function M.spawn(d, owner, project_dir, o, cwd, cb)
 end
 
 -- Fields a resume may change (the caller checked them): cwd (confined), keep_alive, idle_timeout.
-local resumable = { cwd = true, keep_alive = true, idle_timeout = true }
+local resumable = { cwd = true, keep_alive = true, idle_timeout = true, budget = true }
 
 -- Revives tombstone s (exited or orphaned) on a fresh agent run with env (the resuming
 -- orchestrator's environment map; nil: agentd's own): session/resume when the agent session is
@@ -106,6 +109,8 @@ function M.resume(d, s, changes, env, cb)
   for k, v in pairs(changes) do
     if resumable[k] then s[k] = v end
   end
+  local over = usage.refusal(d, s)
+  if over then return cb(nil, jsonrpc.error(usage.REFUSED, "session " .. s.id .. " cannot be resumed: " .. over)) end
   local previous = s.status
   -- the agent options: the caller's, else those configure saved for the resume, else the session's
   local saved = s.queued_config

@@ -15,6 +15,8 @@ local bwrap = require "rmcp.clients.bwrap"
 local rules_sandbox = require "rmcp.rules.sandbox"
 local rules_spawn = require "rmcp.rules.spawn"
 local events = require "rmcp.agentd.session.events"
+local usage = require "rmcp.agentd.session.usage"
+local turns = require "rmcp.agentd.session.turns"
 
 local M = {}
 
@@ -26,6 +28,11 @@ function M.agent_opts(d, s, extra)
   o.max_line, o.stderr_tail = config.limit("max_line"), config.limit("stderr_tail")
   o.on_update = function(_, update) if s.rt then events.on_update(d, s, update) end end
   o.on_chunk = function(kind, text) if s.rt then events.on_chunk(d, s, kind, text) end end
+  o.on_usage = function(params)
+    if not s.rt then return end
+    usage.on_reasonix(d, s, params)
+    if usage.must_stop(s) then turns.stop(d, s, "budget") end
+  end
   o.on_permission = function(params, reply)
     if not s.rt then return reply({ outcome = { outcome = "cancelled" } }) end
     events.on_permission(d, s, params, reply)
@@ -267,6 +274,7 @@ function M.start(d, s, o, mode)
   if not argv then return nil, enforced end
   local posture_of = probe_posture(s, cmd, env, wrap)
   rt.setting_up = true
+  usage.agent_started(s)
   local agent, serr = acp.start(M.agent_opts(d, s, { bin = argv[1], args = { table.unpack(argv, 2) }, cwd = s.cwd, env = env }))
   if not agent then
     rt.setting_up = nil

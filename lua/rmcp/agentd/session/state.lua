@@ -13,6 +13,7 @@ local rules_poll = require "rmcp.rules.poll"
 local caps = require "rmcp.rules.caps"
 local runtime = require "rmcp.agentd.session.runtime"
 local park = require "rmcp.agentd.session.park"
+local usage = require "rmcp.lib.lazy" "rmcp.agentd.session.usage" -- (it journals through this module)
 
 local M = {}
 
@@ -44,7 +45,7 @@ function M.create(d, owner, project_dir, o, cwd)
     id = id, owner = owner, project_dir = project_dir, cwd = cwd, task = o.task,
     model = o.model, effort = o.effort, tool_approval = o.tool_approval, work_mode = o.work_mode,
     keep_alive = o.keep_alive, idle_timeout = o.idle_timeout, routine = o.routine, on_behalf_of = o.on_behalf_of,
-    sandbox = o.sandbox,
+    sandbox = o.sandbox, budget = o.budget, daily_budget = o.daily_budget, fleet = o.fleet,
     status = "starting", contract_sent = false, created_at = now, updated_at = now, turns_total = 0, turns_drained = 0,
     skipped_options = json.array(), warnings = json.array(), pending = {},
     transcript_path = store.journal_path(d.paths.sessions, id),
@@ -332,6 +333,7 @@ function M.drain(d, s, with_events)
     counters = rt.counters, config = M.effective_config(s),
     last_turn_text = (s.status == "idle" or s.status == "exited" or s.status == "orphaned") and s.last_text or nil,
     background_recovery = rt.recovery_report,
+    usage = usage.line(s), -- {turn, total, cost?, …}: what it spent (session/usage.lua)
   }
   rt.recovery_report = nil
   rt.text, rt.thought, rt.turns = buf_new(), buf_new(), {}

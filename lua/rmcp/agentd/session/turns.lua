@@ -14,6 +14,7 @@ local state = require "rmcp.agentd.session.state"
 local runtime = require "rmcp.agentd.session.runtime"
 local configure = require "rmcp.agentd.session.configure"
 local sandbox = require "rmcp.agentd.session.sandbox"
+local usage = require "rmcp.agentd.session.usage"
 
 local M = {}
 
@@ -50,6 +51,12 @@ function M.policy_changed(d)
   end
 end
 
+-- Turn-end journal record rec with the ended turn's usage fields (session/usage.lua turn_ended).
+local function with_usage(rt, rec)
+  for k, v in pairs(rt.turn_usage_rec or {}) do rec[k] = v end
+  return rec
+end
+
 -- Starts recovery turn n of s, whose turn just ended with a failed background job: that turn is
 -- journaled and kept for a detailed poll, but not reported as the end (no watch wakes for it).
 local function recover(d, s, n)
@@ -57,7 +64,8 @@ local function recover(d, s, n)
   rt.recovery_attempts = n
   s.pending = {}
   push_event(s, { type = "background_recovery", attempt = n, max = rules_recovery.cap() })
-  state.journal(d, s, { type = "turn_end", stop_reason = s.stop_reason, text = s.last_text, thought = rt.last_thought, recovery = n })
+  state.journal(d, s, with_usage(rt, { type = "turn_end", stop_reason = s.stop_reason, text = s.last_text, thought = rt.last_thought,
+                                       recovery = n }))
   log.info("session %s: a background job failed; recovery turn %d of %d", s.id, n, rules_recovery.cap())
   M.prompt(d, s, rules_recovery.prompt(n), "recovery") -- running again, nothing terminal to report
   state.changed(d, s, "status", { note = string.format("a background job failed: recovery turn %d of %d", n, rules_recovery.cap()) })
@@ -70,7 +78,8 @@ local function follow_queued(d, s)
   local text = table.concat(rt.after_turn, "\n\n")
   rt.after_turn = nil
   s.pending = {}
-  state.journal(d, s, { type = "turn_end", stop_reason = s.stop_reason, text = s.last_text, thought = rt.last_thought, followed = true })
+  state.journal(d, s, with_usage(rt, { type = "turn_end", stop_reason = s.stop_reason, text = s.last_text, thought = rt.last_thought,
+                                       followed = true }))
   log.info("session %s: the turn ended with queued messages; they start the next one", s.id)
   M.prompt(d, s, text, "queued_turn")
   state.changed(d, s, "status", { note = "queued messages started the next turn" })
@@ -85,9 +94,10 @@ local function report_end(d, s, stop_reason, err_text)
   rt.wait_dirty = true
   s.status = "idle"
   state.changed(d, s, "turn_end", { stop_reason = stop_reason, error_text = err_text })
-  state.journal(d, s, { type = "turn_end", stop_reason = stop_reason, text = s.last_text, thought = rt.last_thought,
-                        error_text = err_text })
+  state.journal(d, s, with_usage(rt, { type = "turn_end", stop_reason = stop_reason, text = s.last_text, thought = rt.last_thought,
+                                       error_text = err_text }))
   state.persist(d, s)
+  if usage.stops_at_turn_end(s) then return M.stop(d, s, "budget") end
   rt.idle_since = uv.now()
   schedule_cleanup(d, s)
 end
@@ -115,9 +125,11 @@ local function end_turn(d, s, stop_reason, err_text)
     s.work_seconds = (s.work_seconds or 0) + (store.now() - rt.turn_started_at)
     rt.turn_started_at = nil
   end
+  rt.turn_usage_rec = usage.turn_ended(s)
   local attempts = rt.recovery_attempts or 0
-  if not rt.stopping and rules_recovery.wanted(text, stop_reason, attempts) then return recover(d, s, attempts + 1) end
-  if not rt.stopping and rt.after_turn and #rt.after_turn > 0 and stop_reason ~= "cancelled" then return follow_queued(d, s) end
+  local going = not rt.stopping and not usage.stops_at_turn_end(s)
+  if going and rules_recovery.wanted(text, stop_reason, attempts) then return recover(d, s, attempts + 1) end
+  if going and rt.after_turn and #rt.after_turn > 0 and stop_reason ~= "cancelled" then return follow_queued(d, s) end
   rt.recovery_attempts = 0
   if attempts > 0 then
     -- the turn the orchestrator gets says what was tried, and whether the cap stopped it
@@ -157,6 +169,7 @@ function M.prompt(d, s, text, via)
   rt.turn_started_at = rt.turn_started_at or store.now()
   rt.turn_started_ms, rt.health_alert = uv.now(), nil -- (a new turn: a stall of it is news again)
   rt.counters.prompts = rt.counters.prompts + 1
+  usage.turn_started(s)
   s.terminal_pending = false
   state.journal(d, s, { type = "prompt", via = via or "prompt", text = text })
   -- saved: a daemon death leaves "running" on disk, which tells the restore a turn was cut short
@@ -188,6 +201,7 @@ function M.prompt_done(d, s, agent, text, result, err)
     log.warn("session %s: turn failed: %s", s.id, msg)
     return end_turn(d, s, "error", msg)
   end
+  usage.on_prompt_result(d, s, result)
   end_turn(d, s, type(result) == "table" and type(result.stopReason) == "string" and result.stopReason or "end_turn")
 end
 
@@ -259,6 +273,8 @@ function M.send(d, s, message, expect, cb)
   if s.status == "exited" or s.status == "orphaned" then
     return cb(nil, jsonrpc.error(state.NOT_READY, "session " .. s.id .. " is " .. s.status .. " (no live agent); resume it first"))
   end
+  local over = not rt.prompt_active and usage.refusal(d, s)
+  if over then return cb(nil, jsonrpc.error(usage.REFUSED, "the message would start a turn: " .. over)) end
   local function done(delivered, err)
     if err then return cb(nil, err) end
     rt.wait_dirty = true

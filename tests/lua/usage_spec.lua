@@ -1,0 +1,137 @@
+-- What agents spend (agentd/session/usage.lua, rules/usage.lua, agentd/usage_ledger.lua), against
+-- the real agent and a provider whose usage differs for every response: every figure agentd reports
+-- (a turn's, a session's, an orchestrator's, the day's ledger) equals what the provider reported,
+-- summed; a kill -9 of agentd between turns or in the middle of one neither loses nor doubles any;
+-- with no usage reported the figures say estimated and count nothing.
+-- needs: agent python3
+local uv = require "luv"
+local support = require "agentd_support"
+
+-- Every turn answers "done", its usage different for every request (the provider's "by_index").
+local EVERY_TURN = { rules = { { last_role = "user", user_contains = "HOLD", text = "held", usage = "by_index", delay_first = 60 },
+                               { last_role = "user", text = "done", usage = "by_index" } } }
+
+-- Watches ids until each is idle (or gone); returns the last result of each.
+local function until_idle(ctx, c, ids)
+  local last, left = {}, {}
+  for _, id in ipairs(ids) do left[id] = true end
+  for _ = 1, 40 do
+    if next(left) == nil then return last end
+    local list = {}
+    for id in pairs(left) do list[#list + 1] = id end
+    local w = ctx.call(c, "watch", { session_ids = list })
+    for sid, r in pairs(w.results or {}) do
+      last[sid] = r
+      if r.status == "idle" or r.status == "exited" then left[sid] = nil end
+    end
+  end
+  ctx.t.fail("sessions never went idle")
+end
+
+-- The sum of the list's rows' tokens, and the list's own total.
+local function listed(ctx, c)
+  local l = ctx.call(c, "list", { all = true })
+  local rows = 0
+  for _, row in ipairs(l.sessions) do rows = rows + (row.usage and row.usage.tokens or 0) end
+  return rows, l.usage and l.usage.tokens, l
+end
+
+-- Every record of today's ledger under mcp_home: tokens summed, and how many records.
+local function ledger_sum(mcp_home)
+  local sum, n = 0, 0
+  local path = mcp_home .. "/usage/" .. os.date("%Y-%m-%d") .. ".jsonl"
+  for line in io.lines(path) do
+    local rec = require("cjson").decode(line)
+    sum, n = sum + rec.total, n + 1
+  end
+  return sum, n
+end
+
+test("a fleet's figures, turn by turn, session, orchestrator and the day's ledger, equal the provider's sums", function(t)
+  local ctx = support.setup(t, { scenario = EVERY_TURN })
+  local c = ctx.client()
+  local f = ctx.call(c, "spawn_fleet", { name = "trio", agents = { { name = "a", task = "one" }, { name = "b", task = "two" },
+                                                                  { name = "c", task = "three" } } })
+  local ids = f.session_ids
+  t.eq(#ids, 3)
+  local turns_sum = 0
+  for round = 1, 3 do
+    local before = round == 1 and 0 or ctx.prov:served().total_tokens -- (the fleet's first turns start with its spawn)
+    if round > 1 then
+      for _, id in ipairs(ids) do ctx.call(c, "send", { session_id = id, message = "again " .. round }) end
+    end
+    local last = until_idle(ctx, c, ids)
+    local served = ctx.prov:served().total_tokens
+    local round_sum = 0
+    for _, id in ipairs(ids) do
+      t.ok(last[id].usage, "the turn result carries its usage")
+      round_sum = round_sum + last[id].usage.turn
+    end
+    t.eq(round_sum, served - before, "round " .. round .. ": the turns' figures are what the provider served in it")
+    turns_sum = turns_sum + round_sum
+  end
+  local served = ctx.prov:served()
+  t.eq(served.responses, 9, "one model call a turn")
+  t.eq(turns_sum, served.total_tokens)
+  local total = 0
+  for _, id in ipairs(ids) do total = total + ctx.call(c, "poll", { session_id = id }).usage.total end
+  t.eq(total, served.total_tokens, "the sessions' totals")
+  local rows, list_total, l = listed(ctx, c)
+  t.eq(rows, served.total_tokens, "the list's rows")
+  t.eq(list_total, served.total_tokens, "the orchestrator's total")
+  t.eq(l.usage.today.tokens, served.total_tokens, "the orchestrator's spend today")
+  t.eq(ledger_sum(ctx.mcp_home), served.total_tokens, "the day's ledger")
+  t.eq(l.usage.cost, nil, "no price known: the cost is unknown, not 0")
+  ctx.shutdown()
+end)
+
+test("a provider that reports no usage: the figures say estimated and count nothing", function(t)
+  local ctx = support.setup(t, { scenario = { rules = { { last_role = "user", text = "done", usage = false } } } })
+  local c = ctx.client()
+  local sid = ctx.call(c, "spawn", { task = "one" }).session_id
+  local r = until_idle(ctx, c, { sid })[sid]
+  t.eq({ r.usage.turn, r.usage.total, r.usage.estimated }, { 0, 0, true })
+  ctx.shutdown()
+end)
+
+-- Kills agentd (kill -9) and waits until it is gone.
+local function kill_agentd(t, c)
+  local daemon = c.info.agentd_pid
+  uv.kill(daemon, "sigkill")
+  t.wait_for(function() return not support.alive(daemon) end, 2000, "agentd gone")
+end
+
+test("kill -9 of agentd between turns and in the middle of one: the totals are still the provider's, nothing lost or twice", function(t)
+  local ctx = support.setup(t, { scenario = { rules = {
+    { last_role = "user", user_contains = "HOLD", text = "held", usage = "by_index", delay_first = 60 },
+    { last_role = "user", user_contains = "TOOL", tool_calls = { { name = "read_file", arguments = { path = "a.txt" } } }, usage = "by_index" },
+    { last_role = "user", text = "done", usage = "by_index" },
+    { last_role = "tool", user_contains = "TOOL", text = "read it", usage = "by_index" },
+  } } })
+  local fh = assert(io.open(ctx.ws .. "/a.txt", "w"))
+  fh:write("hello\n")
+  fh:close()
+  local c = ctx.client()
+  local sid = ctx.call(c, "spawn", { task = "TOOL first" }).session_id
+  until_idle(ctx, c, { sid })
+  t.eq(ctx.prov:served().responses, 2, "a tool call and its answer")
+  kill_agentd(t, c)
+  t.eq(ctx.call(c, "poll", { session_id = sid }).usage.total, ctx.prov:served().total_tokens, "between turns")
+  t.eq(ctx.call(c, "resume", { session_id = sid }).status, "idle")
+  -- the next turn: a tool call answered (counted), then the model call after it held unanswered
+  ctx.prov:set_scenario({ rules = {
+    { last_role = "user", user_contains = "TOOL", tool_calls = { { name = "read_file", arguments = { path = "a.txt" } } }, usage = "by_index" },
+    { last_role = "tool", text = "never", usage = "by_index", delay_first = 60 },
+  } })
+  local before = #ctx.prov:requests()
+  ctx.call(c, "send", { session_id = sid, message = "TOOL again" })
+  t.wait_for(function() return #ctx.prov:requests() >= before + 2 end, 20000, "the held model call to arrive", 20)
+  kill_agentd(t, c)
+  local p = ctx.call(c, "poll", { session_id = sid })
+  t.eq(p.status, "orphaned")
+  t.eq(p.usage.total, ctx.prov:served().total_tokens, "in the middle of a turn")
+  kill_agentd(t, c)
+  t.eq(ctx.call(c, "poll", { session_id = sid }).usage.total, ctx.prov:served().total_tokens, "and again after a second restart")
+  t.eq(ledger_sum(ctx.mcp_home), ctx.prov:served().total_tokens, "the ledger")
+  ctx.shutdown()
+end)
