@@ -58,8 +58,13 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do
         lack "a bubblewrap that can make a sandbox here (user namespaces?)" "allow unprivileged user namespaces, or run the tests as root"
       fi ;;
     acp-agent)
-      [ -x "$repo/tests/e2e/node_modules/.bin/claude-code-acp" ] ||
-        lack "a second ACP agent (tests/e2e/node_modules/.bin/claude-code-acp)" "npm ci --prefix tests/e2e, or scripts/install-deps.sh" ;;
+      # Both Claude Code adapters; the newer one runs the native Claude CLI of its SDK's platform package.
+      for b in claude-code-acp claude-agent-acp; do
+        [ -x "$repo/tests/e2e/node_modules/.bin/$b" ] ||
+          lack "a second ACP agent (tests/e2e/node_modules/.bin/$b)" "npm ci --prefix tests/e2e, or scripts/install-deps.sh"
+      done
+      ls "$repo"/tests/e2e/node_modules/@anthropic-ai/claude-agent-sdk-linux-*/claude >/dev/null 2>&1 ||
+        lack "the Claude CLI of claude-agent-acp (@anthropic-ai/claude-agent-sdk-linux-<arch>, an optional dependency)" "npm ci --prefix tests/e2e (without --omit=optional), or scripts/install-deps.sh" ;;
     *) echo "needs.sh: unknown requirement '$1'" >&2; exit 2 ;;
   esac
   shift
