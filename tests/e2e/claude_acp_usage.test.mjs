@@ -74,15 +74,44 @@ const fx = useFixture({}, (f) => {
   copyFileSync(join(REPO, 'examples', 'claude_agent_acp.lua'), join(f.sb.mcp, 'policy', 'claude_agent_acp.lua'));
 });
 
-test('as a profile through agentd: spawn, a turn, stop leaves no process', async () => {
+// The tokens of one scripted turn as agentd counts them: every input token (cached ones too) and the output.
+const tokens = (u) => u.input_tokens + u.cache_read_input_tokens + u.cache_creation_input_tokens + u.output_tokens;
+
+test('as a profile through agentd: each turn counted exactly, its cost the agent\'s, across a resume; stop leaves no process', async () => {
   const env = fx.env({
     CLAUDE_AGENT_ACP: AGENT, ANTHROPIC_BASE_URL: api.url, ANTHROPIC_API_KEY: 'scripted-key', CLAUDE_CONFIG_DIR: join(fx.sb.home, '.claude'),
-    DISABLE_AUTOUPDATER: '1', CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+    ANTHROPIC_MODEL: 'claude-sonnet-4-5', DISABLE_AUTOUPDATER: '1', CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
   });
   const { client } = await fx.connect({ name: 'acp-usage-host', env });
+  const servedBefore = price(api.served());
   const s = await tool(client, 'reasonix_spawn', { task: 'TURN-ONE through agentd' });
-  const w = await tool(client, 'reasonix_watch', { session_ids: [s.session_id] });
-  assert.match(w.results[s.session_id].message, /TURN-ONE done/);
-  await tool(client, 'reasonix_stop', { session_id: s.session_id });
+  const sid = s.session_id;
+  const w = await tool(client, 'reasonix_watch', { session_ids: [sid] });
+  assert.match(w.results[sid].message, /TURN-ONE done/);
+  const one = w.results[sid].usage;
+  assert.equal(one.turn, tokens(TURNS['TURN-ONE']), 'the prompt result\'s tokens, counted through the acp profile');
+  assert.equal(one.total, one.turn);
+  assert.equal(one.currency, 'USD');
+  assert.ok(one.cost >= price(TURNS['TURN-ONE']) - 1e-9 && one.cost <= price(api.served()) - servedBefore + 1e-9,
+    `cost ${one.cost}: the agent's own (its turn, side requests at most)`);
+  await tool(client, 'reasonix_send', { session_id: sid, message: 'TURN-TWO now' });
+  const two = (await tool(client, 'reasonix_watch', { session_ids: [sid] })).results[sid].usage;
+  assert.equal(two.turn, tokens(TURNS['TURN-TWO']));
+  assert.equal(two.total, tokens(TURNS['TURN-ONE']) + tokens(TURNS['TURN-TWO']));
+  assert.ok(two.cost >= one.cost + price(TURNS['TURN-TWO']) - 1e-9);
+  // a resume starts a new agent process whose cumulative cost goes on from the session's: counted once
+  await tool(client, 'reasonix_stop', { session_id: sid });
+  await tool(client, 'reasonix_resume', { session_id: sid });
+  await tool(client, 'reasonix_send', { session_id: sid, message: 'TURN-THREE now' });
+  let three;
+  for (let i = 0; i < 5 && three === undefined; i += 1) { // (the resume's own result may come first)
+    const r = (await tool(client, 'reasonix_watch', { session_ids: [sid] })).results[sid];
+    if (r.status === 'idle' && r.usage && r.usage.turn === tokens(TURNS['TURN-THREE'])) three = r.usage;
+  }
+  assert.ok(three, 'the third turn ended with its usage');
+  assert.equal(three.total, tokens(TURNS['TURN-ONE']) + tokens(TURNS['TURN-TWO']) + tokens(TURNS['TURN-THREE']));
+  assert.ok(three.cost >= two.cost + price(TURNS['TURN-THREE']) - 1e-9, 'the cost goes on');
+  assert.ok(three.cost <= price(api.served()) - servedBefore + 1e-9, `cost ${three.cost}: never the history counted twice`);
+  await tool(client, 'reasonix_stop', { session_id: sid });
   await until(() => sandboxProcesses(fx.sb).filter((p) => /claude-agent-acp|claude-agent-sdk/.test(p.cmd)).length === 0, 10000, 'the agent is gone after stop');
 });
