@@ -135,3 +135,27 @@ test("kill -9 of agentd between turns and in the middle of one: the totals are s
   t.eq(ledger_sum(ctx.mcp_home), ctx.prov:served().total_tokens, "the ledger")
   ctx.shutdown()
 end)
+
+test("a policy's price: reasonix_models shows it, and a cost is the served tokens at that price, exactly", function(t)
+  local ctx = support.setup(t, { scenario = EVERY_TURN })
+  local policy = ctx.mcp_home .. "/policy"
+  assert(require("rmcp.lib.files").mkdir_p(policy, tonumber("700", 8)))
+  local f = assert(io.open(policy .. "/prices.lua", "w"))
+  f:write([[return { price = { ["mock/mock-model"] = { input = 2, output = 8, cache_read = 0.5, reasoning = 10, currency = "USD" } } }]])
+  f:close()
+  local c = ctx.client()
+  local m = ctx.call(c, "models", {})
+  t.eq(m.models[1].ref, "mock/mock-model")
+  t.eq(m.models[1].price, { input = 2, output = 8, cache_read = 0.5, reasoning = 10, currency = "USD" })
+  local sid = ctx.call(c, "spawn", { task = "one" }).session_id
+  until_idle(ctx, c, { sid })
+  ctx.call(c, "send", { session_id = sid, message = "two" })
+  local r = until_idle(ctx, c, { sid })[sid]
+  local sv = ctx.prov:served()
+  local want = ((sv.prompt_tokens - sv.cached_tokens) * 2 + sv.cached_tokens * 0.5
+    + (sv.completion_tokens - sv.reasoning_tokens) * 8 + sv.reasoning_tokens * 10) / 1e6
+  t.ok(math.abs(r.usage.cost - want) < 1e-9, string.format("cost %.9f, want %.9f", r.usage.cost, want))
+  t.eq(r.usage.currency, "USD")
+  t.eq(r.usage.cost_partial, nil, "every token priced")
+  ctx.shutdown()
+end)

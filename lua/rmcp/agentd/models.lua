@@ -6,6 +6,8 @@ local jsonrpc = require "rmcp.lib.jsonrpc"
 local config = require "rmcp.config"
 local acp = require "rmcp.acp.client"
 local rules_spawn = require "rmcp.rules.spawn"
+local rules_usage = require "rmcp.rules.usage"
+local hooks = require "rmcp.policy.hooks"
 
 local M = {}
 
@@ -100,10 +102,17 @@ end
 function M.list(d, cwd, e)
   local key = cache_key(e) .. "\1" .. tostring(config.agent_bin(e))
   local c = d.models_cache
-  if c and c.key == key and uv.now() - c.at < M.ttl_s * 1000 then return c.result end
-  local result, err = query(cwd, d.version, e)
-  if not result then return nil, err end
-  d.models_cache = { key = key, at = uv.now(), result = result }
+  local result
+  if c and c.key == key and uv.now() - c.at < M.ttl_s * 1000 then
+    result = c.result
+  else
+    local err
+    result, err = query(cwd, d.version, e)
+    if not result then return nil, err end
+    d.models_cache = { key = key, at = uv.now(), result = result }
+  end
+  -- each one's price as the policies give it now (they reload; none: a cost stays unknown)
+  for _, m in ipairs(result.models) do m.price = hooks.price(m.ref, rules_usage.price_spec) end
   return result
 end
 

@@ -52,6 +52,9 @@ function M.policy(policy, path)
       elseif type(v) ~= "function" then
         bad("caps must be a table {name = value} or a function(name, value)")
       end
+    elseif k == "price" then
+      -- a table by model ({input, output, …, currency}: checked when asked) or a function of the model
+      if type(v) ~= "table" and type(v) ~= "function" then bad("price must be a table {model = price} or a function(model)") end
     elseif M.hooks[k] then
       if type(v) ~= "function" then bad(k .. " must be a function") end
     else
