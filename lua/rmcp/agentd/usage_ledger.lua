@@ -89,12 +89,6 @@ function M.spent_today(d, owner)
   return day_of(d).by_owner[owner] or { tokens = 0 }
 end
 
--- Closes today's file (the daemon stops).
-function M.close(d)
-  local u = d.usage_day
-  if u and u.fd then uv.fs_close(u.fd) u.fd = nil end
-end
-
 -- The ledger files under dir from day `from` to day `to` (YYYY-MM-DD, either nil: open), oldest first.
 function M.days(dir, from, to)
   local out = {}
