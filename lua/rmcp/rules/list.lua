@@ -163,6 +163,7 @@ end
 -- Adds figure u (nil: none) into total (the list's sum over every session given).
 local function add_spent(total, u)
   if not u then return end
+  total.any = true
   total.total = total.total + (u.total or 0)
   if u.cost then total.cost, total.currency = (total.cost or 0) + u.cost, total.currency or u.currency
   elseif (u.total or 0) > 0 then total.cost_unknown = true end
@@ -224,7 +225,7 @@ function M.shape(sessions, opts)
     end
   end
   local r = { sessions = opts.encoded and json.raw("[" .. table.concat(rows, ",") .. "]") or rows, counts = counts,
-              usage = M.spent(total) }
+              usage = total.any and M.spent(total) or nil }
   if hidden > 0 then r.hidden = hidden end
   if more then r.next_cursor = cursor_of(last) end
   if cut then r.result_truncated = true end
