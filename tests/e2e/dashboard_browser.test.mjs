@@ -2,12 +2,14 @@
 // with the real agent: log in (a wrong password refused first), watch an agent stream, steer it and
 // see the steer in its timeline (its reasoning collapsed), answer a question and a permission
 // request from the page, stop and resume; a host's watch still gets the streamed turn's result; a
-// routine's run is found, its gate answered and the routine paused from the loop-agents section. Screenshots of each view are
+// routine's run is found, its gate answered and the routine paused from the loop-agents section; what
+// each agent spends, each orchestrator and the day (its chart) equals agentd's list and the ledger. Screenshots of each view are
 // saved under build/test-output/dashboard/.
 // needs: agent python3 clients browser
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync, existsSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { useFixture, tool, BIN, alive, until } from './helpers.mjs';
 
@@ -131,6 +133,39 @@ test('loop agents: a routine\'s run is seen, its gate answered and the routine p
   assert.equal((await tool(client, 'reasonix_routine_list', {})).routines[0].enabled, false, 'paused for its creator too');
   await shot('routine-paused');
   await tool(client, 'reasonix_routine_delete', { routine_id: r.routine_id });
+});
+
+test('what each agent spends: the page shows agentd\'s figures, per agent, per orchestrator, today, and the chart the ledger\'s', async () => {
+  const l = await tool(client, 'reasonix_list', { all: true });
+  assert.ok(l.usage.tokens > 0, 'the agents above spent something');
+  await page.goto(URL0 + '/');
+  await page.locator('#spend svg').first().waitFor();
+  const figure = async (loc) => ({ tokens: Number(await loc.getAttribute('data-tokens')), text: await loc.textContent() });
+  for (const row of l.sessions) {
+    const shown = await figure(act(row.session_id).locator('.use[data-k="agent"]'));
+    assert.equal(shown.tokens, row.usage.tokens, `${row.session_id}: the tokens agentd lists`);
+    assert.ok(shown.text.startsWith(row.usage.tokens.toLocaleString('en-US') + ' tokens'), shown.text);
+    assert.match(shown.text, row.usage.cost == null ? /cost unknown/ : new RegExp(row.usage.cost.toFixed(4)), 'no price: unknown, never 0');
+  }
+  const group = page.locator('details.orch', { has: act(l.sessions[0].session_id) }).locator('summary');
+  assert.equal((await figure(group.locator('.use[data-k="total"]'))).tokens, l.usage.tokens, 'the orchestrator\'s total');
+  assert.equal((await figure(group.locator('.use[data-k="today"]'))).tokens, l.usage.today.tokens, 'and its spend today (its routine\'s runs in it)');
+  // the chart: today's hours and the last days sum to what the ledger holds (ctl usage reads the files)
+  const ledger = JSON.parse(execFileSync(BIN, ['ctl', '--json', 'usage', '--by', 'hour'], { env: fx.env(), encoding: 'utf8' }));
+  const hours = page.locator('#chart-hours'), days = page.locator('#chart-days');
+  assert.equal(Number(await hours.getAttribute('data-sum')), ledger.total.total, 'the hourly chart is the day\'s ledger');
+  assert.equal(await hours.locator('rect').count(), 24);
+  for (const r of ledger.rows) {
+    assert.equal(Number(await hours.locator(`rect[data-key="${r.hour}"]`).getAttribute('data-tokens')), r.total, r.hour);
+  }
+  assert.equal(Number(await days.locator('rect').last().getAttribute('data-tokens')), ledger.total.total, 'today\'s bar');
+  assert.equal((await figure(page.locator('#spend .use[data-k="today"]'))).tokens, ledger.total.total, 'spent today, over every orchestrator');
+  let every = 0;
+  for (const row of await page.locator('.agent .use[data-k="agent"]').all()) every += Number(await row.getAttribute('data-tokens'));
+  assert.equal(every, ledger.total.total, 'every agent on the page together spent what the ledger holds');
+  await act(l.sessions[0].session_id).click();
+  assert.equal((await figure(page.locator('#spent .use'))).tokens, l.sessions[0].usage.tokens, 'the agent\'s own page');
+  await shot('spend');
 });
 
 test('stop and resume from the page', async () => {

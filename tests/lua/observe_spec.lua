@@ -81,3 +81,28 @@ test("nudges: the first at once, then one per window while a session keeps chang
   after_reply.flush()
   t.eq(#sent, 5, "no observer, no nudge")
 end)
+
+test("the dashboard's spend chart: today by hour (kept as increments arrive) and the days before, from the ledger", function(t)
+  local ledger = require "rmcp.agentd.usage_ledger"
+  local report = require "rmcp.rules.usage_report"
+  local json = require "rmcp.lib.json"
+  local dir = t.tmpdir("rmcp-observe-usage")
+  local today = ledger.today()
+  local yesterday = report.shift(today, -1)
+  write(dir .. "/" .. yesterday .. ".jsonl", '{"t":1,"s":"a","o":"o1","total":40,"cost":0.5,"cur":"USD"}\nbroken\n')
+  local three = os.time({ year = tonumber(today:sub(1, 4)), month = tonumber(today:sub(6, 7)), day = tonumber(today:sub(9, 10)), hour = 3 })
+  write(dir .. "/" .. today .. ".jsonl", json.encode({ t = three, s = "b", o = "o1", total = 7 }) .. "\n")
+  local d = { paths = { usage = dir } }
+  ledger.append(d, { id = "c", owner = "o2" }, { input = 5, output = 0, reasoning = 0, cache_read = 0, cache_write = 0, total = 5 })
+  local r = observe.usage(d, 3)
+  ledger.close(d)
+  t.eq(#r.hours, 24)
+  local at3, now, sum = r.hours[4], r.hours[tonumber(os.date("%H")) + 1], 0
+  for _, h in ipairs(r.hours) do sum = sum + h.total end
+  t.eq({ sum, r.total.total, r.total.cost_unknown }, { 12, 12, true })
+  t.eq({ at3.hour, at3.total >= 7 }, { today .. " 03:00", true })
+  t.ok(now.total >= 5, "the increment just written is in this hour")
+  t.eq({ #r.days, r.days[1].day, r.days[1].total, r.days[2].day, r.days[2].total, r.days[2].cost, r.days[3].day, r.days[3].total },
+       { 3, report.shift(today, -2), 0, yesterday, 40, 0.5, today, 12 })
+  t.eq(ledger.spent_today(d, "o1").tokens, 7, "the budgets' figure from the same read")
+end)

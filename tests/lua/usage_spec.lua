@@ -47,6 +47,14 @@ local function ledger_sum(mcp_home)
   return sum, n
 end
 
+-- Runs `reasonix-mcp ctl --json usage ARGS…` (the environment is the case's: its REASONIX_MCP_HOME);
+-- returns its exit code and stdout.
+local function ctl_usage(ctx, ...)
+  local r = assert(require("rmcp.lib.command").run(require("rmcp.host").exe, { "ctl", "--json", "usage", ... }))
+  ctx.t.eq(support.find_procs("agentd", "REASONIX_MCP_HOME=" .. ctx.mcp_home), {}, "no agentd runs (ctl usage starts none)")
+  return r.code, r.stdout
+end
+
 test("a fleet's figures, turn by turn, session, orchestrator and the day's ledger, equal the provider's sums", function(t)
   local ctx = support.setup(t, { scenario = EVERY_TURN })
   local c = ctx.client()
@@ -82,6 +90,21 @@ test("a fleet's figures, turn by turn, session, orchestrator and the day's ledge
   t.eq(l.usage.today.tokens, served.total_tokens, "the orchestrator's spend today")
   t.eq(ledger_sum(ctx.mcp_home), served.total_tokens, "the day's ledger")
   t.eq(l.usage.cost, nil, "no price known: the cost is unknown, not 0")
+  ctx.shutdown()
+  -- `ctl usage` reads the ledger itself: with agentd down it reports the provider's sums
+  local code, out = ctl_usage(ctx, "--by", "orchestrator,agent")
+  t.eq(code, 0)
+  local rep = require("rmcp.lib.json").decode(out)
+  t.eq(rep.total.total, served.total_tokens, "ctl usage's total")
+  t.eq({ rep.total.cost_unknown, rep.total.cost }, { true, nil }, "its cost unknown, not 0")
+  t.eq(#rep.rows, 3, "an agent a row")
+  local by_agent = 0
+  for i, row in ipairs(rep.rows) do
+    t.eq(row.orchestrator, "orch-a")
+    t.eq(row.total, ctx.call(c, "poll", { session_id = row.agent }).usage.total, "agent " .. i .. ": its session's total")
+    by_agent = by_agent + row.total
+  end
+  t.eq(by_agent, served.total_tokens)
   ctx.shutdown()
 end)
 

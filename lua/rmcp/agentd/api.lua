@@ -83,7 +83,7 @@ M.LATER = {
   worktree = "worktree", diff = "worktree",
   spawn_fleet = "fleet", resume_fleet = "fleet", broadcast = "fleet",
   observe = "observe", observe_session = "observe", observe_act = "observe", observe_routines = "observe",
-  observe_routine_act = "observe",
+  observe_routine_act = "observe", observe_usage = "observe",
   ping = "admin", models = "admin", prune = "admin", restart = "admin", shutdown = "admin",
   routine_list = "routines", routine_templates = "routines", routine_create = "routines",
   routine_from_template = "routines", routine_configure = "routines", routine_run = "routines",

@@ -24,7 +24,7 @@ local M = {}
 ---@field retention_timer userdata?    the hourly prune (retention.lua)
 ---@field health table?                the health sampler's timer, shared /proc snapshot and bookkeeping per agent (health.lua)
 ---@field observers table?             observer connections and the sessions with a nudge pending (observe.lua)
----@field usage_day table?             the ledger's open day: {day, fd, by_owner = {owner → spent}} (usage_ledger.lua)
+---@field usage_day table?             the ledger's open day: {day, fd, by_owner = {owner → spent}, hours (its hourly sums), past (the days before, summed once)} (usage_ledger.lua)
 ---@field routines RoutineState?       the routine scheduler's definitions, runs and timer (routines/scheduler.lua); nil until it starts
 ---@field on_change fun(s: Session, event: string?, extra: table?) a session changed: wake watches, emit agent_event (main.lua)
 ---@field on_output fun(s: Session)    a session has new output: wake waits (main.lua)

@@ -8,6 +8,8 @@ local json = require "rmcp.lib.json"
 local after_reply = require "rmcp.lib.after_reply"
 local store = require "rmcp.agentd.store"
 local rules_list = require "rmcp.rules.list"
+local rules_usage = require "rmcp.rules.usage"
+local usage_ledger = require "rmcp.agentd.usage_ledger"
 local session = require "rmcp.agentd.session"
 local health = require "rmcp.agentd.health"
 
@@ -26,22 +28,38 @@ local function row(d, s)
   return r
 end
 
--- Every orchestrator's sessions: {orchestrators = [{id, sessions = [row…], active}]}, the
+-- What orchestrator o's sessions spent together (the list's usage: rules/list.lua spent), with
+-- today = what its orchestrator spent today by the ledger (a routine's runs count to its creator;
+-- absent when nothing, as in list's); nil when it spent nothing.
+local function spent_of(d, id, sum)
+  local today = usage_ledger.spent_today(d, id)
+  if sum.total == 0 and not sum.cost and today.tokens == 0 and not today.cost then return nil end
+  local u = rules_list.spent(sum)
+  if today.tokens > 0 or today.cost then
+    u.today = rules_list.spent({ total = today.tokens, cost = today.cost, cost_unknown = today.cost_unknown })
+  end
+  return u
+end
+
+-- Every orchestrator's sessions: {orchestrators = [{id, sessions = [row…], active, usage?}]}, the
 -- orchestrator with the most recent change first, each one's sessions newest first.
 function M.fleet(d)
-  local by_owner, order = {}, {}
+  local by_owner, order, sums = {}, {}, {}
   for _, s in pairs(d.sessions) do
     local o = by_owner[s.owner]
     if not o then
       o = { id = s.owner, sessions = json.array(), active = 0, updated_at = 0 }
       by_owner[s.owner] = o
       order[#order + 1] = o
+      sums[o] = rules_usage.zero()
     end
     o.sessions[#o.sessions + 1] = row(d, s)
     if rules_list.pending(s) then o.active = o.active + 1 end
     o.updated_at = math.max(o.updated_at, s.updated_at or 0)
+    if s.usage then rules_usage.add(sums[o], s.usage) end
   end
   for _, o in ipairs(order) do
+    o.usage = spent_of(d, o.id, sums[o])
     table.sort(o.sessions, function(a, b)
       if (a.created_at or 0) ~= (b.created_at or 0) then return (a.created_at or 0) > (b.created_at or 0) end
       return a.session_id > b.session_id
@@ -52,6 +70,13 @@ function M.fleet(d)
     return a.id < b.id
   end)
   return { orchestrators = json.array(order), now = store.now() }
+end
+
+-- What the fleet spent lately, for the dashboard's chart (usage_ledger.recent): today by hour and
+-- the last days (n, default 14, at most 92) by day.
+function M.usage(d, n)
+  n = math.tointeger(n) or 14
+  return usage_ledger.recent(d, math.max(1, math.min(n, 92)))
 end
 
 -- The newest max bytes of text (at most), starting on a whole UTF-8 character.

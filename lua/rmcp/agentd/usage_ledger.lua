@@ -1,13 +1,16 @@
 -- The spend ledger: every increment any agent spends, one JSON line in a file per local day
 -- (<home>/usage/YYYY-MM-DD.jsonl), written the moment the session journals it. It answers what a
 -- session's figures cannot: an orchestrator's spend today (its daily budget) and the report by day,
--- orchestrator, agent, routine and model (`ctl usage`). Owns d.usage_day (today's open file and
--- the spend per orchestrator in it, rebuilt from the file at start).
+-- orchestrator, agent, routine and model (`ctl usage`, which reads the files itself: it works with
+-- agentd down). Owns d.usage_day (today's open file, the spend per orchestrator and per hour in it,
+-- rebuilt from the file at start, and the sums of the days before, read once a day for the dashboard).
 local uv = require "luv"
 local json = require "rmcp.lib.json"
+local jsonl = require "rmcp.lib.jsonl"
 local log = require "rmcp.lib.log"
 local files = require "rmcp.lib.files"
 local rules = require "rmcp.rules.usage"
+local report = require "rmcp.rules.usage_report"
 
 local M = {}
 
@@ -21,32 +24,24 @@ function M.today()
   return os.date("%Y-%m-%d")
 end
 
--- The spend per orchestrator in the records of one ledger file (path): {owner → {tokens, cost?,
--- cost_unknown?}}.
-local function spend_in(path)
-  local by = {}
-  for rec in M.records(path) do
-    local o = rec.o or "?"
-    local b = by[o] or { tokens = 0 }
-    by[o] = b
-    b.tokens = b.tokens + (math.type(rec.total) == "integer" and rec.total or 0)
-    if type(rec.cost) == "number" then b.cost = (b.cost or 0) + rec.cost elseif (rec.total or 0) > 0 then b.cost_unknown = true end
-  end
-  return by
+-- Counts record rec in b ({tokens, cost?, cost_unknown?}: an orchestrator's spend).
+local function count_in(b, rec)
+  local total = math.type(rec.total) == "integer" and rec.total or 0
+  b.tokens = b.tokens + total
+  if type(rec.cost) == "number" then b.cost = (b.cost or 0) + rec.cost elseif total > 0 then b.cost_unknown = true end
 end
 
--- Iterates the records of ledger file path (a damaged line is skipped).
-function M.records(path)
-  local f = io.open(path, "r")
-  if not f then return function() return nil end end
-  return function()
-    while true do
-      local line = f:read("l")
-      if not line then f:close() return nil end
-      local ok, rec = pcall(json.decode, line)
-      if ok and type(rec) == "table" then return rec end
-    end
-  end
+-- The open day of day from its ledger file: the spend per orchestrator {owner → {tokens, cost?,
+-- cost_unknown?}} and per hour (a rules/usage_report sum) in its records.
+local function read_day(dir, day)
+  local u = { day = day, by_owner = {}, hours = report.new({ "hour" }) }
+  jsonl.each(M.path(dir, day), function(rec)
+    local o = rec.o or "?"
+    u.by_owner[o] = u.by_owner[o] or { tokens = 0 }
+    count_in(u.by_owner[o], rec)
+    report.add(u.hours, rec, day)
+  end)
+  return u
 end
 
 -- d's open day, today's (a new day closes yesterday's file and starts from nothing).
@@ -56,7 +51,7 @@ local function day_of(d)
   if u and u.day == today then return u end
   if u and u.fd then uv.fs_close(u.fd) end
   files.mkdir_p(d.paths.usage, tonumber("700", 8))
-  u = { day = today, by_owner = spend_in(M.path(d.paths.usage, today)) }
+  u = read_day(d.paths.usage, today)
   d.usage_day = u
   return u
 end
@@ -78,10 +73,9 @@ function M.append(d, s, inc)
   if not (u.fd and uv.fs_write(u.fd, line, -1)) then
     log.warn("usage ledger %s: cannot write; %s's spend is in its journal only", u.day, s.id)
   end
-  local b = u.by_owner[owner] or { tokens = 0 }
-  u.by_owner[owner] = b
-  b.tokens = b.tokens + inc.total
-  if inc.cost then b.cost = (b.cost or 0) + inc.cost elseif inc.total > 0 then b.cost_unknown = true end
+  u.by_owner[owner] = u.by_owner[owner] or { tokens = 0 }
+  count_in(u.by_owner[owner], rec)
+  report.add(u.hours, rec, u.day)
 end
 
 -- What orchestrator owner spent today: {tokens, cost?, cost_unknown?}.
@@ -89,18 +83,40 @@ function M.spent_today(d, owner)
   return day_of(d).by_owner[owner] or { tokens = 0 }
 end
 
--- The ledger files under dir from day `from` to day `to` (YYYY-MM-DD, either nil: open), oldest first.
-function M.days(dir, from, to)
+-- The spend of the days before today in the last n (n ≤ 366), one shaped row each (rules/usage_report),
+-- read from their files once a day.
+local function past_days(d, u, n)
+  u.past = u.past or {}
   local out = {}
-  local h = uv.fs_scandir(dir)
-  while h do
-    local name = uv.fs_scandir_next(h)
-    if not name then break end
-    local day = name:match("^(%d%d%d%d%-%d%d%-%d%d)%.jsonl$")
-    if day and (not from or day >= from) and (not to or day <= to) then out[#out + 1] = day end
+  for _, day in ipairs(report.day_list(report.shift(u.day, -(n - 1)), report.shift(u.day, -1))) do
+    if not u.past[day] then
+      local acc = report.new({ "day" })
+      jsonl.each(M.path(d.paths.usage, day), function(rec) report.add(acc, rec, day) end)
+      u.past[day] = report.finish(acc, day, day).total
+    end
+    out[#out + 1] = u.past[day]
   end
-  table.sort(out)
   return out
+end
+
+-- What the fleet spent lately, for the dashboard's chart: {today, hours = [24 shaped rows, hour
+-- "YYYY-MM-DD HH:00", of today], days = [n shaped rows, day, oldest first, today last], total (today's)}.
+function M.recent(d, n)
+  local u = day_of(d)
+  local today = report.finish(u.hours, u.day, u.day)
+  local by_hour = {}
+  for _, r in ipairs(today.rows) do by_hour[r.hour] = r end
+  local hours, days = json.array(), json.array()
+  for h = 0, 23 do
+    local key = string.format("%s %02d:00", u.day, h)
+    local r = by_hour[key] or report.finish(report.new({}), u.day, u.day).total
+    r.hour = key
+    hours[#hours + 1] = r
+  end
+  for _, r in ipairs(past_days(d, u, n)) do days[#days + 1] = r end
+  days[#days + 1] = today.total
+  for i, day in ipairs(report.day_list(report.shift(u.day, -(n - 1)), u.day)) do days[i].day = day end
+  return { today = u.day, hours = hours, days = days, total = today.total }
 end
 
 return M

@@ -1,7 +1,7 @@
 -- `reasonix-mcp ctl`: look at and steer the fleet from a shell. Its verbs are the MCP tools
 -- (tools/init.lua: one table): the same arguments, the same handler, the same result (as a table, or
 -- --json as the tool returns it), over the same agentd API the MCP server uses. Besides them, a
--- few verbs of the machine's owner: prune, log, shutdown. Sessions are scoped to --orchestrator
+-- few verbs of the machine's owner: prune, log, usage, shutdown. Sessions are scoped to --orchestrator
 -- (default $REASONIX_MCP_ORCHESTRATOR_ID, else "cli").
 local uv = require "luv"
 local sys = require "rmcp.sys"
@@ -15,6 +15,7 @@ local tools = require "rmcp.tools"
 local tools_ctx = require "rmcp.tools.ctx"
 local args_of = require "rmcp.ctl.args"
 local print_result = require "rmcp.ctl.print"
+local usage_verb = require "rmcp.ctl.usage"
 
 local M = {}
 
@@ -24,6 +25,7 @@ M.own_verbs = {
   { "prune [--dry-run] [--older-than DAYS] [--keep N] [--force]",
     "remove finished sessions by the retention rule (or these values); --force also takes results no watch collected" },
   { "log [-n LINES]", "tail of agentd.log" },
+  { usage_verb.USAGE, usage_verb.ABOUT },
   { "shutdown", "stop agentd and its agents" },
 }
 
@@ -160,6 +162,7 @@ end
 -- Runs one of the owner's own verbs; returns the exit code, or nil when verb is not one.
 local function own_verb(global, verb, words)
   if verb == "log" then return print_log(tonumber(flag_value(words, "n")) or 50) end
+  if verb == "usage" then return usage_verb.run(global, words) end
   if verb ~= "prune" and verb ~= "shutdown" then return nil end
   local params = {}
   if verb == "prune" then

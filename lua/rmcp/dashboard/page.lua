@@ -1,6 +1,6 @@
 -- The dashboard's pages: the login form and the fleet page (one HTML document with its style and
--- script inline, no build step, no third-party code). The page reads /api/fleet and
--- /api/session, listens to /api/events and acts through /api/act; the selected agent lives in the
+-- script inline, no build step, no third-party code; the spend chart is inline SVG). The page reads
+-- /api/fleet, /api/usage and /api/session, listens to /api/events and acts through /api/act; the selected agent lives in the
 -- URL fragment so a reload comes back to it.
 local M = {}
 
@@ -34,7 +34,7 @@ local MAIN_STYLE = [[
 header{display:flex;align-items:center;gap:12px;padding:8px 14px;border-bottom:1px solid var(--line);background:var(--panel)}
 header h1{font-size:15px;margin:0}header .sp{flex:1}#conn{font-size:12px;color:var(--dim)}
 #app{display:grid;grid-template-columns:minmax(240px,320px) 1fr;height:calc(100vh - 45px)}
-#fleet{border-right:1px solid var(--line);overflow:auto}#detail{overflow:auto;padding:14px 18px}
+#app>nav{border-right:1px solid var(--line);overflow:auto}#detail{overflow:auto;padding:14px 18px}
 details.orch>summary{padding:8px 12px;cursor:pointer;color:var(--dim);font-size:12px;border-bottom:1px solid var(--line);list-style:none}
 .agent{display:block;width:100%;text-align:left;border:0;border-bottom:1px solid var(--line);border-radius:0;background:none;padding:8px 12px}
 .agent.sel{background:#1c2330;box-shadow:inset 3px 0 var(--accent)}.agent .t{display:block;color:var(--dim);font-size:12px;white-space:nowrap;overflow:hidden;text-overflow:ellipsis}
@@ -47,14 +47,16 @@ details.orch>summary{padding:8px 12px;cursor:pointer;color:var(--dim);font-size:
 .ev pre,.live{white-space:pre-wrap;word-break:break-word;font:12px/1.5 var(--mono);margin:4px 0 0;background:#0b0f14;border:1px solid var(--line);border-radius:6px;padding:8px}
 .ev.steer .k,.ev.prompt .k{color:var(--accent)}.ev.tool .k{color:#d2a8ff}.ev.turn .k{color:var(--ok)}.ev.err .k{color:var(--bad)}
 .actions{display:flex;flex-wrap:wrap;gap:8px;align-items:center;margin:10px 0}textarea{width:100%;min-height:64px}
+.use{display:block;font-size:11px;color:var(--dim)}summary .use{display:inline;margin-left:4px}#spend{padding:8px 12px;border-bottom:1px solid var(--line);font-size:12px;color:var(--dim)}
+#spend svg{display:block;width:100%;height:46px;margin:4px 0 2px}#spend rect{fill:var(--accent)}#spend rect.now{fill:var(--ok)}#spend .axis{display:flex;justify-content:space-between;font-size:10px}
 .decision{border-color:var(--warn)}details.thought>summary{cursor:pointer;color:var(--dim);font-size:12px}.routine{padding:8px 12px;border-bottom:1px solid var(--line)}.routine .actions{margin-top:6px}.routine button{font-size:12px;padding:3px 8px}.note{color:var(--dim);font-size:12px}.empty{color:var(--dim);padding:30px}
-@media (max-width:760px){#app{grid-template-columns:1fr;height:auto}#fleet{max-height:40vh;border-right:0;border-bottom:1px solid var(--line)}}
+@media (max-width:760px){#app{grid-template-columns:1fr;height:auto}#app>nav{max-height:40vh;border-right:0;border-bottom:1px solid var(--line)}}
 ]]
 
 local SCRIPT = [[
 const $ = (s, e = document) => e.querySelector(s);
 const esc = (s) => String(s ?? '').replace(/[&<>"']/g, (c) => ({'&':'&amp;','<':'&lt;','>':'&gt;','"':'&quot;',"'":'&#39;'}[c]));
-let fleet = null, routines = null, selected = location.hash.slice(1) || null, current = null, timeline = [], offset = 0;
+let fleet = null, routines = null, usage = null, selected = location.hash.slice(1) || null, current = null, timeline = [], offset = 0;
 const collapsed = new Set(); // the orchestrators a person folded, kept across redraws
 async function api(path, body) {
   const r = await fetch(path, body ? {method: 'POST', headers: {'Content-Type': 'application/json'}, body: JSON.stringify(body)} : {});
@@ -66,6 +68,38 @@ async function api(path, body) {
 function badge(s) { return `<span class="badge s-${esc(s.status)}">${esc(s.status)}</span>` +
   (s.health && s.health.state !== 'running' ? `<span class="badge h-${esc(s.health.state)}">${esc(s.health.state)}</span>` : ''); }
 const when = (t) => t ? new Date(t * 1000).toLocaleString() : '—';
+// What a figure spent, in words: exact tokens; a cost never known says so, never 0.
+const tokens = (n) => Number(n || 0).toLocaleString('en-US');
+function costText(u) {
+  const part = u.cost_partial ? ' (partial)' : '';
+  if (u.cost != null) return u.cost.toFixed(4) + ' ' + (u.currency || '') + part;
+  if (u.costs) return Object.entries(u.costs).map(([c, v]) => v.toFixed(4) + ' ' + c).join(' + ') + part;
+  return (u.tokens ?? u.total) ? 'cost unknown' : '';
+}
+// A figure (a list row's {tokens, cost?…} or a ledger sum's {total, cost?…}) as a span tests can read.
+function spent(u, kind, label) {
+  if (!u) return '';
+  const cost = costText(u), n = u.tokens ?? u.total;
+  return `<span class="use" data-k="${kind}" data-tokens="${n}" data-cost="${u.cost ?? ''}">${label || ''}${tokens(n)} tokens${u.estimated ? ' (estimated)' : ''}${cost ? ' · ' + esc(cost) : ''}</span>`;
+}
+// A bar chart (inline SVG) of rows' total tokens, one bar a row, labelled by key; its sum in data-sum.
+function chart(rows, key, name, nowKey) {
+  const max = Math.max(1, ...rows.map((r) => r.total)), w = 100 / rows.length;
+  const bars = rows.map((r, i) => { const h = r.total ? Math.max(1, 40 * r.total / max) : 0;
+    return `<rect class="${r[key] === nowKey ? 'now' : ''}" data-key="${esc(r[key])}" data-tokens="${r.total}" x="${(i * w + w * 0.1).toFixed(2)}" y="${(42 - h).toFixed(2)}" width="${(w * 0.8).toFixed(2)}" height="${h.toFixed(2)}"><title>${esc(r[key])}: ${tokens(r.total)} tokens${costText(r) ? ' · ' + esc(costText(r)) : ''}</title></rect>`; }).join('');
+  const sum = rows.reduce((a, r) => a + r.total, 0);
+  return `<svg id="chart-${name}" data-sum="${sum}" viewBox="0 0 100 42" preserveAspectRatio="none" role="img" aria-label="${name}: ${tokens(sum)} tokens">${bars}</svg>`;
+}
+function renderSpend() {
+  const el = $('#spend');
+  if (!usage) { el.hidden = true; return; }
+  el.hidden = false;
+  const hour = usage.today + ' ' + String(new Date().getHours()).padStart(2, '0') + ':00';
+  const days = usage.days.length;
+  el.innerHTML = `<div>spent today ${spent(usage.total, 'today')}</div>` +
+    chart(usage.hours, 'hour', 'hours', hour) + '<div class="axis"><span>00:00</span><span>today by hour</span><span>23:00</span></div>' +
+    chart(usage.days, 'day', 'days', usage.today) + `<div class="axis"><span>${esc(usage.days[0].day.slice(5))}</span><span>the last ${days} days</span><span>today</span></div>`;
+}
 function renderRoutines() {
   if (!routines || routines.routines.length === 0) return '';
   const rows = routines.routines.map((r) => {
@@ -86,9 +120,10 @@ function groupName(id) {
 function renderFleet() {
   const el = $('#fleet');
   if ((!fleet || fleet.orchestrators.length === 0) && !renderRoutines()) { el.innerHTML = '<p class="empty">No agents yet.</p>'; return; }
-  el.innerHTML = renderRoutines() + (fleet ? fleet.orchestrators : []).map((o) => `<details class="orch" data-o="${esc(o.id)}"${collapsed.has(o.id) ? '' : ' open'}><summary>${groupName(o.id)} · ${o.sessions.length} agent(s)${o.active ? ' · ' + o.active + ' active' : ''}</summary>` +
+  el.innerHTML = renderRoutines() + (fleet ? fleet.orchestrators : []).map((o) => `<details class="orch" data-o="${esc(o.id)}"${collapsed.has(o.id) ? '' : ' open'}><summary>${groupName(o.id)} · ${o.sessions.length} agent(s)${o.active ? ' · ' + o.active + ' active' : ''}` +
+    (o.usage ? `${spent(o.usage, 'total', '· ')}${spent(o.usage.today, 'today', '· today ')}` : '') + '</summary>' +
     o.sessions.map((s) => `<button class="agent${s.session_id === selected ? ' sel' : ''}" data-id="${esc(s.session_id)}">${badge(s)}<b>${esc(s.session_id)}</b>` +
-      `<span class="t">${esc(s.current_work ? (s.current_work.title || s.current_work.content) : s.task)}</span></button>`).join('') + '</details>').join('');
+      `<span class="t">${esc(s.current_work ? (s.current_work.title || s.current_work.content) : s.task)}</span>${spent(s.usage, 'agent')}</button>`).join('') + '</details>').join('');
   for (const b of el.querySelectorAll('.agent')) b.onclick = () => select(b.dataset.id);
   for (const b of el.querySelectorAll('button[data-ract]')) b.onclick = async () => {
     b.disabled = true;
@@ -150,7 +185,7 @@ ${opt('work_mode', ['economy', 'balanced', 'delivery'])}<button id="configure">C
   }
   $('#head').innerHTML = `<h2 style="margin:0;font-size:17px">${badge(s)}${esc(s.session_id)}</h2>
 <div class="grid"><span>owner <b>${esc(s.owner)}</b></span><span>cwd <b>${esc(s.cwd)}</b></span><span>model <b>${esc(s.model)}</b></span>
-<span>effort <b>${esc(s.effort)}</b></span><span>approval <b>${esc(s.tool_approval)}</b></span><span>stop <b>${esc(s.stop_reason || '—')}</b></span>
+<span>spent <b id="spent">${s.usage ? spent(s.usage, 'agent') : '—'}</b></span><span>effort <b>${esc(s.effort)}</b></span><span>approval <b>${esc(s.tool_approval)}</b></span><span>stop <b>${esc(s.stop_reason || '—')}</b></span>
 ${s.health ? `<span>health <b>${esc(s.health.state)}</b>${s.health.workspace_lease_holder ? ' behind ' + esc(s.health.workspace_lease_holder) : ''}</span>` : ''}
 ${s.current_work ? `<span>now <b>${esc(s.current_work.title || s.current_work.content)}</b></span>` : ''}
 ${s.worktree ? `<span>worktree <b>${esc(s.worktree.branch)}</b></span>` : ''}${s.changes ? `<span>changes <b>${s.changes.files} file(s) +${s.changes.insertions} −${s.changes.deletions}, ${s.changes.commits} commit(s), ${s.changes.untracked} new</b></span>` : ''}</div>
@@ -199,8 +234,9 @@ async function loadSelected() {
 let fleetAt = 0, fleetTimer = null;
 async function loadFleet() {
   fleetAt = Date.now();
-  [fleet, routines] = await Promise.all([api('/api/fleet'), api('/api/routines')]);
+  [fleet, routines, usage] = await Promise.all([api('/api/fleet'), api('/api/routines'), api('/api/usage')]);
   renderFleet();
+  renderSpend();
 }
 function fleetSoon(now) {
   if (fleetTimer && !(now && fleetTimer.late)) return;
@@ -244,7 +280,7 @@ function M.main()
 <title>reasonix fleet</title><style>]] .. STYLE .. MAIN_STYLE .. [[</style></head><body>
 <header><h1>reasonix fleet</h1><span class="sp"></span><span id="conn">connecting…</span>
 <form method="post" action="/logout"><button type="submit">Log out</button></form></header>
-<div id="app"><nav id="fleet"></nav><main id="detail"><p class="empty">Select an agent.</p></main></div>
+<div id="app"><nav><section id="spend" hidden></section><div id="fleet"></div></nav><main id="detail"><p class="empty">Select an agent.</p></main></div>
 <script>]] .. SCRIPT .. [[</script></body></html>]]
 end
 

@@ -1,5 +1,5 @@
 -- The dashboard's routes: the login, the page, and a small JSON API over agentd's observer
--- methods (observe, observe_session, observe_act, observe_routines, observe_routine_act), plus an event stream that nudges the page when
+-- methods (observe, observe_session, observe_act, observe_routines, observe_routine_act, observe_usage), plus an event stream that nudges the page when
 -- a session changes. Every route but the login checks the session cookie; every one checks Host;
 -- state changes and the stream check Origin (auth.lua).
 local json = require "rmcp.lib.json"
@@ -79,6 +79,9 @@ function M.handler(app)
       local ok, body = pcall(json.decode, req.body or "")
       if not ok or type(body) ~= "table" then return send_json(res, { error = "the body must be a JSON object" }, 400) end
       return relay(res, "observe_act", { session_id = body.session_id, action = body.action, params = body.params })
+    end
+    if path == "/api/usage" and method == "GET" then
+      return relay(res, "observe_usage", { days = math.tointeger(tonumber(form(req.query).days or "")) })
     end
     if path == "/api/routines" and method == "GET" then return relay(res, "observe_routines", { include_results = true }) end
     if path == "/api/routine_act" and method == "POST" then

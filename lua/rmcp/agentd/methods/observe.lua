@@ -36,6 +36,13 @@ function M.observe(d, conn, _, reply)
   reply(observe.fleet(d))
 end
 
+-- observe_usage: what the fleet spent lately, today by hour and the last p.days by day (the
+-- dashboard's chart; read from the ledger, consuming nothing).
+function M.observe_usage(d, conn, p, reply)
+  if not_observer(conn, reply) then return end
+  reply(observe.usage(d, p.days))
+end
+
 -- observe_session: one session's row, decisions, config and timeline, consuming nothing.
 function M.observe_session(d, conn, p, reply)
   if not_observer(conn, reply) then return end
