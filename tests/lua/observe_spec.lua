@@ -95,7 +95,6 @@ test("the dashboard's spend chart: today by hour (kept as increments arrive) and
   local d = { paths = { usage = dir } }
   ledger.append(d, { id = "c", owner = "o2" }, { input = 5, output = 0, reasoning = 0, cache_read = 0, cache_write = 0, total = 5 })
   local r = observe.usage(d, 3)
-  ledger.close(d)
   t.eq(#r.hours, 24)
   local at3, now, sum = r.hours[4], r.hours[tonumber(os.date("%H")) + 1], 0
   for _, h in ipairs(r.hours) do sum = sum + h.total end
