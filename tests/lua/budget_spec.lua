@@ -150,6 +150,48 @@ test("a daily orchestrator budget: the spawn that reaches it stops its agents; t
   ctx.shutdown()
 end)
 
+-- The routine's newest run, as routine_list shows it, once it is no longer at work.
+local function run_ended(ctx, c, id, n)
+  local row
+  ctx.t.wait_for(function()
+    row = ctx.call(c, "routine_list", {}).routines[1]
+    local run = row.runs[1]
+    return run and run.run_id == id .. "-" .. n and run.status ~= "starting" and run.status ~= "running" and run
+  end, 30000, "the run to end")
+  return row.runs[1], row
+end
+
+test("a routine run stops at its budget, mid-turn; its record says why and what it spent, the routine its totals", function(t)
+  local ctx = support.setup(t, { scenario = { rules = { { last_role = "user", text = "done", usage = "by_index" } } } })
+  assert(io.open(ctx.ws .. "/a.txt", "w")):write("hello\n"):close()
+  local c = ctx.client()
+  local r = ctx.call(c, "routine_create", { name = "reader", prompt = "TOOL read a.txt", budget = 5000 })
+  t.eq(r.budget, { tokens = 5000 }, "the routine keeps its budget")
+  ctx.call(c, "routine_run", { routine_id = r.routine_id })
+  local run1 = run_ended(ctx, c, r.routine_id, 1)
+  t.eq(run1.status, "done", "under its budget the run is done")
+  t.eq(run1.usage.tokens, ctx.prov:served().total_tokens, "the run's figures are the provider's")
+  t.eq(run1.budget, nil)
+  -- the next run: a budget its first model call crosses; the call after the tool is held
+  ctx.prov:set_scenario(TOOL_TURN)
+  t.eq(ctx.call(c, "routine_configure", { routine_id = r.routine_id, budget = 500 }).budget, { tokens = 500 })
+  ctx.call(c, "routine_run", { routine_id = r.routine_id })
+  local run2, row = run_ended(ctx, c, r.routine_id, 2)
+  local served = ctx.prov:served()
+  t.eq(served.responses, 2, "one model call of the second run was served")
+  t.eq(run2.status, "stopped", "its budget stopped the run")
+  t.match(run2.error, "stopped by its budget")
+  t.match(run2.budget, "session budget reached: tokens %d+ of 500")
+  t.eq(run2.usage.tokens, served.total_tokens - run1.usage.tokens, "the run's figures")
+  t.eq(row.usage.tokens, served.total_tokens, "the routine's total over its runs")
+  t.eq(row.budget, { tokens = 500 })
+  ctx.call(c, "routine_configure", { routine_id = r.routine_id, budget = cjson.null })
+  t.eq(ctx.call(c, "routine_list", {}).routines[1].budget, nil, "null removes the budget")
+  local bad = ctx.call_err(c, "routine_configure", { routine_id = r.routine_id, budget = { tokens = 0 } })
+  t.match(bad.message, "budget.tokens must be a whole number >= 1")
+  ctx.shutdown()
+end)
+
 test("a policy's budget hook warns at 80 %: a field of the watch result, not a wake-up", function(t)
   local ctx = support.setup(t, { scenario = EVERY_TURN })
   local policy = ctx.mcp_home .. "/policy"
