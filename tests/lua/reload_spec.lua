@@ -321,6 +321,34 @@ test("examples idle_cleanup, small_caps, agent_wrapper and fanout_tool load and 
   t.eq(list[1].tool.name, "reasonix_fanout")
 end)
 
+test("example budgets.lua: prices a model, warns at 80 % of a session's budget, stops a routine's run at 100 %", function(t)
+  local ctx = setup(t)
+  copy_example("budgets.lua", ctx.policy)
+  ctx.start()
+  t.eq(ctx.warnings(), "")
+  local usage = require "rmcp.rules.usage"
+  local p = hooks.price("deepseek/deepseek-chat", usage.price_spec)
+  t.eq(p.currency, "USD")
+  local cost = usage.cost_at({ input = 1000000, cache_read = 400000, cache_write = 0, output = 100000, reasoning = 0 }, p)
+  t.ok(math.abs(cost - (600000 * 0.27 + 400000 * 0.07 + 100000 * 1.10) / 1e6) < 1e-9, "cached input at cache_read")
+  t.eq(hooks.price("other/model", usage.price_spec), nil, "no price: the cost stays unknown")
+  local s = { id = "s1", budget = { tokens = 1000 } }
+  local function decide(sess, tokens)
+    local v = usage.verdict(sess.budget, { tokens = tokens }, "session budget")
+    return hooks.budget(sess, { total = tokens }, v, usage.ACTIONS)
+  end
+  s.budget.warn_at = 0 -- (the built-in warning off: what warns is the example)
+  t.eq(decide(s, 700).action, "go")
+  local v = decide(s, 800)
+  t.eq(v.action, "warn")
+  t.match(v.note, "80%% of the session's 1000 tokens")
+  t.eq(decide(s, 1000).action, "finish", "a session's own: the built-in finish stands")
+  local run = { id = "s2", budget = { tokens = 1000, warn_at = 0 }, routine = { id = "rt-1" } }
+  v = decide(run, 1000)
+  t.eq(v.action, "stop", "a routine's run stops at once")
+  t.match(v.note, "routines stop at 100 %%")
+end)
+
 test("a policy dir under a home that does not exist yet is watched from the nearest existing dir", function(t)
   local ctx = setup(t)
   local home = ctx.root .. "/home/mcp"

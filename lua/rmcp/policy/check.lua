@@ -52,9 +52,12 @@ function M.policy(policy, path)
       elseif type(v) ~= "function" then
         bad("caps must be a table {name = value} or a function(name, value)")
       end
-    elseif k == "price" then
-      -- a table by model ({input, output, …, currency}: checked when asked) or a function of the model
-      if type(v) ~= "table" and type(v) ~= "function" then bad("price must be a table {model = price} or a function(model)") end
+    elseif k == "price" and type(v) == "table" then
+      -- a table by model, or (below) a function of the model
+      -- (each price is checked when it is asked for: rules/usage.lua price_spec, a mistake reported then)
+      for model, p in pairs(v) do
+        if type(model) ~= "string" or type(p) ~= "table" then bad("price must be a table {model = {input, output, …, currency}} or a function(model)") end
+      end
     elseif M.hooks[k] then
       if type(v) ~= "function" then bad(k .. " must be a function") end
     else

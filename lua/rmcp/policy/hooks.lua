@@ -232,15 +232,17 @@ function M.price(model, check)
 end
 
 -- The policies' say on the budgets of session s after an increment: each budget hook sees the
--- session, its usage {tokens, cost?, currency?} and the built-in verdict ({action, scope, note} or
--- nil: no budget covers it) and may return an action (go, warn, finish, stop) and a note. Returns
--- the verdict that stands. actions: the names an answer may take.
+-- session (with its own budget: {tokens?, cost?, currency?, warn_at?, on_exceed?} or nil), its
+-- usage {tokens, cost?, currency?} and the built-in verdict ({action, scope, note, limit} or nil: no
+-- budget covers it; limit is the budget of its scope) and may return an action (go, warn, finish,
+-- stop) and a note. Returns the verdict that stands. actions: the names an answer may take.
 function M.budget(s, usage, verdict, actions)
   if not M.defined("budget") then return verdict end
   local view, u = M.session_view(s), { tokens = usage.total, cost = usage.cost, currency = usage.currency }
+  view.budget = copy(s.budget)
   for p, fn in with("budget") do
     local action, note = call(p, "budget", fn, view, copy(u), verdict and copy({ action = verdict.action, scope = verdict.scope,
-      note = verdict.note }) or nil)
+      note = verdict.note, limit = verdict.limit }) or nil)
     if type(action) == "string" and actions[action] then
       verdict = { action = action, scope = "policy " .. p.name, note = type(note) == "string" and note
         or ("policy " .. p.name .. ": " .. action) }

@@ -3,6 +3,7 @@
 -- fresh session gets once. The scheduler that applies these is agentd/routines/scheduler.lua.
 local config = require "rmcp.config"
 local schedule = require "rmcp.rules.schedule"
+local usage = require "rmcp.rules.usage"
 
 local M = {}
 
@@ -22,7 +23,7 @@ local enums = {
 }
 M.defaults = { schedule = "manual", overlap = "skip", delegation = "allowed", tool_approval = "auto", enabled = true }
 M.fields = { "name", "prompt", "cwd", "schedule", "overlap", "delegation", "enabled", "model", "effort", "work_mode",
-             "tool_approval", "sandbox" }
+             "tool_approval", "sandbox", "budget" }
 
 -- Machine-wide routine runs at once.
 function M.concurrency()
@@ -61,6 +62,11 @@ local function check(k, v)
     local box, why = require("rmcp.rules.sandbox").spec(v)
     if not box then return nil, why end
     return v -- (kept as given: each run's spawn reads it, its paths confined then)
+  elseif k == "budget" then
+    if type(v) == "userdata" then return false end -- (null: the routine has none from now on)
+    local b, why = usage.budget_spec(v)
+    if not b then return nil, why end
+    return b
   end
   if type(v) ~= "string" or not enums[k][v] then
     local names = {}
@@ -92,6 +98,16 @@ function M.normalize(p, base)
     end
   end
   if #errs > 0 then return nil, table.concat(errs, "; ") end
+  return out
+end
+
+-- The budget of a run's session from routine budget b (nil: none): a run is one turn, so unless b
+-- says otherwise its budget stops the run at once when reached ("finish the turn" would never cut it).
+function M.run_budget(b)
+  if type(b) ~= "table" then return nil end
+  local out = {}
+  for k, v in pairs(b) do out[k] = v end
+  out.on_exceed = out.on_exceed or "stop"
   return out
 end
 

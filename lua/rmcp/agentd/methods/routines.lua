@@ -15,6 +15,7 @@ local store = lazy "rmcp.agentd.routines.store"
 local rules = lazy "rmcp.rules.routines"
 local templates = lazy "rmcp.rules.routine_templates"
 local fit = require "rmcp.rules.fit"
+local rules_list = require "rmcp.rules.list"
 
 local M = {}
 
@@ -50,9 +51,13 @@ end
 local function run_row(d, run, with_result)
   local row = { run_id = run.run_id, trigger = run.trigger, status = run.status, session_id = run.session_id,
                 due_at = run.due_at, started_at = run.started_at, ended_at = run.ended_at, stop_reason = run.stop_reason,
-                error = run.error, recovered = run.recovered }
+                error = run.error, recovered = run.recovered, usage = run.usage, budget = run.budget }
   if with_result then row.result, row.transcript_path = run.result, run.transcript_path end
-  if scheduler.at_work(run) then row.permission_request = decision_of(d, run) end
+  if scheduler.at_work(run) then
+    row.permission_request = decision_of(d, run)
+    local s = run.session_id and d.sessions[run.session_id]
+    row.usage = s and rules_list.spent(s.usage) or nil -- (so far)
+  end
   return row
 end
 
@@ -70,6 +75,7 @@ local function routine_row(d, r, opts)
     work_mode = r.work_mode, tool_approval = r.tool_approval, next_due = r.enabled and r.next_due or nil,
     queued = #(r.queue or {}), current_run = current and current.run_id or nil,
     prompt = opts.include_prompt and r.prompt or nil, runs = recent, runs_total = r.runs_total or 0,
+    budget = r.budget or nil, usage = r.usage, -- (each run's budget; what its runs spent, together)
   }
 end
 
@@ -106,6 +112,7 @@ local function create(d, conn, f, reply)
               queue = json.array() }
   for _, k in ipairs(rules.fields) do r[k] = f[k] end
   r.cwd = cwd
+  if r.budget == false then r.budget = nil end -- (null: none)
   r.next_due = scheduler.plan_next(r, now)
   if not store.add(st, r) then
     return reply(nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, "cannot save the routine in " .. st.dir))
@@ -177,6 +184,7 @@ function M.routine_configure(d, conn, p, reply)
   if berr then return reply(nil, berr) end
   local replan = (f.schedule and f.schedule ~= r.schedule) or (f.enabled == true and not r.enabled)
   for k, v in pairs(f) do r[k] = v end
+  if r.budget == false then r.budget = nil end -- (null removes it)
   if r.owner == conn.orch then r.env = conn.env end -- runs take the creator's current environment
   r.updated_at = clock.now()
   if replan then r.next_due = scheduler.plan_next(r, clock.now()) end

@@ -17,6 +17,7 @@ local session = require "rmcp.agentd.session"
 local rules = require "rmcp.rules.routines"
 local schedule = require "rmcp.rules.schedule"
 local rules_spawn = require "rmcp.rules.spawn"
+local rules_list = require "rmcp.rules.list"
 
 local M = {}
 
@@ -58,6 +59,24 @@ function M.plan_next(r, now)
   return schedule.next_due(p, now)
 end
 
+-- Records what run's session s spent in the run ({tokens, cost?, currency?, cost_partial?,
+-- estimated?}: rules/list.lua spent), why its budget stopped it (its note, when one did), and adds
+-- the run's figures to routine r's totals (the same shape; a cost unknown for some run makes it partial).
+local function record_usage(r, run, s)
+  local u = rules_list.spent(s.usage)
+  run.usage = u
+  if s.budget_note and (s.exit_reason == "budget" or s.rt and s.rt.budget_stop) then run.budget = s.budget_note end
+  if not u then return end
+  local t = r.usage or { tokens = 0 }
+  t.tokens = t.tokens + u.tokens
+  if u.cost then t.cost, t.currency = (t.cost or 0) + u.cost, t.currency or u.currency end
+  if u.cost_partial or (not u.cost and u.tokens > 0) or (t.cost and t.cost == u.cost and t.tokens > u.tokens) then
+    t.cost_partial = t.cost ~= nil or nil -- (some runs' cost unknown: the known part)
+  end
+  t.estimated = t.estimated or u.estimated
+  r.usage = t
+end
+
 -- Ends run of routine r with status and the session's outcome; frees its slot and starts what waits.
 function M.end_run(d, r, run, status, s, why)
   local st = d.routines
@@ -69,6 +88,8 @@ function M.end_run(d, r, run, status, s, why)
     run.result = last and last:sub(-rules.result_max) or nil
     run.error = s.error_text
     run.transcript_path = s.transcript_path
+    record_usage(r, run, s)
+    store.save_def(st, r)
   end
   run.error = why or run.error
   st.active[run.run_id] = nil
@@ -99,7 +120,8 @@ local function start_run(d, r, trigger, due, on_started)
   log.info("routine %s: run %s starts (%s)", r.id, run.run_id, trigger)
   local owner = rules.owner(r.id)
   local o, err = rules_spawn.options({ task = rules.task(r, run), model = r.model, effort = r.effort,
-    work_mode = r.work_mode, tool_approval = r.tool_approval, sandbox = r.sandbox, keep_alive = true }, false, r.env)
+    work_mode = r.work_mode, tool_approval = r.tool_approval, sandbox = r.sandbox, keep_alive = true,
+    budget = rules.run_budget(r.budget) }, false, r.env)
   if not o then
     M.end_run(d, r, run, "failed", nil, err)
     return on_started(run)
@@ -182,8 +204,12 @@ function M.session_changed(d, s)
     end
   elseif run.resuming then
     return -- taken up after a restart: the turn that goes on has not started yet
+  elseif s.status == "idle" and s.rt and s.rt.stopping == "budget" then
+    return -- its budget cut the turn: the run ends with the exit that follows (stopped)
   elseif s.status == "idle" then
     M.end_run(d, r, run, "done", s)
+  elseif s.status == "exited" and s.exit_reason == "budget" then
+    M.end_run(d, r, run, "stopped", s, "stopped by its budget")
   elseif s.status == "exited" then
     M.end_run(d, r, run, run.stopping and "stopped" or "failed", s, run.stopping and "stopped by " .. run.stopping or nil)
   end

@@ -30,8 +30,9 @@ function M.agent_opts(d, s, extra)
   o.on_chunk = function(kind, text) if s.rt then events.on_chunk(d, s, kind, text) end end
   o.on_usage = function(params)
     if not s.rt then return end
-    usage.on_reasonix(d, s, params)
+    local others = usage.on_reasonix(d, s, params)
     if usage.must_stop(s) then turns.stop(d, s, "budget") end
+    for _, o in ipairs(others or {}) do turns.stop(d, o, "budget") end -- (its fleet's or its day's budget)
   end
   o.on_permission = function(params, reply)
     if not s.rt then return reply({ outcome = { outcome = "cancelled" } }) end

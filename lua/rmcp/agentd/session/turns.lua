@@ -97,7 +97,8 @@ local function report_end(d, s, stop_reason, err_text)
   state.journal(d, s, with_usage(rt, { type = "turn_end", stop_reason = stop_reason, text = s.last_text, thought = rt.last_thought,
                                        error_text = err_text }))
   state.persist(d, s)
-  if usage.stops_at_turn_end(s) then return M.stop(d, s, "budget") end
+  -- (unless the turn's end already stopped it: a routine's run ends with its turn)
+  if usage.stops_at_turn_end(s) and not rt.stopping then return M.stop(d, s, "budget") end
   rt.idle_since = uv.now()
   schedule_cleanup(d, s)
 end
@@ -201,7 +202,7 @@ function M.prompt_done(d, s, agent, text, result, err)
     log.warn("session %s: turn failed: %s", s.id, msg)
     return end_turn(d, s, "error", msg)
   end
-  usage.on_prompt_result(d, s, result)
+  for _, o in ipairs(usage.on_prompt_result(d, s, result) or {}) do M.stop(d, o, "budget") end -- (s: at its turn's end)
   end_turn(d, s, type(result) == "table" and type(result.stopReason) == "string" and result.stopReason or "end_turn")
 end
 
@@ -271,6 +272,9 @@ end
 function M.send(d, s, message, expect, cb)
   local rt = s.rt
   if s.status == "exited" or s.status == "orphaned" then
+    -- over budget, a resume would be refused too: say what lets it go on
+    local over = usage.refusal(d, s)
+    if over then return cb(nil, jsonrpc.error(usage.REFUSED, "session " .. s.id .. " is " .. s.status .. ": " .. over .. ", then resume it")) end
     return cb(nil, jsonrpc.error(state.NOT_READY, "session " .. s.id .. " is " .. s.status .. " (no live agent); resume it first"))
   end
   local over = not rt.prompt_active and usage.refusal(d, s)

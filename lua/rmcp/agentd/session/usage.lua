@@ -34,6 +34,11 @@ function M.turn_started(s)
   s.rt.turn_reported = false
 end
 
+-- The owner whose day a session's spend counts in: a routine run's is its routine's creator.
+local function day_owner(s)
+  return s.on_behalf_of or s.owner
+end
+
 -- What s's fleet has spent: the sum over the sessions of its fleet.
 local function fleet_spent(d, fleet)
   local sum = rules.zero()
@@ -60,7 +65,7 @@ function M.verdict(d, s)
   if type(s.fleet) == "table" and s.fleet.budget then
     v = rules.harsher(v, rules.verdict(s.fleet.budget, fleet_spent(d, s.fleet), "fleet budget of " .. (s.fleet.name or s.fleet.id)))
   end
-  local owner = s.on_behalf_of or s.owner
+  local owner = day_owner(s)
   local daily = s.daily_budget
   if daily then
     v = rules.harsher(v, rules.verdict(daily, ledger.spent_today(d, owner), "daily budget of " .. owner))
@@ -93,8 +98,31 @@ function M.must_stop(s)
   return rt ~= nil and rt.budget_stop ~= nil and not rt.stopping and (rt.budget_stop == "stop" or not rt.prompt_active)
 end
 
+-- Holds the other live sessions that share s's fleet or orchestrator day to their budgets now that
+-- s's verdict v says stop: a fleet's or a day's budget stops all of its agents, the idle ones too,
+-- not only the one whose spend crossed it. Returns those to stop now (the caller stops them).
+local function sweep(d, s, v)
+  if not v or (v.action ~= "finish" and v.action ~= "stop") then return nil end
+  local fleet = type(s.fleet) == "table" and s.fleet.budget and s.fleet.id
+  local day = s.daily_budget and day_owner(s)
+  if not fleet and not day then return nil end
+  local out
+  for _, o in pairs(d.sessions) do
+    local shares = (fleet and type(o.fleet) == "table" and o.fleet.id == fleet) or (day and o.daily_budget and day_owner(o) == day)
+    if o ~= s and shares and o.rt and not o.rt.budget_stop and state.is_live(o) then
+      enforce(d, o, M.verdict(d, o))
+      if M.must_stop(o) then
+        out = out or {}
+        out[#out + 1] = o
+      end
+    end
+  end
+  return out
+end
+
 -- Counts increment inc of s: priced when the agent gave no cost and a price is known, journaled,
 -- written to the ledger, added to the session's and the running turn's figures; then the budgets.
+-- Returns the other sessions a fleet's or a day's budget stops now (sweep), or nil.
 local function count(d, s, inc)
   if rules.empty(inc) then return end
   if not inc.cost and inc.total > 0 then
@@ -109,10 +137,13 @@ local function count(d, s, inc)
   end
   state.journal(d, s, { type = "usage", u = inc, seen = s.usage_seen })
   ledger.append(d, s, inc)
-  enforce(d, s, M.verdict(d, s))
+  local v = M.verdict(d, s)
+  enforce(d, s, v)
+  return sweep(d, s, v)
 end
 
 -- A reasonix usage status update (params of `_reasonix.io/session/status_update`, event "usage").
+-- Returns the other sessions a budget stops now (count), or nil.
 function M.on_reasonix(d, s, params)
   local u = type(params.status) == "table" and params.status.usage
   if type(u) ~= "table" then return end
@@ -120,7 +151,7 @@ function M.on_reasonix(d, s, params)
   if not now then return end
   local inc = rules.increment(now, s.usage_seen and s.usage_seen.total and s.usage_seen or nil, turn)
   s.usage_seen = now
-  count(d, s, inc)
+  return count(d, s, inc)
 end
 
 -- An ACP usage_update: its cumulative cost (Claude Code's includes its side requests), held until
@@ -131,7 +162,8 @@ function M.on_acp_update(s, update)
 end
 
 -- An ACP prompt's answer: its usage is the turn's tokens; the cost is what the cumulative cost
--- grew by since the last one counted (a cumulative cost that went back started afresh).
+-- grew by since the last one counted (a cumulative cost that went back started afresh). Returns the
+-- other sessions a budget stops now (count), or nil.
 function M.on_prompt_result(d, s, result)
   local f = type(result) == "table" and rules.from_acp(result.usage)
   local rt = s.rt
@@ -144,7 +176,7 @@ function M.on_prompt_result(d, s, result)
     s.usage_seen = { acp_cost = amount }
   end
   rt.pending_cost, rt.pending_currency = nil, nil
-  count(d, s, f)
+  return count(d, s, f)
 end
 
 -- A turn of s ended: its figure (a turn with no usage is counted unreported: its figures are
@@ -173,7 +205,8 @@ function M.line(s)
   if not s.usage then return nil end
   local rt = s.rt
   local r = rules.line(rt and rt.last_turn_usage, s.usage, rt and rt.budget_warning)
-  if s.exit_reason == "budget" and s.budget_note then r.budget = s.budget_note end
+  -- (also while it stops: the turn's result that comes before the exit says why it is the last)
+  if s.budget_note and (s.exit_reason == "budget" or rt and rt.budget_stop) then r.budget = s.budget_note end
   return r
 end
 
@@ -183,7 +216,7 @@ function M.spent_today_refusal(d, owner, daily)
   if not daily then return nil end
   local v = rules.verdict(daily, ledger.spent_today(d, owner), "daily budget of " .. owner)
   if v.action == "finish" or v.action == "stop" then
-    return v.note .. " (REASONIX_MCP_DAILY_TOKENS / REASONIX_MCP_DAILY_COST; the day's spend is in `reasonix-mcp ctl usage`)"
+    return v.note .. " (REASONIX_MCP_DAILY_TOKENS / REASONIX_MCP_DAILY_COST; today's spend: reasonix_list's usage.today, `reasonix-mcp ctl usage`)"
   end
   return nil
 end
@@ -202,7 +235,15 @@ end
 function M.set_budget(d, s, budget)
   s.budget = budget
   state.persist(d, s)
-  if s.rt and state.is_live(s) then enforce(d, s, M.verdict(d, s)) end
+  if not (s.rt and state.is_live(s)) then return end
+  local v = M.verdict(d, s)
+  local rt = s.rt
+  if rt.budget_stop and not rt.stopping and (not v or v.action == "go" or v.action == "warn") then
+    -- raised before the turn it was to end has ended: that turn's end no longer stops it
+    rt.budget_stop, s.budget_note = nil, nil
+    log.info("session %s: its budget was raised; it goes on", s.id)
+  end
+  enforce(d, s, v)
 end
 
 -- Brings s's figures back from its journal's records (a session live when the daemon died): the
