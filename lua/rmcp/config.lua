@@ -151,6 +151,7 @@ function M.paths(home)
     sessions = home .. "/sessions",
     routines = home .. "/routines",
     usage = home .. "/usage", -- the spend ledger, a file a day (agentd/usage_ledger.lua)
+    integrations = home .. "/integrations", -- the merge queues (agentd/integrate/queue.lua)
   }
 end
 

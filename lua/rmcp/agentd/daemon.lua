@@ -25,6 +25,7 @@ local M = {}
 ---@field health table?                the health sampler's timer, shared /proc snapshot and bookkeeping per agent (health.lua)
 ---@field observers table?             observer connections and the sessions with a nudge pending (observe.lua)
 ---@field usage_day table?             the ledger's open day: {day, fd, by_owner = {owner → spent}, hours (its hourly sums), past (the days before, summed once)} (usage_ledger.lua)
+---@field integrations table?         the merge queues: {by_id} (integrate/queue.lua); nil until one starts or is taken up
 ---@field routines RoutineState?       the routine scheduler's definitions, runs and timer (routines/scheduler.lua); nil until it starts
 ---@field on_change fun(s: Session, event: string?, extra: table?) a session changed: wake watches, emit agent_event (main.lua)
 ---@field on_output fun(s: Session)    a session has new output: wake waits (main.lua)
@@ -39,7 +40,7 @@ function M.new(paths, lock)
     sessions = {}, conns = {}, next_conn = 0, server = nil, signals = {}, shutting_down = false,
     watch_by_session = {}, waits = {}, receipts = {},
     upgrade = nil, idle_exit = nil, models_cache = nil, retention_timer = nil, health = nil, observers = nil,
-    routines = nil, usage_day = nil,
+    routines = nil, usage_day = nil, integrations = nil,
     on_change = nil, on_output = nil, shutdown = nil, close_connections = nil,
   }
 end

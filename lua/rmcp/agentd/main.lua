@@ -157,6 +157,7 @@ local function wire(d)
     if event then api.emit(d, s, event, extra) end
     observe.changed(d, s)
     if d.routines then scheduler.session_changed(d, s) end
+    if d.integrations then require("rmcp.agentd.integrate.queue").session_changed(d, s) end
   end
   d.on_output = function(s)
     watch.check(d, s)
@@ -179,6 +180,12 @@ end
 local function start_routines(d)
   local scan = uv.fs_scandir(d.paths.routines)
   if scan and uv.fs_scandir_next(scan) then scheduler.start(d) end
+end
+
+-- Takes up the merge queues a dead daemon left running (the module loads only when there is one).
+local function recover_integrations(d)
+  local scan = uv.fs_scandir(d.paths.integrations)
+  if scan and uv.fs_scandir_next(scan) then require("rmcp.agentd.integrate.queue").recover(d) end
 end
 
 -- Shuts down on SIGTERM and SIGINT; ignores SIGHUP (a closed terminal).
@@ -223,6 +230,7 @@ function M.main(_)
   retention.start(d)
   health.start(d)
   start_routines(d)
+  recover_integrations(d)
   os.remove(paths.sock) -- we hold the lock, so any socket file left here is stale
   local srv, lerr = sock.listen(paths.sock, function(fd, peer_uid, peer_pid) api.accept(d, fd, peer_uid, peer_pid) end)
   if not srv then

@@ -317,6 +317,21 @@ function M.sync(sandbox_dir)
   end)
 end
 
+-- Points the private copy's branch of the sandbox in sandbox_dir at tip, which it was moved to in
+-- your repository (an integration rebased or merged it): the agent goes on from there, and the next
+-- sync moves nothing back. Coroutine.
+function M.follow(sandbox_dir, tip)
+  return worktree.take_turns("sandbox-git " .. sandbox_dir, function()
+    local dirs = M.dirs(sandbox_dir)
+    local state = json.decode(files.read(dirs.state) or "")
+    if type(state) ~= "table" or type(state.branch) ~= "string" or not tip:match("^%x+$") then return true end
+    local ok, err = files.write_atomic(dirs.common .. "/" .. state.branch, tip .. "\n", false)
+    if not ok then return nil, err end
+    state.tip = tip
+    return files.write_atomic(dirs.state, json.encode(state), false)
+  end)
+end
+
 -- The environment that makes commits in a sandbox yours (its home hides your git config):
 -- GIT_AUTHOR_*/GIT_COMMITTER_* from your global user.name and user.email, those you have; never
 -- the rest of that config (it may hold tokens). Coroutine.

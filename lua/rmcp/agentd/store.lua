@@ -28,6 +28,7 @@ M.field_types = {
   -- what it spends (agentd/session/usage.lua): its figures, its agent process's last cumulative
   -- figure, its budget, its fleet {id, name, budget?}, its orchestrator's daily budget, why a budget stopped it
   usage = "object", usage_seen = "object", budget = "object", fleet = "object", daily_budget = "object", budget_note = "string",
+  integration = "object", -- where its branch's integration is (agentd/integrate/queue.lua)
 }
 
 -- True when value v (as decoded) has type want (M.field_types); a number must be finite (JSON has

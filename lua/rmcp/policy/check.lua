@@ -5,7 +5,7 @@ local M = {}
 
 -- The hooks a policy may define, and the other fields a policy table may carry.
 M.hooks = { tools = true, permission = true, spawn_defaults = true, cleanup = true, caps = true, agent_command = true,
-            retain = true, sandbox = true, price = true, budget = true }
+            retain = true, sandbox = true, price = true, budget = true, verify = true }
 M.fields = { name = "string", description = "string", selfcheck = "function" }
 
 -- The limits the caps hook may change (poll/watch shaping; agentd's buffers stay as configured).

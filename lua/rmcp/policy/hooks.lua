@@ -253,6 +253,24 @@ function M.budget(s, usage, verdict, actions)
   return verdict
 end
 
+-- The verify command an integration runs in each branch's worktree before it merges it (a shell
+-- line), after the policies' verify hooks saw info {repo, target, session_ids, orchestrator_id} and
+-- the command so far (the call's or REASONIX_MCP_VERIFY; nil: none). A hook returns a command, false
+-- (none) or nil (no say).
+function M.verify(info, command)
+  for p, fn in with("verify") do
+    local v = call(p, "verify", fn, copy(info), command)
+    if v == false then
+      command = nil
+    elseif type(v) == "string" and v:match("%S") then
+      command = v
+    elseif v ~= nil then
+      complain(p, "policy " .. p.path .. ": verify must return a shell command, false or nil")
+    end
+  end
+  return command
+end
+
 -- The value of poll/watch cap name after the policies' caps (value is the configured one).
 function M.limit(name, value)
   if not check.caps[name] then return value end

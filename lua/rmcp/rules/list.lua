@@ -46,6 +46,8 @@ function M.row(s, opts)
     terminal_pending = s.terminal_pending or nil,
     damaged = s.damaged, -- its file had fields of the wrong type, reset at load (which, and why)
     usage = M.spent(s.usage),
+    integration = type(s.integration) == "table" and { id = s.integration.id, state = s.integration.state,
+                                                       target = s.integration.target } or nil,
   }
   if pending then
     r.pending_decision = { request_id = pending.request_id, kind = pending.kind, title = pending.tool_call and pending.tool_call.title }
@@ -79,7 +81,7 @@ local function plain_inputs(s, include_task, text)
            transcript_path = s.transcript_path, stop_reason = s.stop_reason, exit_reason = s.exit_reason,
            model = s.model, created_at = s.created_at, updated_at = s.updated_at, keep_alive = s.keep_alive,
            terminal_pending = s.terminal_pending, damaged = s.damaged, spent = s.usage and s.usage.total,
-           spent_cost = s.usage and s.usage.cost }
+           spent_cost = s.usage and s.usage.cost, integration = s.integration and (s.integration.id .. s.integration.state) }
 end
 
 -- True when the fields plain_inputs kept in c are still those of s.
@@ -89,6 +91,7 @@ local function same_inputs(c, s)
     and c.model == s.model and c.created_at == s.created_at and c.updated_at == s.updated_at
     and c.keep_alive == s.keep_alive and c.terminal_pending == s.terminal_pending and c.damaged == s.damaged
     and c.spent == (s.usage and s.usage.total) and c.spent_cost == (s.usage and s.usage.cost)
+    and c.integration == (s.integration and (s.integration.id .. s.integration.state))
 end
 
 -- The encoded plain rows of settled sessions, by the session's runtime table s.rt (weak: the row

@@ -93,6 +93,7 @@ local function lean_fields(r, snap)
   r.health = snap.health -- blocked or stalled (agentd/health.lua)
   r.changes = snap.changes -- isolate=worktree: what it changed against its base
   r.usage = snap.usage -- what it spent: the last turn, the session (rules/usage.lua line)
+  r.integration = snap.integration -- its branch's integration (agentd/integrate/queue.lua)
   return r
 end
 

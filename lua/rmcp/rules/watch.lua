@@ -31,7 +31,7 @@ function M.next_reminder(s, watcher, now)
 end
 
 -- Says why a session wakes the watch of connection watcher at time now ("terminal", "decision",
--- "reminder", "exited", "stalled") or nil when it does not.
+-- "reminder", "exited", "stalled", "integration") or nil when it does not.
 function M.ready(s, watcher, now)
   if s.terminal_pending then return "terminal" end
   local dec = s.pending and s.pending[1]
@@ -39,6 +39,7 @@ function M.ready(s, watcher, now)
   if why then return why end
   if s.status == "exited" or s.status == "orphaned" then return "exited" end
   if s.rt and s.rt.health_alert then return "stalled" end -- once per stall (agentd/health.lua)
+  if s.rt and s.rt.integration_news then return "integration" end -- a step of its branch's integration
   return nil
 end
 
@@ -61,6 +62,7 @@ function M.compact(snap)
     health = snap.health, -- blocked or stalled (agentd/health.lua)
     changes = snap.changes, -- isolate=worktree: files, insertions, deletions, commits, untracked vs its base
     usage = snap.usage, -- {turn, total, cost?, currency?, estimated?, warning?, budget?} (rules/usage.lua line)
+    integration = snap.integration, -- its branch's integration: {id, state, target, note?, files?, commit?}
   }
   if snap.status ~= "running" and snap.status ~= "starting" then r.stop_reason = snap.stop_reason end
   if snap.status == "exited" or snap.status == "orphaned" then r.exit_reason = snap.exit_reason end

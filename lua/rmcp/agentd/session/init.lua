@@ -63,6 +63,7 @@
 ---@field daily_budget table?      its orchestrator's daily budget, from the spawner's environment
 ---@field fleet table?             the fleet it was spawned in: {id, name?, budget?}
 ---@field budget_note string?      why a budget stopped it (exit_reason "budget")
+---@field integration table?       where its branch's integration is: {id, state, target, note?, files?, commit?} (agentd/integrate/queue.lua)
 ---@field pending SessionDecision[] decisions awaiting respond_permission (runtime only)
 ---@field rt SessionRuntime?       runtime-only state, never persisted (nil while parked)
 ---@field parked string?           (not persisted) "file" or "record": where a parked finished session holds its runtime and park.PARKED fields (park.lua)
@@ -141,6 +142,7 @@
 ---@field pending_currency string?
 ---@field budget_warning string?   a budget's warning, shown in the next results
 ---@field budget_stop string?      a budget stops it: "finish" (at the turn's end) or "stop" (now)
+---@field integration_news boolean? its integration moved on since the last drain (wakes a watch)
 
 local lazy = require "rmcp.lib.lazy"
 local state = require "rmcp.agentd.session.state"
@@ -187,6 +189,8 @@ return {
   mark_delivered = state.mark_delivered,
   mark_asking = state.mark_asking,
   mark_stalled = state.mark_stalled,
+  mark_integration = state.mark_integration,
+  branch_moved = function(...) return require("rmcp.agentd.session.sandbox").branch_moved(...) end,
   adopt = function(...) return setup.adopt(...) end,
   pause_cleanup = state.cancel_cleanup,
   worktree_removed = isolate.removed,

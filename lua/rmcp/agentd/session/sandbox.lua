@@ -311,6 +311,12 @@ function M.sync_git(d, s)
   if M.has_git(d, s) then sandbox_git.sync(M.dir(d, s.id)) end
 end
 
+-- Tells s's sandbox that its branch was moved outside it (an integration brought it up to date:
+-- sandbox_git.follow), if its sandbox keeps a private git dir. Coroutine.
+function M.branch_moved(d, s, tip)
+  if M.has_git(d, s) then sandbox_git.follow(M.dir(d, s.id), tip) end
+end
+
 -- Closes s's network gate, if its sandbox has one (its agent exited).
 function M.close_gate(s)
   if s.rt and s.rt.netgate then

@@ -334,8 +334,9 @@ function M.drain(d, s, with_events)
     last_turn_text = (s.status == "idle" or s.status == "exited" or s.status == "orphaned") and s.last_text or nil,
     background_recovery = rt.recovery_report,
     usage = usage.line(s), -- {turn, total, cost?, …}: what it spent (session/usage.lua)
+    integration = rt.integration_news and s.integration or nil,
   }
-  rt.recovery_report = nil
+  rt.recovery_report, rt.integration_news = nil, nil
   rt.text, rt.thought, rt.turns = buf_new(), buf_new(), {}
   if with_events then rt.events, rt.event_t, rt.noncritical, rt.events_overflow = {}, {}, 0, 0 end
   rt.turns_dropped = 0
@@ -399,6 +400,16 @@ function M.form_expected(d, s)
     end
   end
   return nil
+end
+
+-- Records where the integration of s's branch is (agentd/integrate/queue.lua: {id, state, target,
+-- note?, files?, commit?}): saved, and news for the next watch of s.
+function M.mark_integration(d, s, info)
+  if s.parked then park.unpark(d, s) end -- (a finished one too: its watch reports the news)
+  s.integration = info
+  s.rt.integration_news = true
+  M.persist(d, s)
+  M.changed(d, s, "integration", info)
 end
 
 -- Records that an answer to decision dec of s failed (a wrong option or request id): it wakes the
