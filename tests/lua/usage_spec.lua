@@ -105,6 +105,10 @@ test("a fleet's figures, turn by turn, session, orchestrator and the day's ledge
     by_agent = by_agent + row.total
   end
   t.eq(by_agent, served.total_tokens)
+  print(string.format("# provider served %d responses, %d tokens (prompt %d, completion %d, cached %d, reasoning %d); "
+    .. "turns %d, sessions %d, list rows %d, orchestrator %d, today %d, ledger %d, ctl usage %d", served.responses,
+    served.total_tokens, served.prompt_tokens, served.completion_tokens, served.cached_tokens, served.reasoning_tokens,
+    turns_sum, total, rows, list_total, l.usage.today.tokens, ledger_sum(ctx.mcp_home), rep.total.total))
   ctx.shutdown()
 end)
 
