@@ -188,7 +188,7 @@ ${opt('work_mode', ['economy', 'balanced', 'delivery'])}<button id="configure">C
 <span>spent <b id="spent">${s.usage ? spent(s.usage, 'agent') : '—'}</b></span><span>effort <b>${esc(s.effort)}</b></span><span>approval <b>${esc(s.tool_approval)}</b></span><span>stop <b>${esc(s.stop_reason || '—')}</b></span>
 ${s.health ? `<span>health <b>${esc(s.health.state)}</b>${s.health.workspace_lease_holder ? ' behind ' + esc(s.health.workspace_lease_holder) : ''}</span>` : ''}
 ${s.current_work ? `<span>now <b>${esc(s.current_work.title || s.current_work.content)}</b></span>` : ''}
-${s.worktree ? `<span>worktree <b>${esc(s.worktree.branch)}</b></span>` : ''}${s.changes ? `<span>changes <b>${s.changes.files} file(s) +${s.changes.insertions} −${s.changes.deletions}, ${s.changes.commits} commit(s), ${s.changes.untracked} new</b></span>` : ''}</div>
+${s.worktree ? `<span>worktree <b>${esc(s.worktree.branch)}</b></span>` : ''}${s.integration ? `<span>integration <b>${esc(s.integration.state)} into ${esc(s.integration.target)}</b></span>` : ''}${s.changes ? `<span>changes <b>${s.changes.files} file(s) +${s.changes.insertions} −${s.changes.deletions}, ${s.changes.commits} commit(s), ${s.changes.untracked} new</b></span>` : ''}</div>
 <div class="card"><div class="note">task</div>${esc(s.task)}</div>`;
   const decisions = current.decisions.map((d) => `<div class="card decision" data-req="${d.request_id}"><b>${esc(d.kind)}</b>: ${esc(d.tool_call && (d.tool_call.title || d.tool_call.kind))}
 ${d.tool_call && d.tool_call.rawInput ? `<pre class="live">${esc(JSON.stringify(d.tool_call.rawInput, null, 1))}</pre>` : ''}
