@@ -190,3 +190,75 @@ test("the integrate options: defaults filled, each wrong field named", function(
     t.match(err, c[2])
   end
 end)
+
+test("the tool: forecast and integrate take session_ids and target (integrate also with); each forwards to its method", function(t)
+  local tool = require "rmcp.tools.worktree"
+  local sent = {}
+  local ctx = { agentd = function(method, params) sent[#sent + 1] = { method, params }; return {} end }
+  t.ok(tool.handler({ action = "forecast", session_ids = { "rx-a", "rx-b" }, target = "main" }, ctx))
+  t.ok(tool.handler({ action = "integrate", session_ids = { "rx-a" }, with = { merge = "squash" } }, ctx))
+  t.eq(sent, { { "worktree_forecast", { session_ids = { "rx-a", "rx-b" }, target = "main" } },
+               { "worktree_integrate", { session_ids = { "rx-a" }, with = { merge = "squash" } } } })
+  t.eq(select(2, tool.handler({ action = "forecast", session_id = "rx-a" }, ctx)), "session_id does not go with action forecast")
+  t.eq(select(2, tool.handler({ action = "forecast" }, ctx)), "action forecast needs session_ids")
+  t.eq(select(2, tool.handler({ action = "diff", session_ids = { "rx-a" } }, ctx)), "session_ids does not go with action diff")
+  local words = require("rmcp.ctl.args").parse(tool, { "forecast", "rx-a", "rx-b", "--target", "dev" }, {})
+  t.eq(words, { action = "forecast", session_ids = { "rx-a", "rx-b" }, target = "dev" }, "ctl worktree forecast ID ID")
+  words = require("rmcp.ctl.args").parse(tool, { "integrate", "rx-a", "--with", '{"push":"target"}' }, {})
+  t.eq(words.with, { push = "target" }, "with given as JSON")
+end)
+
+test("through agentd: three agents commit in their worktrees; the forecast names the colliding pair; owners only", function(t)
+  local support = require "agentd_support"
+  -- each agent's task names what its bash call does: it writes and commits in its own worktree
+  local function job(tag, script)
+    return { last_role = "user", user_contains = "FC-" .. tag .. " ", tool_calls = { { name = "bash", arguments = {
+      command = script .. " && git add -A && git -c user.email=a@e -c user.name=agent commit -qm 'work " .. tag .. "' && echo committed" } } } }
+  end
+  local ctx = support.setup(t, { scenario = { rules = {
+    job("A", "printf 'A2\\n' > a.txt"),
+    job("C", "sed -i 's/^3$/three by C/' shared.txt"),
+    job("D", "sed -i 's/^3$/three by D/' shared.txt"),
+    { last_tool_name = "bash", text = "done" },
+  }, default = { text = "ok" } } })
+  sh(t, string.format("cd %s && git init -q -b main && printf 'A\\n' > a.txt && seq 1 10 > shared.txt && git add -A && %s base",
+    ctx.ws, COMMIT))
+  local c = ctx.client()
+  local ids = {}
+  for _, tag in ipairs({ "A", "C", "D" }) do
+    ids[#ids + 1] = ctx.call(c, "spawn", { task = "FC-" .. tag .. " work", isolate = "worktree", keep_alive = true }).session_id
+  end
+  local left = { [ids[1]] = true, [ids[2]] = true, [ids[3]] = true }
+  for _ = 1, 30 do
+    if not next(left) then break end
+    local list = {}
+    for id in pairs(left) do list[#list + 1] = id end
+    for id, res in pairs(ctx.call(c, "watch", { session_ids = list }).results or {}) do
+      if res.status ~= "running" and res.status ~= "starting" then
+        t.match(res.message or "", "done", id .. "'s turn ran its commit")
+        left[id] = nil
+      end
+    end
+  end
+  t.eq(next(left), nil, "every turn ended")
+  local before = out("git --no-optional-locks -C " .. ctx.ws .. " status --porcelain") .. out("git -C " .. ctx.ws .. " rev-parse HEAD")
+  local f = ctx.call(c, "worktree_forecast", { session_ids = ids })
+  t.eq(out("git --no-optional-locks -C " .. ctx.ws .. " status --porcelain") .. out("git -C " .. ctx.ws .. " rev-parse HEAD"), before,
+    "the user's checkout is untouched")
+  t.eq(f.target, "main")
+  for i, b in ipairs(f.branches) do
+    t.eq({ b.session_id, b.ahead, b.behind, b.clean }, { ids[i], 1, 0, true }, ids[i])
+  end
+  t.eq(#f.pairs, 1, json.encode(f.pairs))
+  t.eq({ f.pairs[1].a, f.pairs[1].b, f.pairs[1].files }, { ids[2], ids[3], { "shared.txt" } })
+  t.eq(f.pairs[1].hunks, { { file = "shared.txt", a = { 3, 1 }, b = { 3, 1 } } })
+  t.eq(f.order, ids)
+  local err = ctx.call_err(ctx.client("orch-b"), "worktree_forecast", { session_ids = ids })
+  t.eq(err.code, -32001, "another orchestrator's sessions look unknown")
+  local plain = ctx.call(c, "spawn", { task = "hello" }).session_id
+  err = ctx.call_err(c, "worktree_forecast", { session_ids = { ids[1], plain } })
+  t.ok(err.message:find(plain .. " has no worktree", 1, true), err.message)
+  err = ctx.call_err(c, "worktree_forecast", { session_ids = ids, target = "nope" })
+  t.match(err.message, "target nope is not a branch")
+  for _, id in ipairs(ids) do ctx.call(c, "stop", { session_id = id }) end
+end)
