@@ -110,7 +110,7 @@ test("a branch behind the target, one conflicting with it (modify/delete), a ren
   t.eq(f.branches[1].clean, true)
   t.eq(f.branches[2].clean, false)
   t.eq(f.branches[2].conflicts, { "gone.txt" })
-  t.match(f.branches[2].notes[1], "modify/delete")
+  t.match(f.branches[2].notes[1], "^CONFLICT %(modify/delete%): gone.txt deleted in main and modified in fc/edit")
   t.eq(f.pairs, {})
   t.eq(f.order, { "rx-stale", "rx-edit" }, "clean against the target first")
 end)

@@ -36,8 +36,8 @@ local function fleet_of(sessions)
   return { repo = repo, head = not heads_differ and head or nil, heads_differ = heads_differ }
 end
 
--- The commit of target and of each branch in repo (one git call each way): target's commit and a
--- map branch -> commit; or nil and why (naming what is missing).
+-- The commit of target in repo, once every branch is there too (one git call each way); or nil and
+-- why (naming what is missing).
 local function resolve(repo, target, branches)
   local commit = worktree.git(repo, { "rev-parse", "--verify", "--quiet", target .. "^{commit}" })
   if not commit then return nil, "target " .. target .. " is not a branch or commit of " .. repo end
@@ -50,7 +50,7 @@ local function resolve(repo, target, branches)
   for _, b in ipairs(branches) do
     if not tips[b] then return nil, "branch " .. b .. " is gone from " .. repo end
   end
-  return commit, tips
+  return commit
 end
 
 -- One merge-tree of ours and theirs in repo, parsed (rules.parse_merge_tree); raises on a failure.
@@ -73,8 +73,9 @@ local function hunks_of(repo, m)
   return #hunks > 0 and hunks or nil
 end
 
--- A branch's entry: merge-tree against the target's commit and ahead/behind.
-local function against_target(repo, target_commit, s)
+-- A branch's entry: merge-tree against the target's commit (which git's notes then name as target)
+-- and ahead/behind.
+local function against_target(repo, target, target_commit, s)
   local b = s.worktree.branch
   local m = merge_tree(repo, target_commit, b)
   local counts, err = worktree.git(repo, { "rev-list", "--left-right", "--count", target_commit .. "..." .. b })
@@ -84,6 +85,7 @@ local function against_target(repo, target_commit, s)
   if not m.clean then
     e.conflicts = m.files
     e.notes = rules.conflict_notes(m)
+    for i, note in ipairs(e.notes or {}) do e.notes[i] = note:gsub(target_commit, (target:gsub("%%", "%%%%"))) end
   end
   return e
 end
@@ -98,7 +100,7 @@ end
 -- The forecast of sessions (Session tables with their worktrees, in the caller's order) into target
 -- (a branch; default the branch the sessions' repository was on at their spawn, when they agree):
 -- {target, target_commit, branches, pairs (only colliding ones), order (rules.best_order), ms}, or
--- nil and why. Coroutine.
+-- nil, why and "GIT" when git itself failed (else what was asked cannot be forecast). Coroutine.
 function M.run(sessions, target)
   local t0 = uv.hrtime()
   local fleet, ferr = fleet_of(sessions)
@@ -111,8 +113,8 @@ function M.run(sessions, target)
   if not safe_name(target) then return nil, "target must be a branch name" end
   local branches = {}
   for i, s in ipairs(sessions) do branches[i] = s.worktree.branch end
-  local target_commit, tips = resolve(fleet.repo, target, branches)
-  if not target_commit then return nil, tips end
+  local target_commit, rerr = resolve(fleet.repo, target, branches)
+  if not target_commit then return nil, rerr end
   local jobs = {}
   for _, s in ipairs(sessions) do jobs[#jobs + 1] = { s } end
   for i = 1, #sessions do
@@ -120,9 +122,9 @@ function M.run(sessions, target)
   end
   local ok, results = pcall(async.map, jobs, M.parallel, function(job)
     if job[2] then return pair(fleet.repo, job[1], job[2]) or false end
-    return against_target(fleet.repo, target_commit, job[1])
+    return against_target(fleet.repo, target, target_commit, job[1])
   end)
-  if not ok then return nil, "git merge-tree failed: " .. tostring(results) end
+  if not ok then return nil, "git merge-tree failed: " .. tostring(results), "GIT" end
   local out = { target = target, target_commit = target_commit, branches = json.array(), pairs = json.array() }
   for i = 1, #sessions do out.branches[i] = results[i] end
   for k = #sessions + 1, #jobs do

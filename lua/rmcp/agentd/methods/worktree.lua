@@ -81,8 +81,8 @@ function M.worktree_forecast(d, conn, p, reply)
   local sessions = {}
   for i, id in ipairs(ids) do sessions[i] = d.sessions[id] end
   async.run(function()
-    local r, ferr = forecasts.run(sessions, p.target)
-    if not r then return reply(nil, bad(ferr)) end
+    local r, ferr, code = forecasts.run(sessions, p.target)
+    if not r then return reply(nil, code == "GIT" and jsonrpc.error(jsonrpc.INTERNAL_ERROR, ferr) or bad(ferr)) end
     reply(fit.fit(r))
   end, function(e) reply(nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, "forecast failed: " .. tostring(e))) end)
 end
