@@ -25,9 +25,10 @@ local host = require "rmcp.host"
 
 local QUICK, JSON_OUT, NO_REAL, STRICT = os.getenv("RMCP_BENCH_QUICK") == "1", nil, false, false
 local OURS_ARG = nil -- --ours: another build's reasonix-mcp measured as ours (before/after tables)
-local PHASES = { memory = true, spawn = true, sandbox = true, ingest = true, mcp = true, dashboard = true, real = true }
+local PHASES = { memory = true, spawn = true, sandbox = true, ingest = true, mcp = true, dashboard = true, real = true,
+                 forecast = true }
 local USAGE = "usage: reasonix-mcp script bench/run.lua [--quick] [--strict] [--no-real] [--json FILE] "
-  .. "[--only memory,spawn,sandbox,ingest,mcp,dashboard,real] [--ours EXE]\n"
+  .. "[--only memory,spawn,sandbox,ingest,mcp,dashboard,real,forecast] [--ours EXE]\n"
 do
   -- RMCP_BENCH_ARGS adds arguments (the cmake target passes none: RMCP_BENCH_ARGS=--quick there)
   local args = {}
@@ -61,11 +62,11 @@ end
 local P = QUICK and {
   flood = 50000, flood_reps = 3, spawn_reps = 3, sessions = 50, mem_floods = 4, chatty = 5,
   mcp_rtt = 300, mcp_warm = 30, cold = 3, list_sessions = 20, wake = 40, paint = 5, dash_events = 10,
-  real_reps = 2, fleet = 8, fleet_reps = 1, deadline_s = 150,
+  real_reps = 2, fleet = 8, fleet_reps = 1, forecast_reps = 3, deadline_s = 150,
 } or {
   flood = 50000, flood_reps = 8, spawn_reps = 20, sessions = 50, mem_floods = 6, chatty = 10,
   mcp_rtt = 3000, mcp_warm = 100, cold = 10, list_sessions = 20, wake = 200, paint = 15, dash_events = 40,
-  real_reps = 5, fleet = 8, fleet_reps = 3, deadline_s = 420,
+  real_reps = 5, fleet = 8, fleet_reps = 3, forecast_reps = 5, deadline_s = 420,
 }
 
 local here = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "."
@@ -1071,6 +1072,69 @@ local function run_real()
   prov:stop()
 end
 
+-- The conflict forecast of a fleet (issue 36) on a repository of FC_DIRS x FC_FILES files: FC_BRANCHES
+-- branches off main, each changing a file of its own dir and one of five shared files (groups of
+-- four branches change the same line: 30 colliding pairs), main one commit further. Returns the
+-- repository and the fake worktree sessions the forecast reads (it needs only repo, branch, head).
+local FC_DIRS, FC_FILES, FC_BRANCHES = 30, 100, 20
+local function forecast_repo()
+  local r = DIR .. "/fc"
+  assert(uv.fs_mkdir(r, tonumber("755", 8)))
+  for d = 1, FC_DIRS do
+    assert(uv.fs_mkdir(string.format("%s/d%d", r, d), tonumber("755", 8)))
+    for f = 1, FC_FILES do
+      local lines = {}
+      for l = 1, 40 do lines[l] = string.format("d%d f%d line %d", d, f, l) end
+      write_file(string.format("%s/d%d/f%d.txt", r, d, f), table.concat(lines, "\n") .. "\n")
+    end
+  end
+  local commit = "git -c user.email=b@e -c user.name=bench commit -q"
+  local script = { "set -e", "cd " .. sh_quote(r), "git init -q -b main", "git add -A", commit .. " -m base" }
+  for b = 1, FC_BRANCHES do
+    script[#script + 1] = string.format("git checkout -q -b fc/b%d main", b)
+    script[#script + 1] = string.format("sed -i 's/line 7$/b%d/' d%d/f1.txt d%d/f%d.txt", b, b, (b % FC_DIRS) + 1, 50 + b)
+    script[#script + 1] = string.format("sed -i 's/line 9$/hot b%d/' d%d/f99.txt", b, (b - 1) // 4 + 1)
+    script[#script + 1] = string.format("%s -am b%d", commit, b)
+  end
+  script[#script + 1] = "git checkout -q main && sed -i 's/line 1$/main/' d30/f100.txt && " .. commit .. " -am main"
+  assert(os.execute(table.concat(script, "\n") .. "\n") == true, "the forecast's repository could not be made")
+  local sessions = {}
+  for b = 1, FC_BRANCHES do
+    sessions[b] = { id = "fc-" .. b, worktree = { repo = r, branch = "fc/b" .. b, head = "main", state = "ready", path = r } }
+  end
+  return r, sessions
+end
+
+-- The forecast of 20 branches (agentd/integrate/forecast.lua, called in this process as agentd
+-- calls it: merge-trees a few at a time, ahead/behind, the hunks of each colliding pair) against the
+-- same count of bare `git merge-tree` runs in a shell loop, one after another (each branch against
+-- main, each pair); best of forecast_reps each.
+local function run_forecast()
+  phase("forecast")
+  local forecast = require "rmcp.agentd.integrate.forecast"
+  local r, sessions = forecast_repo()
+  local pairs_n = FC_BRANCHES * (FC_BRANCHES - 1) // 2
+  local loop = string.format("cd %s && for i in $(seq 1 %d); do git merge-tree --write-tree --name-only --messages -z main fc/b$i; done; "
+    .. "for i in $(seq 1 %d); do for j in $(seq $((i+1)) %d); do git merge-tree --write-tree --name-only --messages -z fc/b$i fc/b$j; "
+    .. "done; done", sh_quote(r), FC_BRANCHES, FC_BRANCHES, FC_BRANCHES)
+  local ours, raw, last = math.huge, math.huge, nil
+  for _ = 1, P.forecast_reps do
+    local t0 = now_s()
+    last = assert(forecast.run(sessions))
+    ours = math.min(ours, now_s() - t0)
+    t0 = now_s()
+    local res = require("rmcp.lib.command").run("sh", { "-c", loop .. " >/dev/null" }, { timeout_ms = 120000 })
+    assert(res and res.code == 0, "the merge-tree loop failed")
+    raw = math.min(raw, now_s() - t0)
+  end
+  assert(#last.pairs == 30, "30 colliding pairs forecast, got " .. #last.pairs)
+  row({ section = "latency", what = string.format("forecast, %d branches x %d files (best)", FC_BRANCHES, FC_DIRS * FC_FILES),
+        value = ours, base = raw, fmt = fmt_ms, target = { on = "ratio", op = "<=", limit = 1.5, text = "<= 1.5x raw loop" } })
+  note("forecast: %d merge-trees (%d against main, %d pairs), %d colliding pairs with their hunks, %d at a time; "
+    .. "baseline: the %d merge-trees alone in a shell loop", FC_BRANCHES + pairs_n, FC_BRANCHES, pairs_n, #last.pairs,
+    forecast.parallel, FC_BRANCHES + pairs_n)
+end
+
 local function run()
   local t_start = now_s()
   phase("baselines")
@@ -1085,6 +1149,7 @@ local function run()
   if PHASES.mcp then run_mcp(bare) end
   if PHASES.dashboard then run_dashboard(c, apid) end
   if PHASES.real then run_real() end
+  if PHASES.forecast then run_forecast() end
   shutdown_daemon(MCP_HOME)
   note("run took %.1f s (%s mode)", now_s() - t_start, QUICK and "quick" or "full")
 end

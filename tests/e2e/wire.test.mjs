@@ -157,7 +157,9 @@ test('tools/list: every capability in 17 tools with schemas, defaults and enums,
   assert.equal(by.reasonix_resume.inputSchema.properties.continue_interrupted.default, true);
   assert.equal(by.reasonix_poll.inputSchema.properties.max_events.default, 50);
   assert.equal(by.reasonix_poll.inputSchema.properties.max_events.maximum, undefined, 'over 200 is clamped, not refused');
-  assert.deepEqual(by.reasonix_worktree.inputSchema.properties.action.enum, ['diff', 'info', 'remove']);
+  assert.deepEqual(by.reasonix_worktree.inputSchema.properties.action.enum, ['diff', 'info', 'remove', 'forecast', 'integrate']);
+  assert.equal(by.reasonix_worktree.inputSchema.properties.action.type, undefined, 'a string enum says its type');
+  assert.ok(by.reasonix_worktree.inputSchema.properties.session_ids && by.reasonix_worktree.inputSchema.properties.with);
   assert.ok(by.reasonix_routine.inputSchema.properties.action.enum.includes('templates'));
   assert.equal(by.reasonix_wait.inputSchema.properties.timeout.default, 30);
   assert.equal(by.reasonix_watch.inputSchema.properties.session_ids.type, 'array');

@@ -146,7 +146,7 @@ test("squash makes one commit a branch on the target; fast-forward moves it to t
   local c = ctx.client()
   local ids = spawn_all(ctx, c, { "IG-A work", "IG-B work" })
   t.match(ctx.call_err(c, "worktree_integrate", { session_ids = ids, with = { merge = "octopus" } }).message,
-    "with.merge must be one of ff, merge, squash")
+    "with.merge must be one of \"merge\", \"squash\", \"ff\"")
   t.match(ctx.call_err(c, "worktree_integrate", { session_ids = ids, with = { force = true } }).message, "with.force is not an option")
   local base = sh(t, "git -C " .. ctx.ws .. " rev-parse main"):gsub("%s+$", "")
   ctx.call(c, "worktree_integrate", { session_ids = { ids[1] }, with = { merge = "ff" } })

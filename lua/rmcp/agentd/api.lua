@@ -80,7 +80,7 @@ register(require "rmcp.agentd.methods.sessions")
 -- them): method name -> module under rmcp.agentd.methods. lazy_spec checks it names each module's
 -- methods, all of them.
 M.LATER = {
-  worktree = "worktree", diff = "worktree", worktree_integrate = "integrate",
+  worktree = "worktree", diff = "worktree", worktree_forecast = "worktree", worktree_integrate = "integrate",
   spawn_fleet = "fleet", resume_fleet = "fleet", broadcast = "fleet",
   observe = "observe", observe_session = "observe", observe_act = "observe", observe_routines = "observe",
   observe_routine_act = "observe", observe_usage = "observe",

@@ -17,7 +17,8 @@ local function type_of(prop)
   return t
 end
 
--- Converts a shell word to the value property prop takes; nil and a message when it cannot.
+-- Converts a shell word to the value property prop takes; nil and a message when it cannot. An
+-- untyped property takes the word, or JSON when the word starts as an object or array does.
 local function convert(name, prop, word)
   local t = type_of(prop)
   if t == "integer" or t == "number" then
@@ -29,6 +30,10 @@ local function convert(name, prop, word)
     if word == "false" or word == "no" or word == "0" then return false end
     return nil, "--" .. name .. " takes true or false (got " .. word .. ")"
   elseif t == "object" or (t == "array" and prop.items and prop.items.type == "object") then
+    local ok, v = pcall(json.decode, word)
+    if not ok or type(v) ~= "table" then return nil, "--" .. name .. " takes JSON (" .. tostring(v) .. ")" end
+    return v
+  elseif t == nil and word:match("^%s*[%[{]") then -- an untyped property (the tool checks it) given as JSON
     local ok, v = pcall(json.decode, word)
     if not ok or type(v) ~= "table" then return nil, "--" .. name .. " takes JSON (" .. tostring(v) .. ")" end
     return v

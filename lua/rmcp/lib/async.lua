@@ -60,6 +60,34 @@ function M.sleep(ms)
   end)
 end
 
+-- Runs fn(item, i) for each of items inside a coroutine, at most limit at a time (each in a task of
+-- its own), and waits until every one ended; returns their first results in items' order. An error
+-- in one is raised again, once all ended (the first one; the others ran to their end).
+function M.map(items, limit, fn)
+  local results, first_err, next_i = {}, nil, 0
+  if #items == 0 then return results end
+  M.await(function(resume)
+    local running = 0
+    -- One worker: takes the next item until none is left; the last one to stop resumes the caller.
+    local function worker()
+      while true do
+        next_i = next_i + 1
+        local i = next_i
+        if i > #items then break end
+        local ok, r = pcall(fn, items[i], i)
+        if ok then results[i] = r elseif not first_err then first_err = r end
+      end
+      running = running - 1
+      if running == 0 then resume() end
+    end
+    local n = math.max(1, math.min(limit, #items))
+    running = n
+    for _ = 1, n do M.run(worker) end
+  end)
+  if first_err then error(first_err, 0) end
+  return results
+end
+
 -- Sends a JSON-RPC request on peer and waits for (result, err).
 function M.request(peer, method, params)
   return M.await(function(resume) peer:request(method, params, resume) end)

@@ -16,11 +16,23 @@ local ANNOTATION_DEFAULTS = { readOnlyHint = false, destructiveHint = true, idem
 -- only cost every host's context.
 local ENFORCED_ONLY = { additionalProperties = true, minItems = true, minLength = true, minimum = true, maximum = true }
 
--- The schema s as tools/list shows it: without the keywords the server enforces itself.
+-- True when schema s lists only strings in its enum and says type "string": the enum says the type.
+local function enum_says_type(s)
+  if s.type ~= "string" or type(s.enum) ~= "table" then return false end
+  for _, e in ipairs(s.enum) do
+    if type(e) ~= "string" then return false end
+  end
+  return true
+end
+
+-- The schema s as tools/list shows it: without the keywords the server enforces itself, nor the
+-- type of a string enum (its values say it).
 local function listed_schema(s)
   local out = {}
+  local drop_type = enum_says_type(s)
   for k, v in pairs(s) do
-    if k == "properties" then
+    if k == "type" and drop_type then -- (the server still checks it)
+    elseif k == "properties" then
       out.properties = {}
       for name, p in pairs(v) do out.properties[name] = listed_schema(p) end
     elseif k == "items" then

@@ -51,7 +51,7 @@ return {
   name = "reasonix_routine",
   toolset = "routines",
   title = "Routines",
-  description = "Scheduled agents, a fresh session per run: list, templates, create, configure, run, stop, delete.",
+  description = "Scheduled loop agents, each run a fresh session.",
   inputSchema = common.object(properties, { "action" }),
   annotations = { readOnlyHint = false, destructiveHint = true, idempotentHint = false, openWorldHint = false },
   cli = {

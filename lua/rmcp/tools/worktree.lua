@@ -1,5 +1,6 @@
 -- reasonix_worktree: an isolated agent's worktree: what it changed (diff), where it is (info), or
--- its removal once the agent stopped.
+-- its removal once the agent stopped; and for several (session_ids) the conflict forecast against a
+-- target branch and each other (forecast), or their integration into it (integrate).
 local common = require "rmcp.tools.common"
 
 -- The agentd method and params of each action.
@@ -11,32 +12,53 @@ local actions = {
   remove = function(args)
     return "worktree", { session_id = args.session_id, action = "remove", delete_branch = args.delete_branch }
   end,
+  forecast = function(args) return "worktree_forecast", { session_ids = args.session_ids, target = args.target } end,
+  integrate = function(args)
+    return "worktree_integrate", { session_ids = args.session_ids, target = args.target, with = args.with }
+  end,
 }
 
--- The arguments each action takes beyond session_id and action.
-local takes = { info = {}, diff = { stat = true, paths = true, max_bytes = true }, remove = { delete_branch = true } }
+-- The arguments each action takes beyond action (true: required).
+local takes = {
+  info = { session_id = true }, diff = { session_id = true, stat = false, paths = false, max_bytes = false },
+  remove = { session_id = true, delete_branch = false },
+  forecast = { session_ids = true, target = false }, integrate = { session_ids = true, target = false, with = false },
+}
 
 return {
   name = "reasonix_worktree",
   toolset = "worktree",
   title = "Agent worktree",
-  description = "An isolated agent's branch: diff, info, or remove once stopped (a branch with commits "
-    .. "stays).",
+  description = "An isolated agent's branch: diff, info, remove once stopped (commits stay); for session_ids: "
+    .. "forecast conflicts, or integrate into target.",
   inputSchema = common.object({
     session_id = common.session_id(),
-    action = { type = "string", enum = { "diff", "info", "remove" } },
+    action = { type = "string", enum = { "diff", "info", "remove", "forecast", "integrate" } },
     stat = { type = "boolean", default = true },
     paths = { type = "array", items = { type = "string" } },
     max_bytes = { type = "integer", minimum = 1000, maximum = 45000, default = 40000 },
     delete_branch = { type = "boolean" },
-  }, { "session_id", "action" }),
-  annotations = { readOnlyHint = false, destructiveHint = true, idempotentHint = true, openWorldHint = false },
-  cli = { positional = { "session_id", "action", "paths..." } },
+    -- untyped, like spawn's budget: agentd checks them and names what is wrong (every byte of the
+    -- listing is in the host's context)
+    session_ids = {},
+    target = {},
+    with = { description = "{order,update,merge,verify,push,remote,on_conflict}" },
+  }, { "action" }),
+  annotations = { readOnlyHint = false, destructiveHint = true, idempotentHint = false, openWorldHint = false },
+  cli = {
+    positional = { "session_id", "action", "paths..." },
+    sub = {
+      forecast = { set = { action = "forecast" }, positional = { "session_ids..." } },
+      integrate = { set = { action = "integrate" }, positional = { "session_ids..." } },
+    },
+  },
   handler = function(args, ctx)
+    local wants = takes[args.action]
     for k in pairs(args) do
-      if k ~= "session_id" and k ~= "action" and not takes[args.action][k] then
-        return nil, k .. " does not go with action " .. args.action
-      end
+      if k ~= "action" and wants[k] == nil then return nil, k .. " does not go with action " .. args.action end
+    end
+    for k, required in pairs(wants) do
+      if required and args[k] == nil then return nil, "action " .. args.action .. " needs " .. k end
     end
     local method, params = actions[args.action](args)
     return ctx.agentd(method, params, true)

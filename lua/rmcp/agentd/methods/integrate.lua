@@ -44,8 +44,9 @@ end
 function M.worktree_integrate(d, conn, p, reply)
   local sessions, repo, target = M.sessions_and_target(d, conn, p.session_ids, p.target)
   if not sessions then return reply(nil, repo) end
-  local with, werr = rules.options(p.with, config.env_of(conn.env, "REASONIX_MCP_VERIFY"))
+  local with, werr = rules.check_options(p.with)
   if not with then return reply(nil, bad(werr)) end
+  if with.verify == nil then with.verify = config.env_of(conn.env, "REASONIX_MCP_VERIFY") end
   local ids = {}
   for _, s in ipairs(sessions) do ids[#ids + 1] = s.id end
   with.verify = hooks.verify({ repo = repo, target = target, session_ids = ids, orchestrator_id = conn.orch }, with.verify)
@@ -58,7 +59,7 @@ function M.worktree_integrate(d, conn, p, reply)
         .. "first (integration never forces)"))
     end
     if with.order == "forecast" and #sessions > 1 then
-      local fc = require("rmcp.agentd.integrate.forecast").forecast(d, sessions, repo, target)
+      local fc = require("rmcp.agentd.integrate.forecast").run(sessions, target)
       if fc then sessions = rules.reorder(sessions, fc.order) end
     end
     local q = queue.start(d, conn.orch, repo, target, sessions, with)

@@ -1,5 +1,7 @@
--- The socket methods on an isolated session's git worktree (PROTOCOL.md): diff and worktree (info,
--- remove). The worktree itself is agentd/worktree.lua's; it loads with the first of these calls.
+-- The socket methods on an isolated session's git worktree (PROTOCOL.md): diff, worktree (info,
+-- remove) and worktree_forecast (several sessions' branches against a target and each other). The
+-- worktree itself is agentd/worktree.lua's, the forecast agentd/integrate/forecast.lua's; each loads
+-- with the first call that needs it.
 local json = require "rmcp.lib.json"
 local jsonrpc = require "rmcp.lib.jsonrpc"
 local async = require "rmcp.lib.async"
@@ -8,6 +10,7 @@ local session = require "rmcp.agentd.session"
 local ownership = require "rmcp.agentd.ownership"
 local params = require "rmcp.agentd.methods.params"
 local worktrees = lazy "rmcp.agentd.worktree"
+local forecasts = lazy "rmcp.agentd.integrate.forecast"
 local fit = require "rmcp.rules.fit"
 
 local M = {}
@@ -65,6 +68,23 @@ function M.worktree(d, conn, p, reply)
     r.session_id = s.id
     reply(r)
   end, function(e) reply(nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, "worktree remove failed: " .. tostring(e))) end)
+end
+
+-- worktree_forecast: which of the caller's worktree sessions' branches merge cleanly into p.target
+-- (default: the branch they started from) and which pairs collide, on which files and hunks.
+function M.worktree_forecast(d, conn, p, reply)
+  local ids, err = params.owned_ids(d, conn, p)
+  if not ids then return reply(nil, err) end
+  if p.target ~= nil and p.target ~= json.null and type(p.target) ~= "string" then
+    return reply(nil, bad("target must be a branch name"))
+  end
+  local sessions = {}
+  for i, id in ipairs(ids) do sessions[i] = d.sessions[id] end
+  async.run(function()
+    local r, ferr, code = forecasts.run(sessions, p.target)
+    if not r then return reply(nil, code == "GIT" and jsonrpc.error(jsonrpc.INTERNAL_ERROR, ferr) or bad(ferr)) end
+    reply(fit.fit(r))
+  end, function(e) reply(nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, "forecast failed: " .. tostring(e))) end)
 end
 
 return M
