@@ -72,9 +72,10 @@ test("four agents: the clean ones and the first of a conflicting pair merged, th
   local c = ctx.client()
   local t0 = uv.hrtime()
   local ids = spawn_all(ctx, c, { "IG-A work", "IG-B work", "IG-C work", "IG-D work" })
-  local r = ctx.call(c, "worktree_integrate", { session_ids = ids, target = "main",
-    with = { order = "given", verify = "test -s shared.txt", push = "target" } })
-  t.eq(r.order, ids)
+  -- given with the pair first: the forecast's order takes the clean ones first, the pair in its order
+  local r = ctx.call(c, "worktree_integrate", { session_ids = { ids[3], ids[4], ids[1], ids[2] }, target = "main",
+    with = { verify = "test -s shared.txt", push = "target" } })
+  t.eq(r.order, ids, "the forecast's order")
   local states, seen = until_states(ctx, c, ids, function(st)
     for _, id in ipairs(ids) do if st[id] ~= "merged" and st[id] ~= "failed" then return false end end
     return true

@@ -17,7 +17,7 @@ local bad = params.bad
 
 -- The caller's worktree sessions named by ids (one repository), and the target (target, else the
 -- branch they were all spawned from); or nil and the error.
-function M.sessions_and_target(d, conn, ids, target)
+local function sessions_and_target(d, conn, ids, target)
   if type(ids) ~= "table" or #ids == 0 then return nil, bad("session_ids must name at least one worktree session") end
   local out, repo, head = {}, nil, nil
   for _, id in ipairs(ids) do
@@ -42,7 +42,7 @@ end
 -- worktree_integrate: starts a merge queue; answers at once with its id, order and options (each
 -- step then comes as the session's integration in its watch result).
 function M.worktree_integrate(d, conn, p, reply)
-  local sessions, repo, target = M.sessions_and_target(d, conn, p.session_ids, p.target)
+  local sessions, repo, target = sessions_and_target(d, conn, p.session_ids, p.target)
   if not sessions then return reply(nil, repo) end
   local with, werr = rules.check_options(p.with)
   if not with then return reply(nil, bad(werr)) end
