@@ -253,6 +253,11 @@ test("through agentd: three agents commit in their worktrees; the forecast names
   t.eq({ f.pairs[1].a, f.pairs[1].b, f.pairs[1].files }, { ids[2], ids[3], { "shared.txt" } })
   t.eq(f.pairs[1].hunks, { { file = "shared.txt", a = { 3, 1 }, b = { 3, 1 } } })
   t.eq(f.order, ids)
+  local rows = {}
+  for _, row in ipairs(ctx.call(c, "list", { detail = true }).sessions) do rows[row.session_id] = row end
+  t.eq({ rows[ids[3]].forecast.clean, rows[ids[3]].forecast.ahead, rows[ids[3]].forecast.collides_with },
+    { true, 1, { ids[2] } }, "each row keeps its last forecast")
+  t.eq(rows[ids[1]].forecast.collides_with, nil)
   local err = ctx.call_err(ctx.client("orch-b"), "worktree_forecast", { session_ids = ids })
   t.eq(err.code, -32001, "another orchestrator's sessions look unknown")
   local plain = ctx.call(c, "spawn", { task = "hello" }).session_id

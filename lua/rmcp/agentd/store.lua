@@ -29,6 +29,7 @@ M.field_types = {
   -- figure, its budget, its fleet {id, name, budget?}, its orchestrator's daily budget, why a budget stopped it
   usage = "object", usage_seen = "object", budget = "object", fleet = "object", daily_budget = "object", budget_note = "string",
   integration = "object", -- where its branch's integration is (agentd/integrate/queue.lua)
+  forecast = "object", -- its branch's last forecast (agentd/integrate/forecast.lua)
 }
 
 -- True when value v (as decoded) has type want (M.field_types); a number must be finite (JSON has

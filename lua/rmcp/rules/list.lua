@@ -63,6 +63,7 @@ function M.row(s, opts)
     if type(s.worktree) == "table" and s.worktree.state == "ready" then
       r.worktree = { path = s.worktree.path, branch = s.worktree.branch, base = s.worktree.base }
       r.changes = s.changes
+      r.forecast = s.forecast -- its last forecast: {target, ahead, behind, clean, conflicts?, collides_with?, at}
     end
     r.agent = s.agent_profile ~= nil and s.agent_profile ~= "reasonix" and s.agent_profile or nil
     if M.active[s.status] and s.rt and opts.current_work then r.current_work = opts.current_work(s) end

@@ -70,6 +70,24 @@ function M.worktree(d, conn, p, reply)
   end, function(e) reply(nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, "worktree remove failed: " .. tostring(e))) end)
 end
 
+-- Keeps forecast r on each of its sessions (list's detail rows and the dashboard show it).
+local function remember(d, r)
+  local with = {}
+  for _, p in ipairs(r.pairs or {}) do
+    with[p.a] = with[p.a] or json.array()
+    with[p.b] = with[p.b] or json.array()
+    table.insert(with[p.a], p.b)
+    table.insert(with[p.b], p.a)
+  end
+  for _, b in ipairs(r.branches or {}) do
+    local s = d.sessions[b.session_id]
+    if s then
+      session.mark_forecast(d, s, { target = r.target, ahead = b.ahead, behind = b.behind, clean = b.clean,
+                                    conflicts = b.conflicts, collides_with = with[b.session_id], at = os.time() })
+    end
+  end
+end
+
 -- worktree_forecast: which of the caller's worktree sessions' branches merge cleanly into p.target
 -- (default: the branch they started from) and which pairs collide, on which files and hunks.
 function M.worktree_forecast(d, conn, p, reply)
@@ -83,6 +101,7 @@ function M.worktree_forecast(d, conn, p, reply)
   async.run(function()
     local r, ferr, code = forecasts.run(sessions, p.target)
     if not r then return reply(nil, code == "GIT" and jsonrpc.error(jsonrpc.INTERNAL_ERROR, ferr) or bad(ferr)) end
+    remember(d, r)
     reply(fit.fit(r))
   end, function(e) reply(nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, "forecast failed: " .. tostring(e))) end)
 end

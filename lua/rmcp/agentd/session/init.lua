@@ -63,6 +63,7 @@
 ---@field daily_budget table?      its orchestrator's daily budget, from the spawner's environment
 ---@field fleet table?             the fleet it was spawned in: {id, name?, budget?}
 ---@field budget_note string?      why a budget stopped it (exit_reason "budget")
+---@field forecast table?          its branch's last forecast: {target, ahead, behind, clean, conflicts?, collides_with?, at}
 ---@field integration table?       where its branch's integration is: {id, state, target, note?, files?, commit?} (agentd/integrate/queue.lua)
 ---@field pending SessionDecision[] decisions awaiting respond_permission (runtime only)
 ---@field rt SessionRuntime?       runtime-only state, never persisted (nil while parked)
@@ -190,6 +191,7 @@ return {
   mark_asking = state.mark_asking,
   mark_stalled = state.mark_stalled,
   mark_integration = state.mark_integration,
+  mark_forecast = state.mark_forecast,
   branch_moved = function(...) return require("rmcp.agentd.session.sandbox").branch_moved(...) end,
   adopt = function(...) return setup.adopt(...) end,
   pause_cleanup = state.cancel_cleanup,

@@ -412,6 +412,16 @@ function M.mark_integration(d, s, info)
   M.changed(d, s, "integration", info)
 end
 
+-- Records the last forecast of s's branch (agentd/integrate/forecast.lua: {target, ahead, behind,
+-- clean, conflicts?, collides_with?, at}): saved and shown (list's detail rows, the dashboard), not
+-- news for a watch.
+function M.mark_forecast(d, s, f)
+  if s.parked then park.unpark(d, s) end
+  s.forecast = f
+  M.persist(d, s)
+  M.changed(d, s)
+end
+
 -- Records that an answer to decision dec of s failed (a wrong option or request id): it wakes the
 -- next watch at once, marked a repeat, so the orchestrator is never left waiting on it.
 function M.answer_failed(d, s, dec)
