@@ -39,21 +39,21 @@ M.SAFE = { "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c",
 
 -- Runs git with M.SAFE and args in dir (coroutine) to its end, whatever its exit code (merge-tree
 -- says "conflicts" with 1): returns command.run's result {code, stdout, stderr, …}, or nil and why
--- it did not run or end.
-function M.git_result(dir, args, timeout_ms)
+-- it did not run or end. env: its whole environment (default ours).
+function M.git_result(dir, args, timeout_ms, env)
   local argv = { table.unpack(M.SAFE) }
   argv[#argv + 1], argv[#argv + 2] = "-C", dir
   for _, a in ipairs(args) do argv[#argv + 1] = a end
-  local r, err = command.run("git", argv, { timeout_ms = timeout_ms or 30000 })
+  local r, err = command.run("git", argv, { timeout_ms = timeout_ms or 30000, env = env })
   if not r then return nil, "cannot run git: " .. tostring(err) end
   if r.timed_out then return nil, "git " .. args[1] .. " timed out" end
   return r
 end
 
--- Runs git with M.SAFE and args in dir (coroutine); returns stdout without its last newline, or nil
--- and the reason (git's own words).
-local function git(dir, args, timeout_ms)
-  local r, err = M.git_result(dir, args, timeout_ms)
+-- Runs git with M.SAFE and args in dir (coroutine; env as git_result's); returns stdout without its
+-- last newline, or nil and the reason (git's own words).
+local function git(dir, args, timeout_ms, env)
+  local r, err = M.git_result(dir, args, timeout_ms, env)
   if not r then return nil, err end
   if r.code ~= 0 then
     local why = (r.stderr or ""):gsub("%s+$", "")

@@ -23,23 +23,11 @@ local function identity_env(dir)
   return env
 end
 
--- Runs git (worktree.SAFE) with args in dir, as worktree.git does; commit-making commands get an
--- identity when git has none. Returns stdout (no last newline), or nil and why. Coroutine.
+-- Runs git (worktree.git: SAFE) with args in dir; commit-making commands get an identity when git
+-- has none. Returns stdout (no last newline), or nil and why. Coroutine.
 local function git(dir, args, timeout_ms)
   local makes = { rebase = true, merge = true, ["commit-tree"] = true, commit = true }
-  local env = makes[args[1]] and identity_env(dir) or nil
-  if not env then return worktree.git(dir, args, timeout_ms) end
-  local argv = { table.unpack(worktree.SAFE) }
-  argv[#argv + 1], argv[#argv + 2] = "-C", dir
-  for _, a in ipairs(args) do argv[#argv + 1] = a end
-  local r, err = command.run("git", argv, { env = env, timeout_ms = timeout_ms or 30000 })
-  if not r then return nil, "cannot run git: " .. tostring(err) end
-  if r.timed_out then return nil, "git " .. args[1] .. " timed out" end
-  if r.code ~= 0 then
-    local why = (r.stderr or ""):gsub("%s+$", "")
-    return nil, why ~= "" and why or ("git " .. args[1] .. " exited " .. tostring(r.code))
-  end
-  return (r.stdout:gsub("\n$", ""))
+  return worktree.git(dir, args, timeout_ms, makes[args[1]] and identity_env(dir) or nil)
 end
 
 -- The commit ref names (nil: none).
