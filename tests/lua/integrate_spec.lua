@@ -5,7 +5,7 @@
 -- the target's history and tree as expected, the user's clean checkout brought along, the remote
 -- given it. A failing verify leaves the target as it was; a dirty checkout of the target is
 -- refused; kill -9 of agentd mid-queue leaves the target consistent and the queue goes on.
--- needs: agent python3 git
+-- needs: agent python3 git bwrap
 local uv = require "luv"
 local support = require "agentd_support"
 
@@ -159,5 +159,21 @@ test("squash makes one commit a branch on the target; fast-forward moves it to t
   t.eq(sh(t, "git -C " .. ctx.ws .. " rev-list --count --merges " .. base .. "..main"), "0\n", "no merge commit")
   t.eq(sh(t, "git -C " .. ctx.ws .. " rev-list --count " .. base .. "..main"), "2\n", "one commit per branch")
   t.eq(sh(t, "git -C " .. ctx.ws .. " ls-tree --name-only main"), "a.txt\nb.txt\nshared.txt\n")
+  ctx.shutdown()
+end)
+
+test("a sandboxed agent's work: its verify runs in its sandbox (your home hidden), its commits came back through the sync", function(t)
+  local ctx = support.setup(t, { scenario = SCENARIO })
+  make_repo(t, ctx.ws, ctx.home.root)
+  local secret = ctx.home.home .. "/secret.txt"
+  sh(t, "printf 'key\\n' > " .. secret)
+  local c = ctx.client()
+  local sid = ctx.call(c, "spawn", { task = "IG-A work", isolate = "worktree", keep_alive = true, sandbox = "workspace" }).session_id
+  ctx.watch_until(c, { sid }, function(_, r) return r.status == "idle" end)
+  -- outside a sandbox this verify fails (the file is there); inside, your home is hidden
+  ctx.call(c, "worktree_integrate", { session_ids = { sid }, with = { verify = "test ! -e " .. secret } })
+  local states = until_states(ctx, c, { sid }, function(st) return st[sid] == "merged" or st[sid] == "failed" end)
+  t.eq(states[sid], "merged", "the verify ran where the agent runs")
+  t.eq(sh(t, "cat " .. ctx.ws .. "/a.txt"), "a\n", "the agent's commit, synced back from its sandbox, is on main")
   ctx.shutdown()
 end)

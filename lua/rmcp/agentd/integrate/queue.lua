@@ -113,7 +113,10 @@ local function take_in(d, q, item, s, target_tip)
   local wt = s.worktree
   if q.with.verify then
     mark(d, q, item, "verifying")
-    local ok, out = steps.verify(wt.rel == "" and wt.path or (wt.path .. "/" .. wt.rel), q.with.verify)
+    -- (it runs the agent's code: in the agent's sandbox when it has one, never outside it)
+    local argv, why = session.command_in(d, s, { "sh", "-c", q.with.verify })
+    if not argv then return nil, "verify not run: its sandbox cannot be had: " .. why end
+    local ok, out = steps.verify(wt.rel == "" and wt.path or (wt.path .. "/" .. wt.rel), argv)
     if not ok then return nil, "verify failed: " .. out end
   end
   local tip = steps.tip(wt.path, "HEAD")

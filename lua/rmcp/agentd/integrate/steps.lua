@@ -125,10 +125,10 @@ function M.unresolved(wt, onto, files)
   return nil
 end
 
--- Runs the verify command cmd (a shell line) in dir; returns true, or false and the tail of its
--- output. Coroutine.
-function M.verify(dir, cmd, timeout_ms)
-  local r, err = command.run("sh", { "-c", cmd }, { cwd = dir, timeout_ms = timeout_ms or 600000 })
+-- Runs the verify command argv (`sh -c LINE`, in the agent's sandbox when it has one) in dir;
+-- returns true, or false and the tail of its output. Coroutine.
+function M.verify(dir, argv, timeout_ms)
+  local r, err = command.run(argv[1], { table.unpack(argv, 2) }, { cwd = dir, timeout_ms = timeout_ms or 600000 })
   if not r then return false, "cannot run the verify command: " .. tostring(err) end
   local out = ((r.stdout or "") .. (r.stderr or "")):sub(-2000)
   if r.timed_out then return false, "timed out\n" .. out end

@@ -193,6 +193,7 @@ return {
   mark_integration = state.mark_integration,
   mark_forecast = state.mark_forecast,
   branch_moved = function(...) return require("rmcp.agentd.session.sandbox").branch_moved(...) end,
+  command_in = function(d, s, argv) return require("rmcp.agentd.session.sandbox").command_in(d, s, argv, state.profile(s)) end,
   adopt = function(...) return setup.adopt(...) end,
   pause_cleanup = state.cancel_cleanup,
   worktree_removed = isolate.removed,

@@ -311,6 +311,22 @@ function M.sync_git(d, s)
   if M.has_git(d, s) then sandbox_git.sync(M.dir(d, s.id)) end
 end
 
+-- argv put into s's sandbox (the plan its agent starts with; no network gate, so in strict it
+-- reaches no network), or argv itself when s has none; nil and why when that sandbox cannot be had
+-- (what the agent wrote must not run outside it). For commands agentd runs on the agent's work: an
+-- integration's verify. profile: its agent's (state.profile). Coroutine.
+function M.command_in(d, s, argv, profile)
+  local spec = s.sandbox
+  if type(spec) ~= "table" or spec.level == "none" then return argv end
+  local av = require("rmcp.clients.bwrap").available()
+  if not av.ok then return nil, av.why end
+  local env = {}
+  for k, v in pairs(uv.os_environ()) do env[k] = v end
+  local p, why = M.plan(d, s, spec, argv, profile, env)
+  if not p then return nil, why end
+  return rules.argv(av.bwrap, p.plan, argv)
+end
+
 -- Tells s's sandbox that its branch was moved outside it (an integration brought it up to date:
 -- sandbox_git.follow), if its sandbox keeps a private git dir. Coroutine.
 function M.branch_moved(d, s, tip)
