@@ -116,7 +116,7 @@ end
 -- sandbox-net with an agent that says ready and then copies its stdin to its stdout.
 local function started(t, args)
   local run = sandbox_net(t, args, { "/bin/sh", "-c", "echo ready; exec cat" })
-  t.wait_for(function() return run.out:find("ready\n", 1, true) or run.exited end, 10000, "the agent's ready")
+  t.wait_for(function() return run.out:find("ready\n", 1, true) or run.exited end, 30000, "the agent's ready") -- (a bound, not a wait: a loaded machine starts it late)
   t.ok(not run.exited, "sandbox-net runs: " .. run.err)
   return run
 end

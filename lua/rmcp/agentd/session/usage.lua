@@ -22,7 +22,7 @@ function M.price(model)
 end
 
 -- A new agent process for s: its cumulative token counters start afresh (an ACP agent's cumulative
--- cost goes on across a resume: Claude Code's does, and one that starts afresh counts from zero).
+-- cost is the session's: it goes on across a resume).
 function M.agent_started(s)
   local seen = s.usage_seen
   s.usage_seen = seen and seen.acp_cost and { acp_cost = seen.acp_cost } or nil
@@ -162,7 +162,9 @@ function M.on_acp_update(s, update)
 end
 
 -- An ACP prompt's answer: its usage is the turn's tokens; the cost is what the cumulative cost
--- grew by since the last one counted (a cumulative cost that went back started afresh). Returns the
+-- grew by since the last one counted. ACP's cost is the session's, across its processes: one a
+-- resumed agent reports a little lower (Claude Code drops a side request its old process never
+-- saved) counts on from there, never as a fresh start. Returns the
 -- other sessions a budget stops now (count), or nil.
 function M.on_prompt_result(d, s, result)
   local f = type(result) == "table" and rules.from_acp(result.usage)
@@ -172,7 +174,7 @@ function M.on_prompt_result(d, s, result)
   f = f or rules.zero()
   if amount then
     local seen = s.usage_seen and s.usage_seen.acp_cost
-    f.cost, f.currency = (seen and amount >= seen) and amount - seen or amount, rt.pending_currency
+    f.cost, f.currency = math.max(0, amount - (seen or 0)), rt.pending_currency
     s.usage_seen = { acp_cost = amount }
   end
   rt.pending_cost, rt.pending_currency = nil, nil
