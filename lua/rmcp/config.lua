@@ -11,6 +11,7 @@ M.defaults = {
   language = "en",
   isolate = "none", -- "worktree": each agent in a git worktree of its own (agentd/worktree.lua)
   sandbox = "none", -- "workspace" | "strict": each agent in a sandbox agentd makes (rules/sandbox.lua)
+  agent = "reasonix", -- or a built-in ACP agent (rules/agents.lua) or a policy's
 }
 
 -- Caps and bounds (env REASONIX_MCP_<NAME> overrides the numeric ones).

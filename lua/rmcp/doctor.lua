@@ -51,14 +51,15 @@ function M.host_env()
   return bin ~= nil, table.concat(lines, "\n" .. string.rep(" ", 28))
 end
 
--- Starts the agent the policies' agent_command chooses (as agentd would for a session in the
--- current dir) and reports its profile and what it offers: ok, detail (coroutine).
-function M.profile_check()
+-- Starts the agent a spawn naming agent (nil: the default) runs, with what the policies'
+-- agent_command make of it (as agentd would for a session in the current dir), and reports its
+-- profile and what it offers: ok, detail (coroutine).
+function M.profile_check(agent)
   require("rmcp.policy.loader").init{ role = "agentd" }
   local rules_spawn = require "rmcp.rules.spawn"
   local bin = config.agent_bin()
   local cwd = uv.cwd()
-  local cmd, perr = rules_spawn.agent_command(bin, { purpose = "session", cwd = cwd })
+  local cmd, perr = rules_spawn.agent_command(bin, { purpose = "session", agent = agent, cwd = cwd })
   if not cmd then return false, perr or "no agent command (no reasonix binary and no policy's agent_command)" end
   local p = cmd.profile
   local head = string.format("profile %s: %s", p.name, table.concat(cmd.argv, " "))
@@ -114,6 +115,18 @@ function M.checks()
     end
   end
   add("agent profile", M.profile_check())
+  local agents = require "rmcp.rules.agents"
+  for _, name in ipairs(agents.BUILTIN) do -- each built-in ACP agent this install has
+    local spec = agents.builtin(name)
+    if spec then
+      if agents.binary(spec) then -- (a note when it does not start: a default spawn does not run it)
+        local ok, detail = M.profile_check(name)
+        add("agent " .. name, ok or nil, detail)
+      else
+        add("agent " .. name, nil, "not installed (scripts/install-agent.sh " .. name .. "): a spawn naming it is refused")
+      end
+    end
+  end
   local box = require("rmcp.clients.bwrap").available()
   local default = config.env("REASONIX_MCP_DEFAULT_SANDBOX") or "none"
   -- without bubblewrap, a default sandbox refuses every spawn: that fails; else it is a note

@@ -45,11 +45,11 @@ local function acp_models(agent, sid, res, profile, e)
   return result
 end
 
--- Queries a fresh agent rooted at cwd, run with environment map e; returns the models result or
--- nil, error (coroutine).
-local function query(cwd, version, e)
+-- Queries a fresh agent (agent: its name, nil for the default) rooted at cwd, run with environment
+-- map e; returns the models result or nil, error (coroutine).
+local function query(cwd, version, e, agent)
   local bin, berr = config.agent_bin(e)
-  local cmd, perr = rules_spawn.agent_command(bin, { purpose = "models", cwd = cwd, env = e })
+  local cmd, perr = rules_spawn.agent_command(bin, { purpose = "models", agent = agent, cwd = cwd, env = e })
   if not cmd then return nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, perr or berr) end
   local argv = cmd.argv
   bin = argv[1]
@@ -97,17 +97,18 @@ local function query(cwd, version, e)
   return done(result)
 end
 
--- Returns the models result for an orchestrator rooted at cwd with environment map e, from cache
--- when fresh (coroutine).
-function M.list(d, cwd, e)
-  local key = cache_key(e) .. "\1" .. tostring(config.agent_bin(e))
+-- Returns the models result of agent (nil: the default) for an orchestrator rooted at cwd with
+-- environment map e, from cache when fresh, or nil and the error (coroutine).
+function M.list(d, cwd, e, agent)
+  agent = agent or config.default("agent", e)
+  local key = cache_key(e) .. "\1" .. tostring(config.agent_bin(e)) .. "\1" .. agent
   local c = d.models_cache
   local result
   if c and c.key == key and uv.now() - c.at < M.ttl_s * 1000 then
     result = c.result
   else
     local err
-    result, err = query(cwd, d.version, e)
+    result, err = query(cwd, d.version, e, agent)
     if not result then return nil, err end
     d.models_cache = { key = key, at = uv.now(), result = result }
   end

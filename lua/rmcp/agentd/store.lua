@@ -30,6 +30,7 @@ M.field_types = {
   usage = "object", usage_seen = "object", budget = "object", fleet = "object", daily_budget = "object", budget_note = "string",
   integration = "object", -- where its branch's integration is (agentd/integrate/queue.lua)
   forecast = "object", -- its branch's last forecast (agentd/integrate/forecast.lua)
+  agent = "string", -- the agent it runs: reasonix, a built-in ACP agent or a policy's (rules/agents.lua)
 }
 
 -- True when value v (as decoded) has type want (M.field_types); a number must be finite (JSON has

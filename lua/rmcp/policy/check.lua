@@ -5,7 +5,8 @@ local M = {}
 
 -- The hooks a policy may define, and the other fields a policy table may carry.
 M.hooks = { tools = true, permission = true, spawn_defaults = true, cleanup = true, caps = true, agent_command = true,
-            retain = true, sandbox = true, price = true, budget = true, verify = true }
+            retain = true, sandbox = true, price = true, budget = true, verify = true,
+            agents = true }
 M.fields = { name = "string", description = "string", selfcheck = "function" }
 
 -- The limits the caps hook may change (poll/watch shaping; agentd's buffers stay as configured).
@@ -52,6 +53,8 @@ function M.policy(policy, path)
       elseif type(v) ~= "function" then
         bad("caps must be a table {name = value} or a function(name, value)")
       end
+    elseif k == "agents" then
+      if type(v) ~= "table" then bad("agents must be a table {name = {argv = {…}, profile = …?}}") end
     elseif k == "price" and type(v) == "table" then
       -- a table by model, or (below) a function of the model
       -- (each price is checked when it is asked for: rules/usage.lua price_spec, a mistake reported then)

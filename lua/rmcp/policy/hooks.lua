@@ -317,6 +317,23 @@ function M.agent_command(argv, info)
   return argv, extra
 end
 
+-- The agents the policies add (their `agents` tables: name → {argv, profile?, about?}), later
+-- policies over earlier ones.
+function M.agents()
+  local out
+  for p, a in with("agents") do
+    for name, spec in pairs(type(a) == "table" and a or {}) do
+      if type(name) == "string" and type(spec) == "table" and type(spec.argv) == "table" and type(spec.argv[1]) == "string" then
+        out = out or {}
+        out[name] = copy(spec)
+      else
+        complain(p, "policy " .. p.path .. ": agents." .. tostring(name) .. " must be {argv = {…}, profile = …?, about = …?}")
+      end
+    end
+  end
+  return out
+end
+
 -- The tools the policies add: {tool, policy} in load order.
 function M.tools()
   local out = {}

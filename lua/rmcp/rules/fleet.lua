@@ -8,7 +8,7 @@ M.max_file_bytes = 1024 * 1024
 
 -- The options an assignment (or the defaults) may give; name and task are the assignment's own.
 M.options = { "cwd", "model", "effort", "work_mode", "tool_approval", "keep_alive", "idle_timeout", "isolate", "strict",
-              "sandbox", "budget" }
+              "sandbox", "budget", "agent" }
 
 local option_set = {}
 for _, k in ipairs(M.options) do option_set[k] = true end

@@ -46,6 +46,7 @@ function M.row(s, opts)
     terminal_pending = s.terminal_pending or nil,
     damaged = s.damaged, -- its file had fields of the wrong type, reset at load (which, and why)
     usage = M.spent(s.usage),
+    agent = s.agent ~= nil and s.agent ~= "reasonix" and s.agent or nil, -- (reasonix: the default, not said)
     integration = type(s.integration) == "table" and { id = s.integration.id, state = s.integration.state,
                                                        target = s.integration.target } or nil,
   }
@@ -55,6 +56,7 @@ function M.row(s, opts)
   r.health = opts.health and M.active[s.status] and opts.health(s) or nil -- a running turn's (agentd/health.lua)
   if opts.detail then
     r.effort, r.tool_approval, r.work_mode = s.effort, s.tool_approval, s.work_mode
+    r.profile = s.agent_profile -- (how agentd speaks to its agent: rules/profiles.lua)
     r.error_text = s.error_text
     r.idle_timeout = s.idle_timeout
     r.queued_config = s.queued_config -- configured, not yet on the agent (its next turn or resume)
@@ -65,7 +67,6 @@ function M.row(s, opts)
       r.changes = s.changes
       r.forecast = s.forecast -- its last forecast: {target, ahead, behind, clean, conflicts?, collides_with?, at}
     end
-    r.agent = s.agent_profile ~= nil and s.agent_profile ~= "reasonix" and s.agent_profile or nil
     if M.active[s.status] and s.rt and opts.current_work then r.current_work = opts.current_work(s) end
   end
   return r

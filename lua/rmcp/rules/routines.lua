@@ -23,7 +23,7 @@ local enums = {
 }
 M.defaults = { schedule = "manual", overlap = "skip", delegation = "allowed", tool_approval = "auto", enabled = true }
 M.fields = { "name", "prompt", "cwd", "schedule", "overlap", "delegation", "enabled", "model", "effort", "work_mode",
-             "tool_approval", "sandbox", "budget" }
+             "tool_approval", "sandbox", "budget", "agent" }
 
 -- Machine-wide routine runs at once.
 function M.concurrency()
@@ -62,6 +62,8 @@ local function check(k, v)
     local box, why = require("rmcp.rules.sandbox").spec(v)
     if not box then return nil, why end
     return v -- (kept as given: each run's spawn reads it, its paths confined then)
+  elseif k == "agent" then
+    return require("rmcp.rules.agents").check(v, require("rmcp.policy.hooks").agents())
   elseif k == "budget" then
     if type(v) == "userdata" then return false end -- (null: the routine has none from now on)
     local b, why = usage.budget_spec(v)

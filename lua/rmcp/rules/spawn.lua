@@ -4,6 +4,7 @@ local hooks = require "rmcp.policy.hooks"
 local profiles = require "rmcp.rules.profiles"
 local sandbox = require "rmcp.rules.sandbox"
 local usage = require "rmcp.rules.usage"
+local agents = require "rmcp.rules.agents"
 
 local M = {}
 
@@ -61,7 +62,12 @@ function M.options(p, is_resume, e)
   local daily, derr = usage.budget_from_env(config.env_of(e, "REASONIX_MCP_DAILY_TOKENS"),
     config.env_of(e, "REASONIX_MCP_DAILY_COST"), "REASONIX_MCP_DAILY_TOKENS/_COST")
   if derr then return nil, derr end
-  local o = { explicit = { budget = p.budget ~= nil }, budget = budget, daily_budget = daily }
+  local agent, aerr
+  if p.agent ~= nil or not is_resume then
+    agent, aerr = agents.check(p.agent or config.default("agent", e), hooks.agents())
+    if aerr then return nil, aerr end
+  end
+  local o = { explicit = { budget = p.budget ~= nil }, budget = budget, daily_budget = daily, agent = agent }
   for _, k in ipairs({ "model", "effort", "work_mode", "tool_approval" }) do
     o.explicit[k] = p[k] ~= nil
     o[k] = p[k] or (not is_resume and config.default(k, e)) or nil
@@ -83,16 +89,36 @@ function M.adjust(o, info)
 end
 
 -- The command that runs an agent: {argv, env (extra variables, or nil), profile
--- (rules/profiles.lua)} — {bin, "acp"} with the reasonix profile, or what a policy's agent_command
--- makes of it (a wrapper, another ACP agent, ssh to another host). info: purpose ("session",
--- "models"), session_id, cwd, model, orchestrator_id. nil (and why, when a policy's profile is
--- wrong) when there is no agent binary and no policy supplied a command.
+-- (rules/profiles.lua), infer} — {bin, "acp"} with the reasonix profile, the built-in or policy
+-- agent info.agent names (rules/agents.lua) with its profile, or what a policy's agent_command makes
+-- of it (a wrapper, another ACP agent, ssh to another host). A command a policy gave without a
+-- profile has infer set: its initialize answer says which agent it is (profile_for_info). info:
+-- purpose ("session", "models"), agent, session_id, cwd, model, orchestrator_id, env. nil (and why)
+-- when there is no agent binary and no policy supplied a command.
 function M.agent_command(bin, info)
-  local argv, extra = hooks.agent_command(bin and { bin, "acp" } or nil, info)
+  local base, base_profile = bin and { bin, "acp" } or nil, nil
+  if info.agent and info.agent ~= "reasonix" then
+    local c, why = agents.command(info.agent, info.env, hooks.agents())
+    if not c then return nil, why end
+    base, base_profile = c.argv, c.profile
+  end
+  local argv, extra = hooks.agent_command(base, info)
   if not argv then return nil end
-  local profile, why = profiles.resolve(extra.profile)
+  local replaced = argv ~= base
+  local profile, why = profiles.resolve(extra.profile or (not replaced and base_profile) or nil)
   if not profile then return nil, why end
-  return { argv = argv, env = extra.env, profile = profile }
+  -- (no profile named by the policy, nor by the agent it added: the agent's initialize answer says)
+  local infer = extra.profile == nil and (replaced or (info.agent ~= nil and info.agent ~= "reasonix" and base_profile == nil))
+  return { argv = argv, env = extra.env, profile = profile, infer = infer or nil }
+end
+
+-- The profile of an agent a policy started with no profile, from its initialize answer's
+-- agentInfo.name: a built-in agent's, reasonix's for reasonix, else the generic ACP one.
+function M.profile_for_info(info_name)
+  local spec = agents.by_agent_info(info_name)
+  if spec then return profiles.resolve(spec.profile) end
+  if type(info_name) == "string" and info_name:lower():find("reasonix", 1, true) then return profiles.builtin.reasonix end
+  return profiles.builtin.acp
 end
 
 -- The agent's environment list (config.agent_env of map e) with the command's extra variables.

@@ -52,6 +52,7 @@ function M.routine_fields()
     tool_approval = { type = "string" },
     sandbox = M.sandbox(),
     budget = M.budget(), -- (each run's)
+    agent = {}, -- (as spawn's)
   }
 end
 

@@ -5,7 +5,7 @@ return {
   name = "reasonix_models",
   title = "List models",
   description = "Model refs, the default, each one's supported_efforts.",
-  inputSchema = common.object({}),
+  inputSchema = common.object({ agent = {} }), -- (whose models: an agent spawn's agent names; default the default)
   annotations = { readOnlyHint = true, openWorldHint = false },
   cli = {},
   handler = common.forward("models"),

@@ -16,7 +16,8 @@ properties.idle_timeout = common.idle_timeout()
 properties.isolate = { type = "string", enum = { "none", "worktree" }, default = require("rmcp.config").default("isolate") }
 properties.strict = { type = "boolean", description = "Unsupported options fail." }
 properties.sandbox = common.sandbox(true)
-properties.budget = common.budget(true) -- (with agents or fleet: all of them together; each agent's is its own)
+properties.budget = common.budget(true)
+properties.agent = {} -- (reasonix, claude, codex, gemini, opencode or a policy's: agentd names those it knows) -- (with agents or fleet: all of them together; each agent's is its own)
 
 -- The spawn options of args that the agents of the many-agent form take as defaults.
 local function options_of(args)

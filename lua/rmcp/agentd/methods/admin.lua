@@ -12,6 +12,8 @@ local params = require "rmcp.agentd.methods.params"
 -- (loaded by the first request that needs it: an idle daemon stays small)
 local models = lazy "rmcp.agentd.models"
 local fit = require "rmcp.rules.fit"
+local rules_agents = require "rmcp.rules.agents"
+local hooks = require "rmcp.policy.hooks"
 
 local M = {}
 
@@ -23,10 +25,15 @@ function M.ping(d, _, _, reply)
   reply({ agentd_pid = d.pid, version = d.version })
 end
 
--- models: selectable models with their efforts (cached).
-function M.models(d, conn, _, reply)
+-- models: the selectable models of an agent (p.agent, default the spawn default) with their efforts (cached).
+function M.models(d, conn, p, reply)
+  local agent, aerr = rules_agents.check(p.agent, hooks.agents())
+  if aerr then return reply(nil, params.bad(aerr)) end
   async.run(function()
-    reply(fit.fit(models.list(d, conn.project_dir or config.user_home(), conn.env)))
+    local r, err = models.list(d, conn.project_dir or config.user_home(), conn.env, agent)
+    if not r then return reply(nil, err) end
+    r.agent = agent or config.default("agent", conn.env)
+    reply(fit.fit(r))
   end, function(e) reply(nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, "models failed: " .. tostring(e))) end)
 end
 

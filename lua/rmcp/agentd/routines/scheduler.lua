@@ -120,7 +120,7 @@ local function start_run(d, r, trigger, due, on_started)
   log.info("routine %s: run %s starts (%s)", r.id, run.run_id, trigger)
   local owner = rules.owner(r.id)
   local o, err = rules_spawn.options({ task = rules.task(r, run), model = r.model, effort = r.effort,
-    work_mode = r.work_mode, tool_approval = r.tool_approval, sandbox = r.sandbox, keep_alive = true,
+    work_mode = r.work_mode, tool_approval = r.tool_approval, sandbox = r.sandbox, agent = r.agent, keep_alive = true,
     budget = rules.run_budget(r.budget) }, false, r.env)
   if not o then
     M.end_run(d, r, run, "failed", nil, err)

@@ -51,6 +51,7 @@
 ---@field queued_config table?     options configured for the next turn or the resume (configure.lua)
 ---@field interrupted_turn boolean? a turn was cut short by the daemon's death (resume_fleet continues it)
 ---@field agent_profile string?    the name of its agent's profile (rules/profiles.lua)
+---@field agent string?            the agent it runs (spawn's `agent`: reasonix, a built-in ACP agent, a policy's; rules/agents.lua)
 ---@field agent_info table?        the agent's own {name, version}, from its initialize answer
 ---@field routine table?           the routine run it is: {id, run_id, marker} (agentd/routines.lua)
 ---@field on_behalf_of string?     a routine run's: the orchestrator that made the routine
@@ -143,6 +144,7 @@
 ---@field pending_currency string?
 ---@field budget_warning string?   a budget's warning, shown in the next results
 ---@field budget_stop string?      a budget stops it: "finish" (at the turn's end) or "stop" (now)
+---@field infer_profile boolean?   its agent's profile comes from its initialize answer (a policy's command gave none)
 ---@field integration_news boolean? its integration moved on since the last drain (wakes a watch)
 
 local lazy = require "rmcp.lib.lazy"

@@ -165,6 +165,10 @@ local function open_session(d, s, agent, mode)
   if ierr then return nil, "ACP initialize failed", ierr end
   local info = type(init) == "table" and type(init.agentInfo) == "table" and init.agentInfo or {}
   s.agent_info = { name = type(info.name) == "string" and info.name or nil, version = type(info.version) == "string" and info.version or nil }
+  if s.rt.infer_profile then -- (a policy's command with no profile: the agent says what it is)
+    s.rt.profile = rules_spawn.profile_for_info(s.agent_info.name)
+    s.agent_profile = s.rt.profile.name
+  end
   local caps = type(init) == "table" and type(init.agentCapabilities) == "table" and init.agentCapabilities or {}
   if mode == "resume" then
     local method = "session/resume"
@@ -186,9 +190,10 @@ end
 -- policies' say), its profile recorded on s; or nil and the error.
 local function agent_command(s, o)
   local bin, berr = config.agent_bin(o.env)
-  local cmd, perr = rules_spawn.agent_command(bin, { purpose = "session", session_id = s.id, cwd = s.cwd,
+  local cmd, perr = rules_spawn.agent_command(bin, { purpose = "session", agent = s.agent, session_id = s.id, cwd = s.cwd,
                                                      model = o.model or s.model, orchestrator_id = s.owner, env = o.env })
   if not cmd then return nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, perr or berr) end
+  s.rt.infer_profile = cmd.infer or nil
   s.rt.profile, s.agent_profile = cmd.profile, cmd.profile.name
   return cmd
 end

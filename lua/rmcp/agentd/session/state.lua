@@ -45,7 +45,7 @@ function M.create(d, owner, project_dir, o, cwd)
     id = id, owner = owner, project_dir = project_dir, cwd = cwd, task = o.task,
     model = o.model, effort = o.effort, tool_approval = o.tool_approval, work_mode = o.work_mode,
     keep_alive = o.keep_alive, idle_timeout = o.idle_timeout, routine = o.routine, on_behalf_of = o.on_behalf_of,
-    sandbox = o.sandbox, budget = o.budget, daily_budget = o.daily_budget, fleet = o.fleet,
+    sandbox = o.sandbox, budget = o.budget, daily_budget = o.daily_budget, fleet = o.fleet, agent = o.agent,
     status = "starting", contract_sent = false, created_at = now, updated_at = now, turns_total = 0, turns_drained = 0,
     skipped_options = json.array(), warnings = json.array(), pending = {},
     transcript_path = store.journal_path(d.paths.sessions, id),
