@@ -2,13 +2,14 @@
 # Runs one test command after checking what it needs. A missing piece fails the test with what is
 # missing and how to install it (exit 1); only when a person asks for skips (RMCP_TEST_ALLOW_SKIP=1)
 # does it skip instead (exit 77, which ctest reports as Skipped and scripts/test.sh counts).
-# usage: needs.sh [agent] [python3] [clients] [hosts] [browser] [acp-agent] [sshd] [git] [bwrap] -- COMMAND ARGS...
+# usage: needs.sh [agent] [python3] [clients] [hosts] [browser] [acp-agent] [sshd] [git] [bwrap] [opencode] -- COMMAND ARGS...
 #   agent    the pinned real agent (REASONIX_BIN, else <repo>/.agent/…)
 #   python3  the interpreter the mock provider runs on
 #   clients  Node.js >= 20 and the MCP SDK client + Inspector CLI in tests/e2e/node_modules
 #   hosts    the pinned MCP hosts (Claude Code, Codex CLI) in tests/hosts/node_modules, runnable
 #   browser  Debian's chromium and playwright-core in tests/e2e/node_modules (the dashboard tests)
 #   bwrap    Debian's bubblewrap, working here (the sandbox tests)
+#   opencode the pinned opencode (OPENCODE_BIN, else <repo>/.agent/opencode/…, from scripts/agents/opencode)
 repo=${RMCP_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 missing=""
 what=""
@@ -65,6 +66,10 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do
       done
       ls "$repo"/tests/e2e/node_modules/@anthropic-ai/claude-agent-sdk-linux-*/claude >/dev/null 2>&1 ||
         lack "the Claude CLI of claude-agent-acp (@anthropic-ai/claude-agent-sdk-linux-<arch>, an optional dependency)" "npm ci --prefix tests/e2e (without --omit=optional), or scripts/install-deps.sh" ;;
+    opencode)
+      oc=${OPENCODE_BIN:-$repo/.agent/opencode/node_modules/opencode-linux-x64/bin/opencode}
+      [ "$("$oc" --version 2>/dev/null)" = "1.18.33" ] ||
+        lack "opencode 1.18.33 ($oc)" "cp scripts/agents/opencode/package*.json .agent/opencode/ && npm ci --prefix .agent/opencode" ;;
     *) echo "needs.sh: unknown requirement '$1'" >&2; exit 2 ;;
   esac
   shift

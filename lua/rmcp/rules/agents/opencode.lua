@@ -1,0 +1,31 @@
+-- opencode's ACP mode (npm opencode-ai, `opencode acp`), as measured by tests/e2e/opencode_acp.test.mjs.
+-- A prompt sent during a turn is accepted and folded into it at the next model step, but both prompts
+-- are answered only at the turn's end: agentd queues instead of steering. Model and mode come only as
+-- configOptions (model, mode = build | plan; no `modes`), so there is no ask/auto/yolo mode: asking is
+-- its config's `permission` (OPENCODE_PERMISSION='{"edit":"ask","bash":"ask"}'), and agentd answers.
+return {
+  name = "opencode",
+  package = "opencode-ai",
+  version = "1.18.33",
+  bin = "opencode",
+  args = { "acp" },
+  env = { "OPENCODE_CONFIG", "OPENCODE_CONFIG_DIR", "OPENCODE_CONFIG_CONTENT", "OPENCODE_AUTH_CONTENT", "OPENCODE_PERMISSION",
+          "OPENCODE_DISABLE_MODELS_FETCH", "OPENCODE_DISABLE_AUTOUPDATE", "OPENCODE_DISABLE_DEFAULT_PLUGINS",
+          "OPENCODE_DISABLE_LSP_DOWNLOAD", "OPENCODE_DISABLE_SHARE", "OPENCODE_MODELS_PATH",
+          "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME",
+          "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY" },
+  profile = {
+    base = "acp",
+    name = "opencode",
+    steer = "queue",
+    approval = { ask = {}, auto = { "build" }, yolo = { "build" } },
+    plan_tool = "todowrite",
+    question_prefix = false,
+    -- its config dir (opencode.json, {env:VAR} keys); sessions live in $XDG_DATA_HOME/opencode/opencode.db
+    -- under the private HOME, so each sandboxed session has its own; `opencode auth login` keys
+    -- (data dir auth.json) are not seen: pass them as OPENCODE_AUTH_CONTENT or env keys
+    sandbox = { home_env = "OPENCODE_CONFIG_DIR", home_dir = ".config/opencode", copy = { "opencode.json" }, read_only = {} },
+  },
+  about = "opencode acp: turns, session/load with history, permission requests (once/always/reject), model and "
+    .. "build/plan mode as configOptions, per-step usage in prompt results; mid-turn messages queued",
+}
