@@ -34,7 +34,7 @@ end
 -- the object form. Untyped: agentd's rules/usage.lua checks it, naming what is wrong (the schema
 -- stays a few bytes in every host's context).
 function M.budget(described)
-  return { description = described and "tokens|{tokens,cost,warn_at,on_exceed}" or nil }
+  return { description = described and "tokens|{tokens,cost,warn_at,on_exceed}" or nil } -- (kept whole: a host asks no README)
 end
 
 -- The fields of a routine (create and configure); agentd's rules/routines.lua checks them (with an
@@ -44,8 +44,8 @@ function M.routine_fields()
     name = { type = "string" },
     prompt = { type = "string" },
     cwd = { type = "string" },
-    schedule = { type = "string", description = "manual | every 30m | daily 09:00 [Area/City]" },
-    overlap = { type = "string", description = "skip | queue" },
+    schedule = { type = "string", description = "manual|every 30m|daily 09:00 [Area/City]" },
+    overlap = { type = "string", description = "skip|queue" },
     delegation = { type = "string" },
     enabled = { type = "boolean" },
     model = { type = "string" }, effort = { type = "string" }, work_mode = { type = "string" },
@@ -60,7 +60,7 @@ end
 -- (rules/sandbox.lua checks it, naming what is wrong).
 function M.sandbox(described)
   return { type = { "string", "object" },
-           description = described and "none|workspace|strict or {level,read,write,hosts,fallback}" or nil }
+           description = described and "none|workspace|strict|{level,read,write,hosts,fallback}" or nil }
 end
 
 -- The session_id argument of the single-session tools.

@@ -8,7 +8,7 @@ local properties = common.agent_options(true)
 properties.task = { type = "string", minLength = 1 }
 properties.agents = { type = "array", minItems = 1, items = { type = "object" },
                       description = "[{task, name?, …options}]" }
-properties.fleet = { type = "string", description = "A fleet JSON file (README)." }
+properties.fleet = { type = "string", description = "Fleet JSON file." }
 properties.parallelism = common.parallelism
 properties.cwd = { type = "string" }
 properties.keep_alive = common.keep_alive
@@ -76,7 +76,7 @@ end
 return {
   name = "reasonix_spawn",
   title = "Spawn agents",
-  description = "Start agents in the background: task, or agents/fleet for many. Returns ids and posture at once.",
+  description = "Start agents in the background: task, or agents/fleet for many; returns ids and posture.",
   inputSchema = common.object(properties),
   annotations = { readOnlyHint = false, destructiveHint = false, idempotentHint = false, openWorldHint = true },
   cli = { positional = { "task" } },

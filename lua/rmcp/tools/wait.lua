@@ -4,7 +4,7 @@ local common = require "rmcp.tools.common"
 return {
   name = "reasonix_wait",
   title = "Wait for output",
-  description = "Legacy long poll: ready ids and statuses; consumes nothing.",
+  description = "Legacy long poll: ready ids, statuses; consumes nothing.",
   inputSchema = common.object({
     session_ids = common.session_ids(),
     timeout = { type = "number", minimum = 0, default = 30 },

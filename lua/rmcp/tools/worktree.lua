@@ -29,8 +29,8 @@ return {
   name = "reasonix_worktree",
   toolset = "worktree",
   title = "Agent worktree",
-  description = "An isolated agent's branch: diff, info, remove once stopped (commits stay); for session_ids: "
-    .. "forecast conflicts, or integrate into target.",
+  description = "Isolated agents' branches: diff, info, remove once stopped (commits stay); session_ids: forecast "
+    .. "conflicts, integrate into target.",
   inputSchema = common.object({
     session_id = common.session_id(),
     action = { type = "string", enum = { "diff", "info", "remove", "forecast", "integrate" } },
