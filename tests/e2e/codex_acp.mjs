@@ -186,8 +186,10 @@ async function main() {
     from = agent.lines.length;
     const slow = agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'SLOW-TURN go' }] });
     await new Promise((r) => setTimeout(r, 1500));
-    const second = agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'TURN-TWO during' }] }).then((r) => r, (e) => ({ error: e.message }));
-    console.log('   slow:', JSON.stringify(await slow), 'second:', JSON.stringify(await second));
+    const second = agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'TURN-TWO during' }] }, 600000);
+    console.log('   slow:', JSON.stringify(await slow));
+    const late = await Promise.race([second, new Promise((r) => setTimeout(() => r('no answer 3 s after the turn ended'), 3000))]);
+    console.log('   second:', JSON.stringify(late));
     show('prompt during a turn', agent.lines.slice(from));
     // cancel
     from = agent.lines.length;
