@@ -8,6 +8,7 @@
 // results the host sent back and the tools array it described to its model.
 import { createServer } from 'node:http';
 import { once } from 'node:events';
+import { streamResponse } from '../e2e/openai_responses_api.mjs';
 
 // The host's tool definitions flattened: Codex nests an MCP server's tools in a namespace tool
 // ({type: "namespace", name: "mcp__reasonix", tools}); each entry is {name, namespace?, def}.
@@ -78,19 +79,12 @@ function anthropicStream(res, action, tool, n) {
   res.end();
 }
 
-// Streams an action as an OpenAI Responses response.
+// Streams an action as an OpenAI Responses response (the writer tests/e2e's Responses API uses).
 function responsesStream(res, action, tool, n) {
-  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
   const item = action.call
     ? { type: 'function_call', id: `fc_${n}`, call_id: `call_${n}`, name: tool?.name, ...(tool?.namespace ? { namespace: tool.namespace } : {}), arguments: JSON.stringify(action.args ?? {}), status: 'completed' }
     : { type: 'message', id: `msg_${n}`, role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: action.say, annotations: [] }] };
-  const response = { id: `resp_${n}`, object: 'response', status: 'in_progress', model: 'scripted', output: [] };
-  sse(res, 'response.created', { type: 'response.created', response });
-  sse(res, 'response.output_item.added', { type: 'response.output_item.added', output_index: 0, item });
-  sse(res, 'response.output_item.done', { type: 'response.output_item.done', output_index: 0, item });
-  sse(res, 'response.completed', { type: 'response.completed', response: { ...response, status: 'completed', output: [item],
-    usage: { input_tokens: 10, input_tokens_details: { cached_tokens: 0 }, output_tokens: 5, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 15 } } });
-  res.end();
+  return streamResponse(res, item, n);
 }
 
 // How many tool results a conversation holds, not counting the tool search's: the index of the

@@ -2,8 +2,9 @@
 # Runs one test command after checking what it needs. A missing piece fails the test with what is
 # missing and how to install it (exit 1); only when a person asks for skips (RMCP_TEST_ALLOW_SKIP=1)
 # does it skip instead (exit 77, which ctest reports as Skipped and scripts/test.sh counts).
-# usage: needs.sh [agent] [python3] [clients] [hosts] [browser] [acp-agent] [sshd] [git] [bwrap] [opencode] -- COMMAND ARGS...
+# usage: needs.sh [agent] [python3] [clients] [hosts] [browser] [acp-agent] [codex-acp] [sshd] [git] [bwrap] [opencode] -- COMMAND ARGS...
 #   agent    the pinned real agent (REASONIX_BIN, else <repo>/.agent/…)
+#   codex-acp  Codex's ACP agent pinned in scripts/agents/codex, in .agent/codex with its native binary
 #   python3  the interpreter the mock provider runs on
 #   clients  Node.js >= 20 and the MCP SDK client + Inspector CLI in tests/e2e/node_modules
 #   hosts    the pinned MCP hosts (Claude Code, Codex CLI) in tests/hosts/node_modules, runnable
@@ -69,7 +70,14 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do
     opencode)
       oc=${OPENCODE_BIN:-$repo/.agent/opencode/node_modules/opencode-linux-x64/bin/opencode}
       [ "$("$oc" --version 2>/dev/null)" = "1.18.33" ] ||
-        lack "opencode 1.18.33 ($oc)" "cp scripts/agents/opencode/package*.json .agent/opencode/ && npm ci --prefix .agent/opencode" ;;
+        lack "opencode 1.18.33 ($oc)" "scripts/install-agent.sh opencode" ;;
+    codex-acp)
+      # The npm launcher runs the native binary of its platform package (an optional dependency).
+      how="scripts/install-agent.sh codex"
+      [ -x "$repo/.agent/codex/node_modules/.bin/codex-acp" ] ||
+        lack "Codex's ACP agent (.agent/codex/node_modules/.bin/codex-acp)" "$how"
+      ls "$repo"/.agent/codex/node_modules/@zed-industries/codex-acp-linux-*/bin/codex-acp >/dev/null 2>&1 ||
+        lack "the native codex-acp of this platform (@zed-industries/codex-acp-linux-<arch>, an optional dependency)" "$how (without --omit=optional)" ;;
     *) echo "needs.sh: unknown requirement '$1'" >&2; exit 2 ;;
   esac
   shift
