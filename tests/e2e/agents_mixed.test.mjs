@@ -1,16 +1,19 @@
 // Mixed fleets (issue 37): each agent of one reasonix_spawn names its own `agent` — reasonix, Claude
-// Code's ACP agent (`claude`) and opencode (`opencode`), each real, from npm, pinned, each pointed at a
-// scripted model API on 127.0.0.1 (the mock Chat provider for reasonix and opencode, the scripted
-// Anthropic Messages API for Claude Code) — and one reasonix_watch drives them all: every result has
+// Code's ACP agent (`claude`), Codex's (`codex`) and opencode (`opencode`), each real, from npm,
+// pinned, each pointed at a scripted model API on 127.0.0.1 (the mock Chat provider for reasonix and
+// opencode, the scripted Anthropic Messages API for Claude Code, the scripted Responses API for
+// Codex) — and one reasonix_watch drives them all: every result has
 // the same shape (status, message, usage), a second turn each, list rows say each one's agent, stop
 // leaves no process. Prints spawn -> first turn end per agent.
-// needs: agent python3 clients acp-agent opencode
+// needs: agent python3 clients acp-agent codex-acp opencode
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { startAnthropicApi } from './anthropic_api.mjs';
 import { AGENT as CLAUDE } from './claude_acp_usage.mjs';
 import { AGENT as OPENCODE, makeHome } from './opencode_acp.mjs';
+import { AGENT as CODEX, makeHome as codexHome } from './codex_acp.mjs';
+import { startResponsesApi } from './openai_responses_api.mjs';
 import { useFixture, tool, until, sandboxProcesses } from './helpers.mjs';
 
 const scenario = {
@@ -23,23 +26,28 @@ const scenario = {
 };
 const api = await startAnthropicApi([{ contains: 'MIXED-ONE', text: 'one done' }, { contains: 'MIXED-TWO', text: 'two done' }]);
 after(() => api.stop());
+const responses = await startResponsesApi([{ contains: 'MIXED-ONE', text: 'one done' }, { contains: 'MIXED-TWO', text: 'two done' }]);
+after(() => responses.stop());
 const fx = useFixture({ scenario });
 
-test('one fleet of three agents, each its own kind, driven by one watch; two turns each; stop leaves none', async () => {
+test('one fleet of four agents, each its own kind, driven by one watch; two turns each; stop leaves none', async () => {
   const oc = makeHome(`http://127.0.0.1:${fx.provider.port}`);
   after(() => oc.cleanup());
+  const cx = codexHome(responses.url);
+  after(() => cx.remove());
   const env = fx.env({
     REASONIX_MCP_AGENT_CLAUDE: CLAUDE, ANTHROPIC_BASE_URL: api.url, ANTHROPIC_API_KEY: 'scripted-key',
     CLAUDE_CONFIG_DIR: join(fx.sb.home, '.claude'), ANTHROPIC_MODEL: 'claude-sonnet-4-5',
     DISABLE_AUTOUPDATER: '1', CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
     REASONIX_MCP_AGENT_OPENCODE: OPENCODE,
+    REASONIX_MCP_AGENT_CODEX: CODEX, CODEX_HOME: cx.codexHome, SCRIPTED_API_KEY: 'scripted-key',
     ...Object.fromEntries(Object.entries(oc.env).filter(([k]) => k.startsWith('XDG_') || k.startsWith('OPENCODE_') || k === 'MOCK_API_KEY')),
   });
   const { client } = await fx.connect({ name: 'mixed-host', env });
-  const kinds = ['reasonix', 'claude', 'opencode'];
+  const kinds = ['reasonix', 'claude', 'codex', 'opencode'];
   const t0 = Date.now();
   const f = await tool(client, 'reasonix_spawn', { agents: kinds.map((k) => ({ name: k, task: `MIXED-ONE for ${k}`, agent: k })) });
-  assert.equal(f.spawned, 3, JSON.stringify(f.results));
+  assert.equal(f.spawned, kinds.length, JSON.stringify(f.results));
   const ids = Object.fromEntries(f.results.map((r) => [r.name, r.session_id]));
   const firstEnd = {};
   // one watch over the whole fleet until every first turn is in
@@ -56,8 +64,12 @@ test('one fleet of three agents, each its own kind, driven by one watch; two tur
     const r = got[ids[k]];
     assert.match(r.message, /one done/, `${k}: its answer`);
     assert.equal(r.stop_reason, 'end_turn', k);
-    assert.ok(r.usage && r.usage.total > 0, `${k}: usage counted: ${JSON.stringify(r.usage)}`);
-    console.log(`# ${k}: spawn -> first turn end ${firstEnd[ids[k]]} ms (in a fleet of three)`);
+    if (k === 'codex') { // (it reports only its context size, never what it spent: estimated, nothing invented)
+      assert.deepEqual([r.usage.total, r.usage.estimated], [0, true], `${k}: ${JSON.stringify(r.usage)}`);
+    } else {
+      assert.ok(r.usage && r.usage.total > 0 && !r.usage.estimated, `${k}: usage counted: ${JSON.stringify(r.usage)}`);
+    }
+    console.log(`# ${k}: spawn -> first turn end ${firstEnd[ids[k]]} ms (in a fleet of ${kinds.length})`);
   }
   const rows = Object.fromEntries((await tool(client, 'reasonix_list', {})).sessions.map((r) => [r.session_id, r]));
   assert.deepEqual(kinds.map((k) => rows[ids[k]].agent ?? 'reasonix'), kinds, 'each row says its agent');
@@ -70,5 +82,5 @@ test('one fleet of three agents, each its own kind, driven by one watch; two tur
     }
   }
   for (const k of kinds) await tool(client, 'reasonix_stop', { session_id: ids[k] });
-  await until(() => sandboxProcesses(fx.sb).filter((p) => /claude|opencode/.test(p.cmd)).length === 0, 15000, 'every agent gone after stop');
+  await until(() => sandboxProcesses(fx.sb).filter((p) => /claude|codex|opencode/.test(p.cmd)).length === 0, 15000, 'every agent gone after stop');
 });
