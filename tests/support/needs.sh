@@ -2,13 +2,14 @@
 # Runs one test command after checking what it needs. A missing piece fails the test with what is
 # missing and how to install it (exit 1); only when a person asks for skips (RMCP_TEST_ALLOW_SKIP=1)
 # does it skip instead (exit 77, which ctest reports as Skipped and scripts/test.sh counts).
-# usage: needs.sh [agent] [python3] [clients] [hosts] [browser] [acp-agent] [sshd] [git] [bwrap] -- COMMAND ARGS...
+# usage: needs.sh [agent] [python3] [clients] [hosts] [browser] [acp-agent] [sshd] [git] [bwrap] [gemini] -- COMMAND ARGS...
 #   agent    the pinned real agent (REASONIX_BIN, else <repo>/.agent/…)
 #   python3  the interpreter the mock provider runs on
 #   clients  Node.js >= 20 and the MCP SDK client + Inspector CLI in tests/e2e/node_modules
 #   hosts    the pinned MCP hosts (Claude Code, Codex CLI) in tests/hosts/node_modules, runnable
 #   browser  Debian's chromium and playwright-core in tests/e2e/node_modules (the dashboard tests)
 #   bwrap    Debian's bubblewrap, working here (the sandbox tests)
+#   gemini   Gemini CLI pinned in scripts/agents/gemini, installed into <repo>/.agent/gemini (GEMINI_BIN overrides)
 repo=${RMCP_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 missing=""
 what=""
@@ -65,6 +66,12 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do
       done
       ls "$repo"/tests/e2e/node_modules/@anthropic-ai/claude-agent-sdk-linux-*/claude >/dev/null 2>&1 ||
         lack "the Claude CLI of claude-agent-acp (@anthropic-ai/claude-agent-sdk-linux-<arch>, an optional dependency)" "npm ci --prefix tests/e2e (without --omit=optional), or scripts/install-deps.sh" ;;
+    gemini)
+      # The pinned version answers --version without a network or a config.
+      gbin=${GEMINI_BIN:-$repo/.agent/gemini/node_modules/.bin/gemini}
+      want=$(sed -n 's/.*"@google\/gemini-cli": "\(.*\)".*/\1/p' "$repo/scripts/agents/gemini/package.json")
+      [ "$(GEMINI_CLI_NO_RELAUNCH=true "$gbin" --version 2>/dev/null)" = "$want" ] ||
+        lack "Gemini CLI $want ($gbin)" "cp scripts/agents/gemini/package*.json .agent/gemini/ && npm ci --prefix .agent/gemini" ;;
     *) echo "needs.sh: unknown requirement '$1'" >&2; exit 2 ;;
   esac
   shift
