@@ -30,7 +30,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 scripts/install-agent.sh
-scripts/install-agent.sh codex opencode   # the built-in ACP agents the tests run (claude comes with tests/e2e)
+scripts/install-agent.sh codex gemini opencode   # the built-in ACP agents the tests run (claude comes with tests/e2e)
 
 # The Node packages: the e2e test clients, the pinned hosts, and the benchmark's reference MCP
 # server (bench/README.md).

@@ -2,7 +2,7 @@
 # Runs one test command after checking what it needs. A missing piece fails the test with what is
 # missing and how to install it (exit 1); only when a person asks for skips (RMCP_TEST_ALLOW_SKIP=1)
 # does it skip instead (exit 77, which ctest reports as Skipped and scripts/test.sh counts).
-# usage: needs.sh [agent] [python3] [clients] [hosts] [browser] [acp-agent] [codex-acp] [sshd] [git] [bwrap] [opencode] -- COMMAND ARGS...
+# usage: needs.sh [agent] [python3] [clients] [hosts] [browser] [acp-agent] [codex-acp] [gemini] [sshd] [git] [bwrap] [opencode] -- COMMAND ARGS...
 #   agent    the pinned real agent (REASONIX_BIN, else <repo>/.agent/…)
 #   codex-acp  Codex's ACP agent pinned in scripts/agents/codex, in .agent/codex with its native binary
 #   python3  the interpreter the mock provider runs on
@@ -11,6 +11,7 @@
 #   browser  Debian's chromium and playwright-core in tests/e2e/node_modules (the dashboard tests)
 #   bwrap    Debian's bubblewrap, working here (the sandbox tests)
 #   opencode the pinned opencode (OPENCODE_BIN, else <repo>/.agent/opencode/…, from scripts/agents/opencode)
+#   gemini   Gemini CLI pinned in scripts/agents/gemini, installed into <repo>/.agent/gemini (GEMINI_BIN overrides)
 repo=${RMCP_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 missing=""
 what=""
@@ -78,6 +79,12 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do
         lack "Codex's ACP agent (.agent/codex/node_modules/.bin/codex-acp)" "$how"
       ls "$repo"/.agent/codex/node_modules/@zed-industries/codex-acp-linux-*/bin/codex-acp >/dev/null 2>&1 ||
         lack "the native codex-acp of this platform (@zed-industries/codex-acp-linux-<arch>, an optional dependency)" "$how (without --omit=optional)" ;;
+    gemini)
+      # The pinned version answers --version without a network or a config.
+      gbin=${GEMINI_BIN:-$repo/.agent/gemini/node_modules/.bin/gemini}
+      want=$(sed -n 's/.*"@google\/gemini-cli": "\(.*\)".*/\1/p' "$repo/scripts/agents/gemini/package.json")
+      [ "$(GEMINI_CLI_NO_RELAUNCH=true "$gbin" --version 2>/dev/null)" = "$want" ] ||
+        lack "Gemini CLI $want ($gbin)" "scripts/install-agent.sh gemini" ;;
     *) echo "needs.sh: unknown requirement '$1'" >&2; exit 2 ;;
   esac
   shift
