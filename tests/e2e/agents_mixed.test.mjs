@@ -1,11 +1,12 @@
 // Mixed fleets (issue 37): each agent of one reasonix_spawn names its own `agent` — reasonix, Claude
-// Code's ACP agent (`claude`), Codex's (`codex`) and opencode (`opencode`), each real, from npm,
-// pinned, each pointed at a scripted model API on 127.0.0.1 (the mock Chat provider for reasonix and
-// opencode, the scripted Anthropic Messages API for Claude Code, the scripted Responses API for
-// Codex) — and one reasonix_watch drives them all: every result has
+// Code's ACP agent (`claude`), Codex's (`codex`), Gemini CLI (`gemini`) and opencode (`opencode`),
+// each real, from npm, pinned, each pointed at a scripted model API on 127.0.0.1 (the mock Chat
+// provider for reasonix and opencode, the scripted Anthropic Messages API for Claude Code, the
+// scripted Responses API for Codex, the scripted Gemini API for Gemini CLI) — and one
+// reasonix_watch drives them all: every result has
 // the same shape (status, message, usage), a second turn each, list rows say each one's agent, stop
 // leaves no process. Prints spawn -> first turn end per agent.
-// needs: agent python3 clients acp-agent codex-acp opencode
+// needs: agent python3 clients acp-agent codex-acp gemini opencode
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
@@ -14,6 +15,8 @@ import { AGENT as CLAUDE } from './claude_acp_usage.mjs';
 import { AGENT as OPENCODE, makeHome } from './opencode_acp.mjs';
 import { AGENT as CODEX, makeHome as codexHome } from './codex_acp.mjs';
 import { startResponsesApi } from './openai_responses_api.mjs';
+import { AGENT as GEMINI, makeHome as geminiHome, agentEnv as geminiEnv } from './gemini_acp.mjs';
+import { startGeminiApi } from './gemini_api.mjs';
 import { useFixture, tool, until, sandboxProcesses } from './helpers.mjs';
 
 const scenario = {
@@ -28,6 +31,8 @@ const api = await startAnthropicApi([{ contains: 'MIXED-ONE', text: 'one done' }
 after(() => api.stop());
 const responses = await startResponsesApi([{ contains: 'MIXED-ONE', text: 'one done' }, { contains: 'MIXED-TWO', text: 'two done' }]);
 after(() => responses.stop());
+const gapi = await startGeminiApi([{ contains: 'MIXED-ONE', text: 'one done' }, { contains: 'MIXED-TWO', text: 'two done' }]);
+after(() => gapi.stop());
 const fx = useFixture({ scenario });
 
 test('one fleet of four agents, each its own kind, driven by one watch; two turns each; stop leaves none', async () => {
@@ -35,16 +40,21 @@ test('one fleet of four agents, each its own kind, driven by one watch; two turn
   after(() => oc.cleanup());
   const cx = codexHome(responses.url);
   after(() => cx.remove());
+  const gHome = join(oc.root, 'gemini');
+  geminiHome(gHome);
+  const g = geminiEnv(gapi.url, gHome);
   const env = fx.env({
     REASONIX_MCP_AGENT_CLAUDE: CLAUDE, ANTHROPIC_BASE_URL: api.url, ANTHROPIC_API_KEY: 'scripted-key',
     CLAUDE_CONFIG_DIR: join(fx.sb.home, '.claude'), ANTHROPIC_MODEL: 'claude-sonnet-4-5',
     DISABLE_AUTOUPDATER: '1', CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
     REASONIX_MCP_AGENT_OPENCODE: OPENCODE,
     REASONIX_MCP_AGENT_CODEX: CODEX, CODEX_HOME: cx.codexHome, SCRIPTED_API_KEY: 'scripted-key',
+    REASONIX_MCP_AGENT_GEMINI: GEMINI, GEMINI_CLI_HOME: g.GEMINI_CLI_HOME, GEMINI_API_KEY: g.GEMINI_API_KEY,
+    GOOGLE_GEMINI_BASE_URL: g.GOOGLE_GEMINI_BASE_URL, GEMINI_CLI_NO_RELAUNCH: 'true',
     ...Object.fromEntries(Object.entries(oc.env).filter(([k]) => k.startsWith('XDG_') || k.startsWith('OPENCODE_') || k === 'MOCK_API_KEY')),
   });
   const { client } = await fx.connect({ name: 'mixed-host', env });
-  const kinds = ['reasonix', 'claude', 'codex', 'opencode'];
+  const kinds = ['reasonix', 'claude', 'codex', 'gemini', 'opencode'];
   const t0 = Date.now();
   const f = await tool(client, 'reasonix_spawn', { agents: kinds.map((k) => ({ name: k, task: `MIXED-ONE for ${k}`, agent: k })) });
   assert.equal(f.spawned, kinds.length, JSON.stringify(f.results));
@@ -82,5 +92,5 @@ test('one fleet of four agents, each its own kind, driven by one watch; two turn
     }
   }
   for (const k of kinds) await tool(client, 'reasonix_stop', { session_id: ids[k] });
-  await until(() => sandboxProcesses(fx.sb).filter((p) => /claude|codex|opencode/.test(p.cmd)).length === 0, 15000, 'every agent gone after stop');
+  await until(() => sandboxProcesses(fx.sb).filter((p) => /claude|codex|gemini|opencode/.test(p.cmd)).length === 0, 15000, 'every agent gone after stop');
 });

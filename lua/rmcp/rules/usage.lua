@@ -58,6 +58,17 @@ function M.from_acp(u)
   return f
 end
 
+-- The figure of an ACP prompt result that has no `usage` but `_meta.quota.token_count`
+-- ({input_tokens, output_tokens}: Gemini CLI's only report of a turn's tokens), or nil.
+function M.from_acp_quota(meta)
+  local tc = type(meta) == "table" and type(meta.quota) == "table" and meta.quota.token_count
+  if type(tc) ~= "table" then return nil end
+  local f = M.zero()
+  f.input, f.output = count(tc.input_tokens), count(tc.output_tokens)
+  f.total = f.input + f.output
+  return f
+end
+
 -- The cumulative cost an ACP `usage_update` carries ({amount, currency}), or nil.
 function M.acp_cost(update)
   local c = type(update) == "table" and update.cost

@@ -161,13 +161,13 @@ function M.on_acp_update(s, update)
   if amount then s.rt.pending_cost, s.rt.pending_currency = amount, currency end
 end
 
--- An ACP prompt's answer: its usage is the turn's tokens; the cost is what the cumulative cost
+-- An ACP prompt's answer: its usage (else its _meta.quota's token count) is the turn's tokens; the cost is what the cumulative cost
 -- grew by since the last one counted. ACP's cost is the session's, across its processes: one a
 -- resumed agent reports a little lower (Claude Code drops a side request its old process never
 -- saved) counts on from there, never as a fresh start. Returns the
 -- other sessions a budget stops now (count), or nil.
 function M.on_prompt_result(d, s, result)
-  local f = type(result) == "table" and rules.from_acp(result.usage)
+  local f = type(result) == "table" and (rules.from_acp(result.usage) or rules.from_acp_quota(result._meta))
   local rt = s.rt
   local amount = rt.pending_cost
   if not f and not amount then return end
