@@ -116,15 +116,18 @@ function M.checks()
   end
   add("agent profile", M.profile_check())
   local agents = require "rmcp.rules.agents"
+  local started = M.start_agents -- (doctor --agents: each installed one started; a note when it does not)
   for _, name in ipairs(agents.BUILTIN) do -- each built-in ACP agent this install has
     local spec = agents.builtin(name)
-    if spec then
-      if agents.binary(spec) then -- (a note when it does not start: a default spawn does not run it)
-        local ok, detail = M.profile_check(name)
-        add("agent " .. name, ok or nil, detail)
-      else
-        add("agent " .. name, nil, "not installed (scripts/install-agent.sh " .. name .. "): a spawn naming it is refused")
-      end
+    local bin = spec and agents.binary(spec)
+    if not spec then -- (not in this install)
+    elseif not bin then
+      add("agent " .. name, nil, "not installed (scripts/install-agent.sh " .. name .. "): a spawn naming it is refused")
+    elseif started then
+      local ok, detail = M.profile_check(name)
+      add("agent " .. name, ok or nil, detail)
+    else
+      add("agent " .. name, true, string.format("%s (%s@%s); `doctor --agents` starts it", bin, spec.package, spec.version))
     end
   end
   local box = require("rmcp.clients.bwrap").available()
@@ -160,8 +163,10 @@ function M.checks()
   return out
 end
 
--- Prints the checks and the log tail; exits 0 when nothing failed.
-function M.main()
+-- Prints the checks and the log tail; exits 0 when nothing failed. args: {"--agents"} also starts
+-- each installed built-in agent (initialize, session/new: what it offers).
+function M.main(args)
+  M.start_agents = args and args[1] == "--agents"
   async.run(function()
     local failed = false
     for _, c in ipairs(M.checks()) do

@@ -23,7 +23,7 @@ usage: reasonix-mcp [launcher]       MCP server for a host (stdio), restarted on
        reasonix-mcp server           MCP server without the launcher
        reasonix-mcp agentd           the detached daemon that owns the agents
        reasonix-mcp ctl COMMAND      look at and steer the fleet from a shell (ctl help)
-       reasonix-mcp doctor           check agent binary, provider, socket dir and daemon
+       reasonix-mcp doctor [--agents] check agent binary, provider, socket dir, daemon (--agents: start each built-in agent)
        reasonix-mcp dashboard        the fleet dashboard on http://127.0.0.1:8746/
        reasonix-mcp sandbox-net ...  inside a strict sandbox: the agent's way out through agentd
        reasonix-mcp script FILE ...  run a Lua file with the core modules (tests, tools)
