@@ -6,6 +6,7 @@
 // compare what the agent reports with what the API billed.
 import { createServer } from 'node:http';
 import { once } from 'node:events';
+import { servedSums } from './served_usage.mjs';
 
 // Writes one server-sent event.
 function sse(res, event, data) {
@@ -71,15 +72,7 @@ async function stream(res, action, n, model, usage) {
 // /messages responses (those whose request passes filter), with their count as `responses`.
 export async function startAnthropicApi(rules, opts = {}) {
   const api = { requests: [] };
-  api.served = (filter = () => true) => {
-    const sum = Object.fromEntries(USAGE_KEYS.map((k) => [k, 0]));
-    sum.responses = 0;
-    for (const r of api.requests.filter((x) => x.usage && filter(x))) {
-      for (const k of USAGE_KEYS) sum[k] += r.usage[k];
-      sum.responses += 1;
-    }
-    return sum;
-  };
+  api.served = (filter) => servedSums(api.requests, USAGE_KEYS, filter);
   let n = 0;
   const server = createServer((req, res) => {
     let raw = '';

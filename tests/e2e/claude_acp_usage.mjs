@@ -1,15 +1,15 @@
-// What Claude Code's ACP agent (@agentclientprotocol/claude-agent-acp) reports about what it spends,
-// seen from a bare ACP client over stdio, offline against the scripted Anthropic API: initialize,
-// session/new, two prompts, then a second process that session/loads the session and prompts once
-// more. Prints every NDJSON line that carries usage (usage_update notifications and session/prompt
-// results) and what the API served. Run: node tests/e2e/claude_acp_usage.mjs [model] (default
-// claude-sonnet-4-5; an unknown name shows the cost of a model without a price).
-import { spawn } from 'node:child_process';
+// What Claude Code's ACP agent (@agentclientprotocol/claude-agent-acp) reports about what it
+// spends, seen from a bare ACP client over stdio (acp_stdio.mjs), offline against the scripted
+// Anthropic API: initialize, session/new, two prompts, then a second process that session/loads the
+// session and prompts once more. Prints every NDJSON line that carries usage (usage_update
+// notifications and session/prompt results) and what the API served. Run: node
+// tests/e2e/claude_acp_usage.mjs [model] (default claude-sonnet-4-5; an unknown name shows the cost
+// of a model without a price).
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createInterface } from 'node:readline';
+import { startAcp } from './acp_stdio.mjs';
 import { startAnthropicApi } from './anthropic_api.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -26,54 +26,11 @@ export function agentEnv(apiUrl, home, model) {
 }
 
 // Starts the agent; returns {request(method, params), lines, close()}: lines is every NDJSON line
-// it wrote; requests it sends are answered (permissions allowed once, anything else refused).
+// it wrote; requests it sends are answered (permissions allowed once, anything else refused). The
+// agent ignores stdin EOF, so close signals its whole process group (its Claude Code child too)
+// at once.
 export function startAgent(env, cwd) {
-  const child = spawn(AGENT, [], { env, cwd, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
-  const lines = [];
-  const pending = new Map();
-  let next = 1;
-  let stderr = '';
-  child.stderr.on('data', (d) => { stderr += d; });
-  const send = (msg) => child.stdin.write(JSON.stringify(msg) + '\n');
-  createInterface({ input: child.stdout }).on('line', (line) => {
-    lines.push(line);
-    let msg;
-    try { msg = JSON.parse(line); } catch { return; }
-    if (msg.id !== undefined && msg.method) {
-      const allow = msg.method === 'session/request_permission' && msg.params.options.find((o) => o.kind === 'allow_once');
-      send(allow ? { jsonrpc: '2.0', id: msg.id, result: { outcome: { outcome: 'selected', optionId: allow.optionId } } }
-        : { jsonrpc: '2.0', id: msg.id, error: { code: -32601, message: 'not supported' } });
-    } else if (msg.id !== undefined && pending.has(msg.id)) {
-      const p = pending.get(msg.id);
-      pending.delete(msg.id);
-      if (msg.error) p.reject(new Error(`${p.method}: ${JSON.stringify(msg.error)}`)); else p.resolve(msg.result);
-    }
-  });
-  const exited = new Promise((r) => child.on('exit', r));
-  return {
-    lines,
-    stderr: () => stderr,
-    request(method, params, timeoutMs = 60000) {
-      const id = next++;
-      send({ jsonrpc: '2.0', id, method, params });
-      return new Promise((resolve, reject) => {
-        const t = setTimeout(() => reject(new Error(`${method}: no answer in ${timeoutMs} ms\n${stderr.slice(-2000)}`)), timeoutMs);
-        pending.set(id, { method, resolve: (v) => { clearTimeout(t); resolve(v); }, reject: (e) => { clearTimeout(t); reject(e); } });
-      });
-    },
-    // The agent ignores stdin EOF: end its whole process group (its Claude Code child too), SIGTERM
-    // then SIGKILL after 3 s, and wait until none of it is left.
-    async close() {
-      child.stdin.end();
-      const signal = (sig) => { try { process.kill(-child.pid, sig); return true; } catch { return false; } };
-      signal('SIGTERM');
-      await exited;
-      for (let t0 = Date.now(); signal(0);) {
-        if (Date.now() - t0 > 3000) signal('SIGKILL');
-        await new Promise((r) => setTimeout(r, 50));
-      }
-    },
-  };
+  return startAcp(AGENT, [], env, cwd, { graceMs: 0 });
 }
 
 // The lines of lines that carry usage: usage_update notifications and results with a usage.

@@ -1,14 +1,14 @@
-// Codex's ACP agent (@zed-industries/codex-acp, pinned in scripts/agents/codex) driven by a bare ACP
-// client over stdio, offline against the scripted Responses API, in a private HOME and CODEX_HOME:
-// initialize, session/new, turns, a write that asks permission, a second prompt during a running
-// turn, cancel, session/load in a new process. Prints the NDJSON lines that answer each step and
-// what the API served, and times spawn → first turn end. Run: node tests/e2e/codex_acp.mjs [--times N]
-import { spawn } from 'node:child_process';
+// Codex's ACP agent (@zed-industries/codex-acp, pinned in scripts/agents/codex) driven by a bare
+// ACP client over stdio (acp_stdio.mjs), offline against the scripted Responses API, in a private
+// HOME and CODEX_HOME: initialize, session/new, turns, a write that asks permission, a second
+// prompt during a running turn, cancel, session/load in a new process. Prints the NDJSON lines that
+// answer each step and what the API served, and times spawn → first turn end. Run: node
+// tests/e2e/codex_acp.mjs [--times N]
 import { mkdtempSync, mkdirSync, writeFileSync, rmSync, existsSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createInterface } from 'node:readline';
+import { startAcp } from './acp_stdio.mjs';
 import { startResponsesApi } from './openai_responses_api.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -45,66 +45,12 @@ export function makeHome(apiUrl, prefix = 'codex-acp-') {
 }
 
 // Starts the agent in its own process group; returns {request(method, params), notify, lines,
-// asked, stderr(), exited, close()}: lines is every NDJSON line it wrote; requests it sends are
-// answered by onRequest(msg) (default: a permission allowed once, anything else refused), each kept
-// in asked.
+// asked, stderr(), exited, alive(), close(graceMs)}: lines is every NDJSON line it wrote; requests
+// it sends are answered by onRequest(msg) (default: a permission allowed once, anything else
+// refused), each kept in asked. close gives stdin EOF graceMs (3 s) and resolves {byEof}.
 export function startAgent(env, cwd, { onRequest, args = [] } = {}) {
-  const child = spawn(AGENT, args, { env, cwd, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
-  const lines = [];
-  const asked = [];
-  const pending = new Map();
-  let next = 1;
-  let stderr = '';
-  child.stderr.on('data', (d) => { stderr += d; });
-  const send = (msg) => child.stdin.write(JSON.stringify(msg) + '\n');
-  const answer = onRequest ?? ((msg) => {
-    const allow = msg.method === 'session/request_permission' && msg.params.options.find((o) => o.kind === 'allow_once');
-    return allow ? { result: { outcome: { outcome: 'selected', optionId: allow.optionId } } } : { error: { code: -32601, message: 'not supported' } };
-  });
-  createInterface({ input: child.stdout }).on('line', (line) => {
-    lines.push(line);
-    let msg;
-    try { msg = JSON.parse(line); } catch { return; }
-    if (msg.id !== undefined && msg.method) {
-      asked.push(msg);
-      Promise.resolve(answer(msg)).then((a) => send({ jsonrpc: '2.0', id: msg.id, ...a }));
-    } else if (msg.id !== undefined && pending.has(msg.id)) {
-      const p = pending.get(msg.id);
-      pending.delete(msg.id);
-      if (msg.error) p.reject(Object.assign(new Error(`${p.method}: ${JSON.stringify(msg.error)}`), { rpc: msg.error })); else p.resolve(msg.result);
-    }
-  });
-  const exited = new Promise((r) => child.on('exit', (code, signal) => r({ code, signal })));
-  const group = (sig) => { try { process.kill(-child.pid, sig); return true; } catch { return false; } };
-  return {
-    child, lines, asked, exited,
-    stderr: () => stderr,
-    notify(method, params) { send({ jsonrpc: '2.0', method, params }); },
-    request(method, params, timeoutMs = 60000) {
-      const id = next++;
-      send({ jsonrpc: '2.0', id, method, params });
-      return new Promise((resolve, reject) => {
-        const t = setTimeout(() => reject(new Error(`${method}: no answer in ${timeoutMs} ms\n${stderr.slice(-2000)}`)), timeoutMs);
-        t.unref(); // a request the agent never answers must not keep the client alive
-        pending.set(id, { method, resolve: (v) => { clearTimeout(t); resolve(v); }, reject: (e) => { clearTimeout(t); reject(e); } });
-      });
-    },
-    // Whether the group is still there.
-    alive: () => group(0),
-    // Ends the agent: stdin EOF first (graceMs for it to leave by itself), then SIGTERM to its whole
-    // process group, SIGKILL after 3 s; resolves {byEof} once none of the group is left.
-    async close(graceMs = 3000) {
-      child.stdin.end();
-      const byEof = await Promise.race([exited.then(() => true), new Promise((r) => setTimeout(() => r(false), graceMs))]);
-      group('SIGTERM');
-      await exited;
-      for (let t0 = Date.now(); group(0);) {
-        if (Date.now() - t0 > 3000) group('SIGKILL');
-        await new Promise((r) => setTimeout(r, 50));
-      }
-      return { byEof };
-    },
-  };
+  const acp = startAcp(AGENT, args, env, cwd, { onRequest });
+  return { ...acp, close: async (graceMs = 3000) => ({ byEof: (await acp.close(graceMs)).by === 'eof' }) };
 }
 
 // The live processes whose environment holds RMCP_E2E_RUN=run: [{pid, cmd}] (the agent's, with

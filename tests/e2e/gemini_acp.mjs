@@ -1,15 +1,15 @@
-// Gemini CLI (@google/gemini-cli, pinned in scripts/agents/gemini) in its ACP mode (`gemini --acp`),
-// seen from a bare ACP client over stdio, offline against the scripted Gemini API: a private home
-// whose .gemini/settings.json picks the API-key auth and turns off telemetry, usage statistics,
-// updates and the IDE; GOOGLE_GEMINI_BASE_URL points the @google/genai client at 127.0.0.1.
-// Run: node tests/e2e/gemini_acp.mjs — prints the wire lines of one session (two text turns, a
-// file write asked for, a session/load in a new process) and what the API served.
-import { spawn } from 'node:child_process';
+// Gemini CLI (@google/gemini-cli, pinned in scripts/agents/gemini) in its ACP mode (`gemini
+// --acp`), seen from a bare ACP client over stdio (acp_stdio.mjs), offline against the scripted
+// Gemini API: a private home whose .gemini/settings.json picks the API-key auth and turns off
+// telemetry, usage statistics, updates and the IDE; GOOGLE_GEMINI_BASE_URL points the @google/genai
+// client at 127.0.0.1. Run: node tests/e2e/gemini_acp.mjs — prints the wire lines of one session
+// (two text turns, a file write asked for, a session/load in a new process) and what the API
+// served.
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createInterface } from 'node:readline';
+import { startAcp } from './acp_stdio.mjs';
 import { createServer } from 'node:http';
 import { once } from 'node:events';
 import { startGeminiApi } from './gemini_api.mjs';
@@ -59,70 +59,18 @@ export async function startProxyTrap() {
   return trap;
 }
 
-// Starts the agent; returns {request(method, params), notify, lines, stderr(), close()}: lines is
-// every NDJSON line it wrote (and `> ` + each line sent); requests it sends are answered by
-// onRequest(msg) (default: permission allowed once, anything else refused).
+// Starts the agent; returns {request(method, params), notify, next(test), lines, stderr(), close()}:
+// lines is every NDJSON line it wrote (and `> ` + each line sent); requests it sends are answered
+// by onRequest(msg) (default: permission allowed once, anything else refused). The agent ends its
+// connection on stdin EOF: close waits graceMs (5 s) for it and resolves {code, sig}, with
+// forced: true when it had to be signalled.
 export function startAgent(env, cwd, opts = {}) {
-  const child = spawn(process.execPath, [AGENT, ...ARGS], { env, cwd, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
-  const lines = [];
-  const pending = new Map();
-  const waiters = [];
-  let next = 1;
-  let stderr = '';
-  child.stderr.on('data', (d) => { stderr += d; });
-  const send = (msg) => { const l = JSON.stringify(msg); lines.push(`> ${l}`); child.stdin.write(l + '\n'); };
-  const answer = opts.onRequest ?? ((msg) => {
-    const allow = msg.method === 'session/request_permission' && msg.params.options.find((o) => o.kind === 'allow_once');
-    return allow ? { result: { outcome: { outcome: 'selected', optionId: allow.optionId } } }
-      : { error: { code: -32601, message: 'not supported' } };
-  });
-  createInterface({ input: child.stdout }).on('line', (line) => {
-    lines.push(line);
-    let msg;
-    try { msg = JSON.parse(line); } catch { return; }
-    for (const w of waiters.slice()) if (w.test(msg)) { waiters.splice(waiters.indexOf(w), 1); w.resolve(msg); }
-    if (msg.id !== undefined && msg.method) {
-      Promise.resolve(answer(msg)).then((a) => send({ jsonrpc: '2.0', id: msg.id, ...a }));
-    } else if (msg.id !== undefined && pending.has(msg.id)) {
-      const p = pending.get(msg.id);
-      pending.delete(msg.id);
-      if (msg.error) p.reject(new Error(`${p.method}: ${JSON.stringify(msg.error)}`)); else p.resolve(msg.result);
-    }
-  });
-  const exited = new Promise((r) => child.on('exit', (code, sig) => r({ code, sig })));
+  const acp = startAcp(process.execPath, [AGENT, ...ARGS], env, cwd, { onRequest: opts.onRequest, echoSent: true });
   return {
-    child,
-    lines,
-    exited,
-    stderr: () => stderr,
-    notify(method, params) { send({ jsonrpc: '2.0', method, params }); },
-    // Resolves with the first message the agent writes from now on that passes test.
-    next(test, timeoutMs = 60000) {
-      return new Promise((resolve, reject) => {
-        const t = setTimeout(() => reject(new Error(`no matching message in ${timeoutMs} ms\n${stderr.slice(-2000)}`)), timeoutMs);
-        waiters.push({ test, resolve: (m) => { clearTimeout(t); resolve(m); } });
-      });
-    },
-    request(method, params, timeoutMs = 60000) {
-      const id = next++;
-      send({ jsonrpc: '2.0', id, method, params });
-      return new Promise((resolve, reject) => {
-        const t = setTimeout(() => reject(new Error(`${method}: no answer in ${timeoutMs} ms\n${stderr.slice(-2000)}`)), timeoutMs);
-        pending.set(id, { method, resolve: (v) => { clearTimeout(t); resolve(v); }, reject: (e) => { clearTimeout(t); reject(e); } });
-      });
-    },
-    // Closes stdin (the agent ends its connection on EOF) and waits; then SIGTERM, SIGKILL after
-    // 3 s, to the whole process group, until none of it is left. Resolves how it ended.
+    ...acp,
     async close(graceMs = 5000) {
-      child.stdin.end();
-      const signal = (sig) => { try { process.kill(-child.pid, sig); return true; } catch { return false; } };
-      const how = await Promise.race([exited, new Promise((r) => setTimeout(() => r(null), graceMs))]);
-      if (!how) signal('SIGTERM');
-      for (let t0 = Date.now(); signal(0);) {
-        if (Date.now() - t0 > 3000) signal('SIGKILL');
-        await new Promise((r) => setTimeout(r, 50));
-      }
-      return how ?? { ...(await exited), forced: true };
+      const { code, signal, by } = await acp.close(graceMs);
+      return by === 'eof' ? { code, sig: signal } : { code, sig: signal, forced: true };
     },
   };
 }

@@ -6,6 +6,7 @@
 // with; served() adds those up, so a test can compare what the agent reports with what was billed.
 import { createServer } from 'node:http';
 import { once } from 'node:events';
+import { servedSums } from './served_usage.mjs';
 
 // The usageMetadata keys a response reports, and its value when a rule names none.
 const DEFAULT_USAGE = { promptTokenCount: 10, candidatesTokenCount: 5, cachedContentTokenCount: 0, thoughtsTokenCount: 0 };
@@ -58,15 +59,7 @@ function chunks(action, usage, model) {
 // passes filter, with their count as `responses`.
 export async function startGeminiApi(rules, opts = {}) {
   const api = { requests: [] };
-  api.served = (filter = () => true) => {
-    const sum = Object.fromEntries(USAGE_KEYS.map((k) => [k, 0]));
-    sum.responses = 0;
-    for (const r of api.requests.filter((x) => x.usage && x.complete && filter(x))) {
-      for (const k of USAGE_KEYS) sum[k] += r.usage[k];
-      sum.responses += 1;
-    }
-    return sum;
-  };
+  api.served = (filter = () => true) => servedSums(api.requests, USAGE_KEYS, (r) => r.complete && filter(r));
   const server = createServer((req, res) => {
     let raw = '';
     req.on('data', (d) => { raw += d; });

@@ -7,6 +7,7 @@
 // served() adds those up, so a test can compare what the agent reports with what the API billed.
 import { createServer } from 'node:http';
 import { once } from 'node:events';
+import { servedSums } from './served_usage.mjs';
 
 // Writes one server-sent event.
 function sse(res, event, data) {
@@ -108,15 +109,7 @@ function itemFor(action, tools, n) {
 // `responses`; errors lists tool calls a rule asked for that the request did not offer.
 export async function startResponsesApi(rules, opts = {}) {
   const api = { requests: [], errors: [] };
-  api.served = (filter = () => true) => {
-    const sum = Object.fromEntries(USAGE_KEYS.map((k) => [k, 0]));
-    sum.responses = 0;
-    for (const r of api.requests.filter((x) => x.usage && filter(x))) {
-      for (const k of USAGE_KEYS) sum[k] += r.usage[k];
-      sum.responses += 1;
-    }
-    return sum;
-  };
+  api.served = (filter) => servedSums(api.requests, USAGE_KEYS, filter);
   let n = 0;
   const server = createServer(async (req, res) => {
     let raw = '';

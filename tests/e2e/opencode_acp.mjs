@@ -1,15 +1,16 @@
 // What opencode's ACP mode (`opencode acp`, npm opencode-ai, pinned in scripts/agents/opencode)
-// does on the wire, seen from a bare ACP client over stdio, offline against the scripted OpenAI
-// Chat Completions provider (tests/provider/mock_provider.py): initialize, session/new, two turns,
-// a file write behind session/request_permission, a message sent during a running turn, cancel,
-// then session/load in a new process. Prints the NDJSON lines that matter and what the provider
-// served. Run: node tests/e2e/opencode_acp.mjs (after npm ci --prefix .agent/opencode, see
-// scripts/agents/opencode/package.json).
+// does on the wire, seen from a bare ACP client over stdio (acp_stdio.mjs), offline against the
+// scripted OpenAI Chat Completions provider (tests/provider/mock_provider.py): initialize,
+// session/new, two turns, a file write behind session/request_permission, a message sent during a
+// running turn, cancel, then session/load in a new process. Prints the NDJSON lines that matter and
+// what the provider served. Run: node tests/e2e/opencode_acp.mjs (after npm ci --prefix
+// .agent/opencode, see scripts/agents/opencode/package.json).
 import { spawn } from 'node:child_process';
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync, existsSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { startAcp } from './acp_stdio.mjs';
 import { createInterface } from 'node:readline';
 import { once } from 'node:events';
 
@@ -78,74 +79,13 @@ export function makeHome(providerUrl, extraEnv = {}) {
   return { root, ws: d('ws'), env, cleanup: () => rmSync(root, { recursive: true, force: true }) };
 }
 
-// Starts `opencode acp`; returns {request, notify, lines, permissions, close()}: lines is every NDJSON
-// line it wrote; a session/request_permission is answered by answerPermission(params) (default: the
-// allow_once option), fs/terminal requests are refused.
+// Starts `opencode acp`; returns {request, notify, waitFor(pred), lines, permissions, close()}: lines
+// is every NDJSON line it wrote; a session/request_permission is answered by answerPermission(params)
+// (default: the allow_once option; none: cancelled), other requests are refused. close gives stdin
+// EOF 3 s and resolves {code, signal, by: 'eof' | 'SIGTERM' | 'SIGKILL'}.
 export function startAgent(env, cwd, { answerPermission } = {}) {
-  const child = spawn(AGENT, ['acp'], { env, cwd, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
-  const lines = [];
-  const permissions = [];
-  const pending = new Map();
-  const waiters = [];
-  let next = 1;
-  let stderr = '';
-  child.stderr.on('data', (d) => { stderr += d; });
-  const send = (msg) => child.stdin.write(JSON.stringify(msg) + '\n');
-  createInterface({ input: child.stdout }).on('line', (line) => {
-    lines.push(line);
-    let msg;
-    try { msg = JSON.parse(line); } catch { return; }
-    if (msg.id !== undefined && msg.method) {
-      let result;
-      if (msg.method === 'session/request_permission') {
-        permissions.push({ line, params: msg.params });
-        const opt = answerPermission ? answerPermission(msg.params) : msg.params.options.find((o) => o.kind === 'allow_once');
-        result = { outcome: opt ? { outcome: 'selected', optionId: opt.optionId } : { outcome: 'cancelled' } };
-      }
-      send(result ? { jsonrpc: '2.0', id: msg.id, result } : { jsonrpc: '2.0', id: msg.id, error: { code: -32601, message: 'not supported' } });
-    } else if (msg.id !== undefined && pending.has(msg.id)) {
-      const p = pending.get(msg.id);
-      pending.delete(msg.id);
-      if (msg.error) p.reject(Object.assign(new Error(`${p.method}: ${JSON.stringify(msg.error)}`), { rpc: msg.error })); else p.resolve(msg.result);
-    }
-    for (const w of [...waiters]) if (w.pred(msg)) { waiters.splice(waiters.indexOf(w), 1); w.resolve(msg); }
-  });
-  const exited = new Promise((r) => child.on('exit', (code, signal) => r({ code, signal })));
-  return {
-    child, lines, permissions, exited,
-    stderr: () => stderr,
-    notify(method, params) { send({ jsonrpc: '2.0', method, params }); },
-    request(method, params, timeoutMs = 60000) {
-      const id = next++;
-      send({ jsonrpc: '2.0', id, method, params });
-      return new Promise((resolve, reject) => {
-        const t = setTimeout(() => reject(new Error(`${method}: no answer in ${timeoutMs} ms\n${stderr.slice(-2000)}`)), timeoutMs);
-        pending.set(id, { method, resolve: (v) => { clearTimeout(t); resolve(v); }, reject: (e) => { clearTimeout(t); reject(e); } });
-      });
-    },
-    // The next message from the agent that pred holds for.
-    waitFor(pred, timeoutMs = 30000) {
-      return new Promise((resolve, reject) => {
-        const t = setTimeout(() => reject(new Error(`no matching message in ${timeoutMs} ms`)), timeoutMs);
-        waiters.push({ pred, resolve: (m) => { clearTimeout(t); resolve(m); } });
-      });
-    },
-    // Closes stdin and waits for the exit (SIGTERM after 3 s, SIGKILL after 6 s), then for the whole
-    // process group to be gone. Returns how it ended: {code, signal, by: 'eof' | 'SIGTERM' | 'SIGKILL'}.
-    async close() {
-      child.stdin.end();
-      const signal = (sig) => { try { process.kill(-child.pid, sig); return true; } catch { return false; } };
-      let by = 'eof';
-      const timers = [setTimeout(() => { by = 'SIGTERM'; signal('SIGTERM'); }, 3000), setTimeout(() => { by = 'SIGKILL'; signal('SIGKILL'); }, 6000)];
-      const how = await exited;
-      timers.forEach(clearTimeout);
-      for (let t0 = Date.now(); signal(0);) {
-        if (Date.now() - t0 > 3000) signal('SIGKILL');
-        await new Promise((r) => setTimeout(r, 50));
-      }
-      return { ...how, by };
-    },
-  };
+  const acp = startAcp(AGENT, ['acp'], env, cwd, { answerPermission });
+  return { ...acp, waitFor: (pred, timeoutMs = 30000) => acp.next(pred, timeoutMs) };
 }
 
 export const INIT = { protocolVersion: 1, clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false } };
