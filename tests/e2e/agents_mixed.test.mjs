@@ -56,7 +56,9 @@ test('one fleet of four agents, each its own kind, driven by one watch; two turn
   const { client } = await fx.connect({ name: 'mixed-host', env });
   const kinds = ['reasonix', 'claude', 'codex', 'gemini', 'opencode'];
   const t0 = Date.now();
-  const f = await tool(client, 'reasonix_spawn', { agents: kinds.map((k) => ({ name: k, task: `MIXED-ONE for ${k}`, agent: k })) });
+  // Codex offers its model only as a config option: an explicit one is set through it
+  const f = await tool(client, 'reasonix_spawn', { agents: kinds.map((k) => ({ name: k, task: `MIXED-ONE for ${k}`, agent: k,
+    ...(k === 'codex' ? { model: 'gpt-5.4-mini' } : {}) })) });
   assert.equal(f.spawned, kinds.length, JSON.stringify(f.results));
   const ids = Object.fromEntries(f.results.map((r) => [r.name, r.session_id]));
   const firstEnd = {};
@@ -81,6 +83,10 @@ test('one fleet of four agents, each its own kind, driven by one watch; two turn
     }
     console.log(`# ${k}: spawn -> first turn end ${firstEnd[ids[k]]} ms (in a fleet of ${kinds.length})`);
   }
+  assert.equal(responses.requests.filter((r) => r.path.endsWith('/responses')).at(-1).body.model, 'gpt-5.4-mini',
+    'the model set through its config option reached the API');
+  assert.deepEqual((await tool(client, 'reasonix_models', { agent: 'codex' })).models.map((m) => m.ref).includes('gpt-5.4-mini'), true,
+    'reasonix_models(agent) lists its config option\'s models');
   const rows = Object.fromEntries((await tool(client, 'reasonix_list', {})).sessions.map((r) => [r.session_id, r]));
   assert.deepEqual(kinds.map((k) => rows[ids[k]].agent ?? 'reasonix'), kinds, 'each row says its agent');
   for (const k of kinds) await tool(client, 'reasonix_send', { session_id: ids[k], message: `MIXED-TWO for ${k}` });

@@ -23,10 +23,15 @@ local function cache_key(e)
 end
 
 -- The models an agent of a profile without configOptions lists in its session/new result (ACP's
--- models: availableModels, currentModelId); say so when it lists none.
+-- models: availableModels, currentModelId; else its model config option); say so when it lists none.
 local function acp_models(agent, sid, res, profile, e)
   agent:call("session/close", { sessionId = sid })
   local listed = type(res.models) == "table" and res.models or {}
+  local opt = not listed.availableModels and rules_spawn.find_option(res.configOptions, "model") -- (Codex, opencode)
+  if opt then
+    listed = { currentModelId = opt.currentValue, availableModels = {} }
+    for _, v in ipairs(rules_spawn.values(opt)) do listed.availableModels[#listed.availableModels + 1] = { modelId = v } end
+  end
   local models, found = json.array(), false
   local wanted = config.default("model", e)
   for i, m in ipairs(listed.availableModels or {}) do

@@ -194,9 +194,18 @@ function M.step(key, o, config_options, profile)
   return { skip = key .. ": default not offered", warn = warn, fallback = opt.currentValue }
 end
 
+-- A config option opt's values in the shape of ACP's models or modes list: {[list] = {{[id] = v}},
+-- [current] = its current value}.
+local function as_list(opt, list, id, current)
+  local out = { [list] = {}, [current] = opt.currentValue }
+  for _, v in ipairs(M.values(opt)) do out[list][#out[list] + 1] = { [id] = v } end
+  return out
+end
+
 -- Decides how the spawn options o reach an agent of the "acp" profile kind from its session/new
 -- (or resume) result res: the model through session/set_model when the agent lists models, the
--- tool_approval through session/set_mode (the first of the profile's values the agent offers);
+-- tool_approval through session/set_mode (the first of the profile's values the agent offers); an
+-- agent that offers either only as a config option (category model / mode) gets session/set_config_option;
 -- effort and work_mode have no ACP form. Returns {calls = [{key, method, params, value}], errors,
 -- warnings, skipped, effective = {model?, mode?, tool_approval?}, answer_gates} — answer_gates: a
 -- yolo whose no-asking mode the agent lacks is kept by agentd answering its permission requests.
@@ -206,6 +215,18 @@ function M.acp_plan(o, res, profile)
   local function unapplied(text) local list = o.strict and out.errors or out.warnings; list[#list + 1] = text end
   local models = type(res) == "table" and type(res.models) == "table" and res.models or nil
   local modes = type(res) == "table" and type(res.modes) == "table" and res.modes or nil
+  local opts = type(res) == "table" and res.configOptions or nil
+  -- an agent that offers model or mode only as a config option (category model / mode: Codex's,
+  -- opencode's) is set through it
+  local model_opt = not models and M.find_option(opts, "model") or nil
+  local mode_opt = not modes and M.find_option(opts, "mode") or nil
+  if model_opt then models = as_list(model_opt, "availableModels", "modelId", "currentModelId") end
+  if mode_opt then modes = as_list(mode_opt, "availableModes", "id", "currentModeId") end
+  -- the call that sets key to value: ACP's own method, or the config option that stands for it
+  local function set(key, method, params, value, opt)
+    if opt then method, params = "session/set_config_option", { configId = opt.id, value = value } end
+    out.calls[#out.calls + 1] = { key = key, method = method, params = params, value = value }
+  end
   out.effective.model = models and models.currentModelId or nil
   out.effective.mode = modes and modes.currentModeId or nil
   if o.model then
@@ -219,7 +240,7 @@ function M.acp_plan(o, res, profile)
       else out.skipped[#out.skipped + 1] = "model" end
     elseif found then
       if o.model ~= models.currentModelId then
-        out.calls[#out.calls + 1] = { key = "model", method = "session/set_model", params = { modelId = o.model }, value = o.model }
+        set("model", "session/set_model", { modelId = o.model }, o.model, model_opt)
       end
     elseif o.explicit.model then
       out.errors[#out.errors + 1] = string.format("model %q is not offered by the agent (valid: %s)", o.model, table.concat(ids, ", "))
@@ -238,7 +259,7 @@ function M.acp_plan(o, res, profile)
     end
     if pick then
       if pick ~= out.effective.mode then
-        out.calls[#out.calls + 1] = { key = "tool_approval", method = "session/set_mode", params = { modeId = pick }, value = pick }
+        set("tool_approval", "session/set_mode", { modeId = pick }, pick, mode_opt)
       end
       out.effective.tool_approval = o.tool_approval
       if o.tool_approval == "yolo" and pick ~= wanted[1] then

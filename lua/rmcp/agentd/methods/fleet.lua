@@ -48,30 +48,36 @@ local function fan_result(results, ok_key)
   return out
 end
 
--- Checks the explicit models and efforts of fleet assignments against the models the agent offers
+-- Checks assignment a's explicit model and effort against its agent's models list; adds what is
+-- wrong to errs.
+local function check_one(a, list, errs)
+  local m
+  for _, x in ipairs(list.models) do if x.ref == a.o.model then m = x end end
+  if a.o.explicit.model and not m then
+    local refs = {}
+    for _, x in ipairs(list.models) do refs[#refs + 1] = x.ref end
+    errs[#errs + 1] = string.format("%s: model %s is not offered (models: %s)", a.label, a.o.model, table.concat(refs, ", "))
+  elseif a.o.explicit.effort and m and #m.supported_efforts > 0 then
+    local ok = false
+    for _, e in ipairs(m.supported_efforts) do ok = ok or e == a.o.effort end
+    if not ok then
+      errs[#errs + 1] = string.format("%s: effort %s is not offered by %s (efforts: %s)", a.label, a.o.effort, m.ref,
+        table.concat(m.supported_efforts, ", "))
+    end
+  end
+end
+
+-- Checks the explicit models and efforts of fleet assignments against the models each one's agent offers
 -- (cached); adds a line per bad one to errs. Skipped when the list cannot be had (each spawn then
 -- reports its own).
 local function check_fleet_models(d, conn, assignments, errs)
-  local any = false
-  for _, a in ipairs(assignments) do any = any or a.o.explicit.model or a.o.explicit.effort end
-  if not any then return end
-  local list = models.list(d, conn.project_dir or config.user_home(), conn.env)
-  if not list then return end
-  local by_ref = {}
-  for _, m in ipairs(list.models) do by_ref[m.ref] = m end
+  local lists = {} -- (each agent's models, asked once)
   for _, a in ipairs(assignments) do
-    local m = by_ref[a.o.model]
-    if a.o.explicit.model and not m then
-      local refs = {}
-      for _, x in ipairs(list.models) do refs[#refs + 1] = x.ref end
-      errs[#errs + 1] = string.format("%s: model %s is not offered (models: %s)", a.label, a.o.model, table.concat(refs, ", "))
-    elseif a.o.explicit.effort and m and #m.supported_efforts > 0 then
-      local ok = false
-      for _, e in ipairs(m.supported_efforts) do ok = ok or e == a.o.effort end
-      if not ok then
-        errs[#errs + 1] = string.format("%s: effort %s is not offered by %s (efforts: %s)", a.label, a.o.effort, m.ref,
-          table.concat(m.supported_efforts, ", "))
-      end
+    if a.o.explicit.model or a.o.explicit.effort then
+      local agent = a.o.agent or "reasonix"
+      if lists[agent] == nil then lists[agent] = models.list(d, conn.project_dir or config.user_home(), conn.env, agent) or false end
+      local list = lists[agent]
+      if list then check_one(a, list, errs) end
     end
   end
 end

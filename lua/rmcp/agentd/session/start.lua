@@ -58,7 +58,8 @@ local function apply_acp_options(s, agent, o, res, profile, skipped, warnings)
   for _, c in ipairs(plan.calls) do
     local params = { sessionId = s.acp_session_id }
     for k, v in pairs(c.params) do params[k] = v end
-    local _, cerr = agent:call(c.method, params)
+    local r, cerr = agent:call(c.method, params)
+    if type(r) == "table" and type(r.configOptions) == "table" then res.configOptions = r.configOptions end
     if cerr then
       if o.explicit[c.key] then
         return nil, { what = "setting " .. c.key .. " failed", err = cerr }
@@ -79,6 +80,7 @@ local function apply_acp_options(s, agent, o, res, profile, skipped, warnings)
   local modes = type(res.modes) == "table" and res.modes.availableModes or nil
   rt.config_options = json.array({ models and opt("model", eff.model, models, "modelId") or nil })
   if modes then rt.config_options[#rt.config_options + 1] = opt("mode", eff.mode, modes, "id") end
+  if not models and not modes and type(res.configOptions) == "table" then rt.config_options = res.configOptions end
   return true
 end
 
