@@ -39,7 +39,7 @@ M.builtin = {
 }
 
 local fields = { steer = true, options = true, approval = true, plan_tool = true, posture = true, question_prefix = true,
-                 contract = true, name = true, sandbox = true, remote = true }
+                 contract = true, name = true, sandbox = true, remote = true, approval_env = true }
 
 -- Checks a resolved profile; returns nil or what is wrong.
 local function problem(p)
@@ -55,6 +55,9 @@ local function problem(p)
     if (k ~= "ask" and k ~= "auto" and k ~= "yolo") or type(v) ~= "table" then
       return "approval must map ask/auto/yolo to lists of the agent's values"
     end
+  end
+  for k, v in pairs(p.approval_env or {}) do
+    if not p.approval[k] or type(v) ~= "table" then return "approval_env must map ask/auto/yolo to {VAR = value}" end
   end
   if p.plan_tool ~= false and type(p.plan_tool) ~= "string" then return "plan_tool must be a tool name or false" end
   if p.contract ~= nil and p.contract ~= false and type(p.contract) ~= "string" then return "contract must be a text or false" end

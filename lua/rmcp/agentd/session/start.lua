@@ -173,10 +173,10 @@ local function open_session(d, s, agent, mode)
   end
   local caps = type(init) == "table" and type(init.agentCapabilities) == "table" and init.agentCapabilities or {}
   if mode == "resume" then
+    -- (an agent that lists no sessionCapabilities at all, as Gemini CLI, has no session/resume either)
+    local sc = type(caps.sessionCapabilities) == "table" and caps.sessionCapabilities or {}
     local method = "session/resume"
-    if type(caps.sessionCapabilities) == "table" and caps.sessionCapabilities.resume == nil and caps.loadSession == true then
-      method = "session/load"
-    end
+    if sc.resume == nil and caps.loadSession == true then method = "session/load" end
     local res, rerr = agent:call(method, { sessionId = s.acp_session_id, cwd = s.cwd, mcpServers = json.array() })
     if rerr then return nil, method .. " failed", rerr end
     return res
@@ -269,6 +269,20 @@ local function sandboxed(d, s, cmd, argv, env)
   return rules_sandbox.argv(av.bwrap, p.plan, inner), p.enforced, wrap
 end
 
+-- env (the agent's NAME=value list) with what s's profile sets for the tool_approval asked for
+-- (approval_env: opencode asks only when its permission config says so), over the caller's values.
+local function with_approval_env(env, profile, approval)
+  local add = approval and type(profile.approval_env) == "table" and profile.approval_env[approval]
+  if not add then return env end
+  local out = {}
+  for _, kv in ipairs(env) do
+    local k = kv:match("^([^=]+)=")
+    if add[k] == nil then out[#out + 1] = kv end
+  end
+  for k, v in pairs(add) do out[#out + 1] = k .. "=" .. v end
+  return out
+end
+
 -- Starts the agent for s and configures it: the process, its ACP session (new, or resumed for mode
 -- "resume"), the spawn options o, and the posture probe in parallel; the agent runs with o.env (the
 -- environment of the orchestrator that asked; nil: agentd's own). A setup that takes over 60 s is
@@ -277,7 +291,7 @@ function M.start(d, s, o, mode)
   local rt = s.rt
   local cmd, cerr = agent_command(s, o)
   if not cmd then return nil, cerr end
-  local env = rules_spawn.command_env(cmd, o.env)
+  local env = with_approval_env(rules_spawn.command_env(cmd, o.env), cmd.profile, o.tool_approval or s.tool_approval)
   local argv, enforced, wrap = sandboxed(d, s, cmd, cmd.argv, env)
   if not argv then return nil, enforced end
   local posture_of = probe_posture(s, cmd, env, wrap)

@@ -2,7 +2,8 @@
 -- A prompt sent during a turn is accepted and folded into it at the next model step, but both prompts
 -- are answered only at the turn's end: agentd queues instead of steering. Model and mode come only as
 -- configOptions (model, mode = build | plan; no `modes`), so there is no ask/auto/yolo mode: asking is
--- its config's `permission` (OPENCODE_PERMISSION='{"edit":"ask","bash":"ask"}'), and agentd answers.
+-- its config's `permission` (OPENCODE_PERMISSION='{"edit":"ask","bash":"ask"}', which tool_approval=ask
+-- sets through approval_env), and agentd answers.
 return {
   name = "opencode",
   package = "opencode-ai",
@@ -18,7 +19,10 @@ return {
     base = "acp",
     name = "opencode",
     steer = "queue",
-    approval = { ask = {}, auto = { "build" }, yolo = { "build" } },
+    -- ask is build mode with its permission config asking for edits and commands (set in the
+    -- agent's environment at start, over the caller's; its own default asks for neither)
+    approval = { ask = { "build" }, auto = { "build" }, yolo = { "build" } },
+    approval_env = { ask = { OPENCODE_PERMISSION = '{"edit":"ask","bash":"ask"}' } },
     plan_tool = "todowrite",
     question_prefix = false,
     -- its config dir (opencode.json, {env:VAR} keys); sessions live in $XDG_DATA_HOME/opencode/opencode.db
