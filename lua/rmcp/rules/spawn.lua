@@ -202,12 +202,25 @@ local function as_list(opt, list, id, current)
   return out
 end
 
+-- Plans spawn option o.effort through the agent's thought-level config option opt (Codex's
+-- reasoning_effort) into acp_plan's out; set(key, method, params, value, opt) adds the call.
+local function plan_effort(o, opt, out, set)
+  if advertised(opt, o.effort) then
+    if o.effort ~= opt.currentValue then set("effort", nil, nil, o.effort, opt) end
+    out.effective.effort = o.effort
+  elseif o.explicit.effort then
+    out.errors[#out.errors + 1] = string.format("effort %q is not offered by the agent (valid: %s)", o.effort, table.concat(M.values(opt), ", "))
+  else
+    out.skipped[#out.skipped + 1] = "effort"
+  end
+end
+
 -- Decides how the spawn options o reach an agent of the "acp" profile kind from its session/new
 -- (or resume) result res: the model through session/set_model when the agent lists models, the
 -- tool_approval through session/set_mode (the first of the profile's values the agent offers); an
 -- agent that offers either only as a config option (category model / mode) gets session/set_config_option;
--- effort and work_mode have no ACP form. Returns {calls = [{key, method, params, value}], errors,
--- warnings, skipped, effective = {model?, mode?, tool_approval?}, answer_gates} — answer_gates: a
+-- effort goes through a thought_level config option when the agent has one; work_mode has no ACP form. Returns {calls = [{key, method, params, value}], errors,
+-- warnings, skipped, effective = {model?, mode?, tool_approval?, effort?}, answer_gates} — answer_gates: a
 -- yolo whose no-asking mode the agent lacks is kept by agentd answering its permission requests.
 function M.acp_plan(o, res, profile)
   local out = { calls = {}, errors = {}, warnings = {}, skipped = {}, effective = {} }
@@ -273,8 +286,10 @@ function M.acp_plan(o, res, profile)
       out.skipped[#out.skipped + 1] = "tool_approval"
     end
   end
+  local effort_opt = M.find_option(opts, "effort")
+  if o.effort and effort_opt then plan_effort(o, effort_opt, out, set) end
   for _, key in ipairs({ "effort", "work_mode" }) do
-    if o[key] then
+    if o[key] and not (key == "effort" and effort_opt) then
       if o.explicit[key] then unapplied(key .. " " .. o[key] .. " not applied: this agent has no such option")
       else out.skipped[#out.skipped + 1] = key end
     end

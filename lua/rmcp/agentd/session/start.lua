@@ -66,10 +66,11 @@ local function apply_acp_options(s, agent, o, res, profile, skipped, warnings)
       end
       warnings[#warnings + 1] = string.format("could not set %s to %s: %s", c.key, c.value, tostring(cerr.message))
       if c.key == "tool_approval" then eff.tool_approval = nil; plan.answer_gates = nil end
+      if c.key == "effort" then eff.effort = nil end
     elseif c.key == "model" then eff.model = c.value
-    else eff.mode = c.value end
+    elseif c.key == "tool_approval" then eff.mode = c.value end
   end
-  s.model, s.tool_approval, s.effort, s.work_mode = eff.model, eff.tool_approval, nil, nil
+  s.model, s.tool_approval, s.effort, s.work_mode = eff.model, eff.tool_approval, eff.effort, nil
   rt.answer_gates = plan.answer_gates
   local function opt(id, current, list, field)
     local values = json.array()
