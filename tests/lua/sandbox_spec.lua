@@ -50,6 +50,17 @@ test("the bubblewrap command line: read-only root, hidden roots, the cwd writabl
   t.ok(not table.concat(rules.argv("bwrap", plan, { "agent" }), " "):find("unshare-net", 1, true), "workspace keeps the network")
 end)
 
+test("an agent's config dir: the dir its home_env names, or that dir's home_dir when it names the home holding it (Gemini CLI)", function(t)
+  local reasonix = { home_env = "REASONIX_HOME", home_dir = ".reasonix" }
+  t.eq({ rules.config_dir(reasonix, { REASONIX_HOME = "/r" }, "/h") }, { "/r", "/h/.reasonix" })
+  t.eq({ rules.config_dir(reasonix, {}, "/h") }, { "/h/.reasonix", "/h/.reasonix" })
+  local gemini = { home_env = "GEMINI_CLI_HOME", home_env_is_parent = true, home_dir = ".gemini" }
+  t.eq({ rules.config_dir(gemini, { GEMINI_CLI_HOME = "/g" }, "/h") }, { "/g/.gemini", "/h" },
+    "its settings read from /g/.gemini; in the sandbox it names the private home, which holds .gemini")
+  t.eq({ rules.config_dir(gemini, {}, "/h") }, { "/h/.gemini", "/h" })
+  t.eq(rules.config_dir({}, {}, "/h"), nil)
+end)
+
 test("a sandbox that cannot be had refuses the spawn, or with fallback runs unsandboxed and says so", function(t)
   local ctx = support.setup(t, { env = { REASONIX_MCP_BWRAP = "/nonexistent/bwrap" } })
   local c = ctx.client()

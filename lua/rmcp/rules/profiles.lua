@@ -66,7 +66,7 @@ local function problem(p)
   end
   if p.question_prefix ~= false and type(p.question_prefix) ~= "string" then return "question_prefix must be a string or false" end
   if p.sandbox ~= nil and type(p.sandbox) ~= "table" then
-    return "sandbox must be {home_env?, home_dir?, copy?, read_only?, providers_from?}"
+    return "sandbox must be {home_env?, home_env_is_parent?, home_dir?, copy?, read_only?, providers_from?}"
   end
   if p.remote ~= nil and type(p.remote) ~= "boolean" then return "remote must be true or false (the agent runs on another machine)" end
   return nil

@@ -121,4 +121,16 @@ function M.under(path, root)
   return path == root or path:sub(1, #root + 1) == (root == "/" and "/" or root .. "/")
 end
 
+-- Where an agent's config dir is, by its profile's sandbox box ({home_env, home_dir,
+-- home_env_is_parent}) in environment map env with HOME home: the dir home_env names (or that dir's
+-- home_dir, when home_env_is_parent: Gemini CLI's GEMINI_CLI_HOME holds .gemini), else home's
+-- home_dir; nil without a home_env. And the value home_env takes in a sandbox whose private home is
+-- seen at home.
+function M.config_dir(box, env, home)
+  if not box.home_env then return nil end
+  local set = env[box.home_env]
+  if set and box.home_env_is_parent then return set .. "/" .. box.home_dir, home end
+  return set or (home .. "/" .. box.home_dir), box.home_env_is_parent and home or (home .. "/" .. box.home_dir)
+end
+
 return M

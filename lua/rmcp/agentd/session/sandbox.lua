@@ -42,7 +42,7 @@ end
 -- sandbox.home_dir, pointed to by its home_env) with its config files copied in afresh (the agent may
 -- rewrite its copy, never yours) and its credential files shown read-only. Returns the private home,
 -- the read-only files ({src, dst}) and the environment to set, or nil and why.
-local function private_home(d, s, profile_box, real_home, home)
+local function private_home(d, s, profile_box, real_home, home, home_env_value)
   local dir = M.dir(d, s.id) .. "/home"
   local conf = profile_box.home_dir and (dir .. "/" .. profile_box.home_dir) or nil
   -- the agent could have left a symlink where agentd writes (its copy would land in the target)
@@ -56,7 +56,7 @@ local function private_home(d, s, profile_box, real_home, home)
   if not ok then return nil, "cannot make the sandbox home " .. dir .. ": " .. tostring(err) end
   local ro, env = {}, { HOME = home, TMPDIR = "/tmp" }
   if conf then
-    env[profile_box.home_env] = home .. "/" .. profile_box.home_dir
+    env[profile_box.home_env] = home_env_value
     for _, name in ipairs(profile_box.copy or {}) do
       local text = files.read(real_home .. "/" .. name)
       for _, at in ipairs({ conf .. "/" .. name, string.format("%s/%s.tmp%d", conf, name, uv.os_getpid()) }) do
@@ -200,8 +200,8 @@ function M.plan(d, s, spec, argv, profile, env)
   local hide = hidden_roots(d, env)
   local why = holds_hidden(real_cwd, spec.write, hide)
   if why then return nil, why end
-  local real_home = box.home_env and (env[box.home_env] or (home .. "/" .. box.home_dir)) or nil
-  local priv, ro, set = private_home(d, s, box, real_home or home, home)
+  local real_home, home_env_value = rules.config_dir(box, env, home)
+  local priv, ro, set = private_home(d, s, box, real_home or home, home, home_env_value)
   if not priv then return nil, ro end
   local git, gerr = sandbox_git.paths(M.dir(d, s.id), real_cwd)
   if not git then return nil, gerr end

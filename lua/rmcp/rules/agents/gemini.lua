@@ -4,9 +4,8 @@
 -- must queue; modes are ACP session modes; models go through session/set_model; usage comes only
 -- in each PromptResponse's _meta.quota.token_count (prompt and candidates tokens, no usage_update).
 -- Its config dir is <home>/.gemini, the home being $GEMINI_CLI_HOME, else $HOME. Unlike
--- REASONIX_HOME, GEMINI_CLI_HOME names the home that holds .gemini, not .gemini itself: a sandbox
--- that sets home_env to <private home>/.gemini makes it read <private home>/.gemini/.gemini
--- (agentd/session/sandbox.lua must set it to the private home, or leave it unset and rely on HOME).
+-- REASONIX_HOME, GEMINI_CLI_HOME names the home that holds .gemini, not .gemini itself: its sandbox
+-- says home_env_is_parent (rules/sandbox.lua config_dir), so a sandbox sets it to the private home.
 return {
   name = "gemini",
   package = "@google/gemini-cli",
@@ -26,7 +25,7 @@ return {
     question_prefix = false,
     -- settings.json is copied (it holds the auth type, model, and telemetry/usage-statistics/update
     -- switches; Gemini CLI rewrites it on authenticate); credentials are shown read-only
-    sandbox = { home_env = "GEMINI_CLI_HOME", home_dir = ".gemini", copy = { "settings.json" },
+    sandbox = { home_env = "GEMINI_CLI_HOME", home_env_is_parent = true, home_dir = ".gemini", copy = { "settings.json" },
                 read_only = { ".env", "oauth_creds.json", "google_accounts.json", "gemini-credentials.json" } },
   },
   about = "Gemini CLI: ACP modes default/autoEdit/yolo/plan, set_model, permission asks, session/load; messages queue; usage per turn in _meta.quota",
