@@ -90,8 +90,9 @@ function M.profile_check(agent)
     #models > 0 and ("; models: " .. names(models, "modelId")) or "", #modes > 0 and ("; modes: " .. names(modes, "id")) or "", steer))
 end
 
--- Collects the checks: a list of {name, ok, detail} (coroutine).
-function M.checks()
+-- Collects the checks: a list of {name, ok, detail} (coroutine). start_agents: each installed
+-- built-in agent is started too (doctor --agents).
+function M.checks(start_agents)
   local out = {}
   local function add(name, ok, detail) out[#out + 1] = { name = name, ok = ok, detail = detail } end
   local bin, berr = config.agent_bin()
@@ -116,14 +117,13 @@ function M.checks()
   end
   add("agent profile", M.profile_check())
   local agents = require "rmcp.rules.agents"
-  local started = M.start_agents -- (doctor --agents: each installed one started; a note when it does not)
   for _, name in ipairs(agents.BUILTIN) do -- each built-in ACP agent this install has
     local spec = agents.builtin(name)
     local bin = spec and agents.binary(spec)
     if not spec then -- (not in this install)
     elseif not bin then
       add("agent " .. name, nil, "not installed (scripts/install-agent.sh " .. name .. "): a spawn naming it is refused")
-    elseif started then
+    elseif start_agents then -- (a note when it does not start: a default spawn does not run it)
       local ok, detail = M.profile_check(name)
       add("agent " .. name, ok or nil, detail)
     else
@@ -166,10 +166,9 @@ end
 -- Prints the checks and the log tail; exits 0 when nothing failed. args: {"--agents"} also starts
 -- each installed built-in agent (initialize, session/new: what it offers).
 function M.main(args)
-  M.start_agents = args and args[1] == "--agents"
   async.run(function()
     local failed = false
-    for _, c in ipairs(M.checks()) do
+    for _, c in ipairs(M.checks(args and args[1] == "--agents")) do
       local mark = c.ok == true and "ok  " or c.ok == nil and "info" or "FAIL"
       if c.ok == false then failed = true end
       print(string.format("[%s] %-20s %s", mark, c.name, c.detail))

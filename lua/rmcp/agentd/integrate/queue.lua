@@ -84,7 +84,7 @@ local function hand_back(d, q, item, s, onto)
         return M.run(d, q)
       end
       item.waiting_turn = q.with.on_conflict == "continue" or nil
-      if item.waiting_turn and not session.is_live(s) or s.status == "idle" and item.waiting_turn then
+      if item.waiting_turn and (not session.is_live(s) or s.status == "idle") then
         item.waiting_turn = nil -- (the turn is over already)
         M.run(d, q)
       end
