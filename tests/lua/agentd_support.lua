@@ -10,6 +10,11 @@ local M = {}
 M.bin = rh.find_agent()
 M.repo = rh.REPO
 
+-- A watch result that ends a round: idle, or exited (ctx.watch_each's done).
+function M.settled(_, r)
+  return r.status == "idle" or r.status == "exited"
+end
+
 -- A wrapper that runs the fake ACP agent (tests/fake_agent) on our own binary, for scale tests;
 -- returns its path (give it as REASONIX_BIN).
 function M.fake_agent(t)
@@ -90,6 +95,23 @@ function M.setup(t, opts)
       end
     end
     t.fail("watch never returned the expected result")
+  end
+  -- Watches ids until done(sid, result) held for each (at most rounds watches, default 60);
+  -- returns the last result of each.
+  function ctx.watch_each(c, ids, done, rounds)
+    local last, left = {}, {}
+    for _, id in ipairs(ids) do left[id] = true end
+    for _ = 1, rounds or 60 do
+      if next(left) == nil then return last end
+      local list = {}
+      for id in pairs(left) do list[#list + 1] = id end
+      for sid, r in pairs(ctx.call(c, "watch", { session_ids = list }).results or {}) do
+        last[sid] = r
+        if done(sid, r) then left[sid] = nil end
+      end
+    end
+    if next(left) == nil then return last end
+    t.fail("the sessions never reached the state wanted")
   end
   -- Shuts the daemon down (if one runs) and waits until its process is gone; any other agentd of
   -- this home (one still starting, or handing over, when the shutdown went out) gets SIGTERM.

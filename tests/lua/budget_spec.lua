@@ -34,27 +34,8 @@ local function served_for(ctx, mark)
   return sum, n
 end
 
--- Watches ids until done(id, result) holds for each; returns the last result of each.
-local function watch_until(ctx, c, ids, done)
-  local last, left = {}, {}
-  for _, id in ipairs(ids) do left[id] = true end
-  for _ = 1, 60 do
-    if next(left) == nil then return last end
-    local list = {}
-    for id in pairs(left) do list[#list + 1] = id end
-    local w = ctx.call(c, "watch", { session_ids = list })
-    for sid, r in pairs(w.results or {}) do
-      last[sid] = r
-      if done(sid, r) then left[sid] = nil end
-    end
-  end
-  ctx.t.fail("the sessions never reached the state wanted")
-end
 
--- A result's state is final for a round: idle, or exited.
-local function settled(_, r)
-  return r.status == "idle" or r.status == "exited"
-end
+local settled = support.settled
 
 -- A client of orchestrator orch whose agents (and daily budget) take this environment plus extra.
 local function client_with(ctx, orch, extra)
@@ -86,7 +67,7 @@ test("a fleet of four, one with a session budget: it stops at the turn the provi
         going[#going + 1] = id
       end
     end
-    local last = watch_until(ctx, c, going, settled)
+    local last = ctx.watch_each(c, going, settled)
     for _, id in ipairs(going) do
       if id ~= b then t.eq(last[id].status, "idle", "round " .. round .. ": an agent without a budget goes on") end
     end
@@ -97,7 +78,7 @@ test("a fleet of four, one with a session budget: it stops at the turn the provi
       if spent >= BUDGET and r.status == "idle" then
         -- the turn's own result came before the exit: it says already that it was the last
         t.match(r.usage.budget or "", "session budget reached", "the turn's result says the budget ends it")
-        r = watch_until(ctx, c, { b }, function(_, x) return x.status == "exited" end)[b]
+        r = ctx.watch_each(c, { b }, function(_, x) return x.status == "exited" end)[b]
       end
       t.eq(r.usage.total, spent, "round " .. round .. ": its total is what the provider served it")
       if spent >= BUDGET then
@@ -119,7 +100,7 @@ test("a fleet of four, one with a session budget: it stops at the turn the provi
   t.eq(conf.budget.tokens, 20000)
   t.eq(ctx.call(c, "resume", { session_id = b }).status, "idle", "a higher budget lets it go on")
   ctx.call(c, "send", { session_id = b, message = "go on" })
-  local r = watch_until(ctx, c, { b }, settled)[b]
+  local r = ctx.watch_each(c, { b }, settled)[b]
   t.eq(r.status, "idle")
   t.eq(r.usage.total, (served_for(ctx, "zeta")), "counted on from where it stopped")
   t.eq(select(2, served_for(ctx, "zeta")), 4)
@@ -130,9 +111,9 @@ test("a daily orchestrator budget: the spawn that reaches it stops its agents; t
   local ctx = support.setup(t, { scenario = EVERY_TURN })
   local c = client_with(ctx, "orch-a", { REASONIX_MCP_DAILY_TOKENS = "1500" })
   local one = ctx.call(c, "spawn", { task = "one", keep_alive = true }).session_id
-  t.eq(watch_until(ctx, c, { one }, settled)[one].status, "idle", "under the day's budget (" .. by_index(0) .. " tokens)")
+  t.eq(ctx.watch_each(c, { one }, settled)[one].status, "idle", "under the day's budget (" .. by_index(0) .. " tokens)")
   local two = ctx.call(c, "spawn", { task = "two", keep_alive = true }).session_id
-  local last = watch_until(ctx, c, { one, two }, function(_, r) return r.status == "exited" end)
+  local last = ctx.watch_each(c, { one, two }, function(_, r) return r.status == "exited" end)
   t.ok(ctx.prov:served().total_tokens >= 1500)
   for _, id in ipairs({ one, two }) do
     t.eq(last[id].exit_reason, "budget", "the day's budget stops every agent of the orchestrator")
@@ -146,7 +127,7 @@ test("a daily orchestrator budget: the spawn that reaches it stops its agents; t
   t.eq(ctx.call(c, "list", {}).usage.today.tokens, ctx.prov:served().total_tokens)
   local other = client_with(ctx, "orch-b", { REASONIX_MCP_DAILY_TOKENS = "1500" })
   local three = ctx.call(other, "spawn", { task = "three" }).session_id
-  t.eq(watch_until(ctx, other, { three }, settled)[three].status, "idle", "orch-b's day has its own budget")
+  t.eq(ctx.watch_each(other, { three }, settled)[three].status, "idle", "orch-b's day has its own budget")
   ctx.shutdown()
 end)
 
@@ -205,10 +186,10 @@ test("a policy's budget hook warns at 80 %: a field of the watch result, not a w
   local c = ctx.client()
   -- the built-in warning is off (warn_at 0): only the policy can warn
   local sid = ctx.call(c, "spawn", { task = "one", budget = { tokens = 2500, warn_at = 0 } }).session_id
-  local r = watch_until(ctx, c, { sid }, settled)[sid]
+  local r = ctx.watch_each(c, { sid }, settled)[sid]
   t.eq({ r.status, r.usage.total, r.usage.warning }, { "idle", by_index(0), nil }, "40 %: no warning")
   ctx.call(c, "send", { session_id = sid, message = "again" })
-  r = watch_until(ctx, c, { sid }, settled)[sid]
+  r = ctx.watch_each(c, { sid }, settled)[sid]
   local spent = by_index(0) + by_index(1)
   t.eq({ r.status, r.usage.total }, { "idle", spent })
   t.eq(r.usage.warning, "policy: " .. spent .. " of 2500 tokens", "the policy's warning rides the result")
@@ -224,7 +205,7 @@ test("on_exceed stop: the budget cuts a turn of two model calls after the first"
   local c = ctx.client()
   local sid = ctx.call(c, "spawn", { task = "TOOL read a.txt", budget = { tokens = 500, on_exceed = "stop" } }).session_id
   local t0 = uv.now()
-  local r = watch_until(ctx, c, { sid }, function(_, x) return x.status == "exited" end)[sid]
+  local r = ctx.watch_each(c, { sid }, function(_, x) return x.status == "exited" end)[sid]
   t.ok(uv.now() - t0 < 30000, "stopped long before the held model call would answer")
   t.eq({ r.exit_reason, r.stop_reason }, { "budget", "cancelled" }, "stopped now, its turn cancelled")
   t.match(r.usage.budget, string.format("session budget reached: tokens %d of 500", by_index(0)))
@@ -242,13 +223,13 @@ test("a fleet budget stops every agent of the fleet, the idle ones too", functio
     { name = "c", task = "task gamma", keep_alive = true } } })
   t.eq(f.fleet_budget, { tokens = 4000 })
   local ids = f.session_ids
-  local last = watch_until(ctx, c, ids, settled)
+  local last = ctx.watch_each(c, ids, settled)
   local round1 = by_index(0) + by_index(1) + by_index(2)
   t.eq(ctx.prov:served().total_tokens, round1)
   for _, id in ipairs(ids) do t.eq(last[id].status, "idle", "under the fleet's budget (" .. round1 .. " of 4000)") end
   -- one agent's next turn takes the fleet over its budget: all three stop
   ctx.call(c, "send", { session_id = ids[1], message = "again" })
-  last = watch_until(ctx, c, ids, function(_, r) return r.status == "exited" end)
+  last = ctx.watch_each(c, ids, function(_, r) return r.status == "exited" end)
   local total = round1 + by_index(3)
   t.eq(ctx.prov:served().total_tokens, total)
   for _, id in ipairs(ids) do
@@ -271,13 +252,13 @@ test("a budget raised while the turn that reached it still runs: that turn's end
   t.wait_for(function() return ctx.prov:served().responses == 1 and #ctx.prov:requests() == 2 end, 20000, "the held call")
   t.wait_for(function() return ctx.call(c, "list", { all = true }).sessions[1].usage ~= nil end, 5000, "the first call counted")
   ctx.call(c, "configure", { session_id = sid, budget = 20000 })
-  local r = watch_until(ctx, c, { sid }, settled)[sid]
+  local r = ctx.watch_each(c, { sid }, settled)[sid]
   t.eq(r.status, "idle", "it goes on after the turn")
   t.eq(r.usage.budget, nil)
   t.eq(r.usage.total, ctx.prov:served().total_tokens)
   require("rmcp.lib.async").sleep(1500) -- (a stop at the turn's end would have ended the agent by now)
   t.eq(ctx.call(c, "poll", { session_id = sid }).status, "idle", "still live")
   ctx.call(c, "send", { session_id = sid, message = "TOOL again" })
-  t.eq(watch_until(ctx, c, { sid }, settled)[sid].status, "idle", "and it takes the next turn")
+  t.eq(ctx.watch_each(c, { sid }, settled)[sid].status, "idle", "and it takes the next turn")
   ctx.shutdown()
 end)

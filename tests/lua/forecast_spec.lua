@@ -10,19 +10,7 @@ local json = require "rmcp.lib.json"
 local forecast = require "rmcp.agentd.integrate.forecast"
 local rules = require "rmcp.rules.integrate"
 
--- Runs a shell command (the test's own setup), failing the case when it fails.
-local function sh(t, cmd)
-  local ok = os.execute("(" .. cmd .. ") >/dev/null 2>&1")
-  t.ok(ok, "ran: " .. cmd)
-end
-
--- Output of a shell command.
-local function out(cmd)
-  local f = io.popen(cmd .. " 2>/dev/null")
-  local text = f:read("a")
-  f:close()
-  return text
-end
+local sh, out = require("shell").sh, require("shell").out
 
 local COMMIT = "git -c user.email=t@e -c user.name=t commit -qm"
 

@@ -13,19 +13,7 @@ local EVERY_TURN = { rules = { { last_role = "user", user_contains = "HOLD", tex
 
 -- Watches ids until each is idle (or gone); returns the last result of each.
 local function until_idle(ctx, c, ids)
-  local last, left = {}, {}
-  for _, id in ipairs(ids) do left[id] = true end
-  for _ = 1, 40 do
-    if next(left) == nil then return last end
-    local list = {}
-    for id in pairs(left) do list[#list + 1] = id end
-    local w = ctx.call(c, "watch", { session_ids = list })
-    for sid, r in pairs(w.results or {}) do
-      last[sid] = r
-      if r.status == "idle" or r.status == "exited" then left[sid] = nil end
-    end
-  end
-  ctx.t.fail("sessions never went idle")
+  return ctx.watch_each(c, ids, support.settled, 40)
 end
 
 -- The sum of the list's rows' tokens, and the list's own total.

@@ -11,11 +11,7 @@ local worktree = require "rmcp.agentd.worktree"
 local isolate = require "rmcp.agentd.session.isolate"
 local state = require "rmcp.agentd.session.state"
 
--- Runs a shell command (the test's own setup), failing the case when it fails.
-local function sh(t, cmd)
-  local ok = os.execute("(" .. cmd .. ") >/dev/null 2>&1")
-  t.ok(ok, "ran: " .. cmd)
-end
+local sh, out = require("shell").sh, require("shell").out
 
 -- A repository with one commit (a.txt, sub/b.txt) in a fresh dir; returns its path, the daemon
 -- table (paths.home, paths.sessions) and the dir the worktrees go under.
@@ -33,14 +29,6 @@ end
 -- Runs fn with the worktrees under root/wt and this run's branch prefix.
 local function with_root(t, root, fn)
   require("testing").with_env({ REASONIX_MCP_WORKTREE_DIR = root .. "/wt", REASONIX_MCP_WORKTREE_BRANCH_PREFIX = "rx-test/" }, fn)
-end
-
--- Output of a shell command.
-local function out(cmd)
-  local f = io.popen(cmd .. " 2>/dev/null")
-  local text = f:read("a")
-  f:close()
-  return text
 end
 
 test("a worktree on a new branch at the same relative path; changes and the diff against its base; removal", function(t)
