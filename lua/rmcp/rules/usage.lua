@@ -109,7 +109,7 @@ function M.add(a, b)
   for _, k in ipairs(M.TOKEN_KEYS) do a[k] = (a[k] or 0) + (b[k] or 0) end
   if b.cost then
     a.cost, a.currency = (a.cost or 0) + b.cost, a.currency or b.currency
-  elseif b.total > 0 then
+  elseif (b.total or 0) > 0 then
     a.cost_unknown = true
   end
   if b.cost_unknown then a.cost_unknown = true end
