@@ -104,6 +104,12 @@ test("a fleet of four, one with a session budget: it stops at the turn the provi
   t.eq(r.status, "idle")
   t.eq(r.usage.total, (served_for(ctx, "zeta")), "counted on from where it stopped")
   t.eq(select(2, served_for(ctx, "zeta")), 4)
+  ctx.call(c, "stop", { session_id = b })
+  ctx.call(c, "configure", { session_id = b, budget = BUDGET })
+  t.eq(ctx.call_err(c, "resume", { session_id = b }).code, -32022, "back under its first budget: refused again")
+  t.eq(ctx.call(c, "resume", { session_id = b, budget = cjson.null }).status, "idle", "a resume's budget null removes it")
+  ctx.call(c, "send", { session_id = b, message = "go on" })
+  t.eq(ctx.watch_each(c, { b }, settled)[b].status, "idle", "no budget stops it now")
   ctx.shutdown()
 end)
 

@@ -56,7 +56,8 @@ function M.resume_changes(p)
   local changes = {}
   if p.keep_alive ~= nil then changes.keep_alive = o.keep_alive end
   if p.idle_timeout ~= nil then changes.idle_timeout = o.idle_timeout end
-  if p.budget ~= nil then changes.budget = o.budget end -- (a higher budget lets a session a budget stopped go on)
+  -- (a higher budget lets a session a budget stopped go on; null removes it)
+  if p.budget ~= nil then changes.budget = o.budget or json.null end
   for _, k in ipairs(rules_spawn.order) do changes[k] = o[k] end
   return changes
 end

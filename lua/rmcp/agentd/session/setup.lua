@@ -87,7 +87,8 @@ function M.spawn(d, owner, project_dir, o, cwd, cb)
   end)
 end
 
--- Fields a resume may change (the caller checked them): cwd (confined), keep_alive, idle_timeout.
+-- Fields a resume may change (the caller checked them): cwd (confined), keep_alive, idle_timeout,
+-- budget (null removes it).
 local resumable = { cwd = true, keep_alive = true, idle_timeout = true, budget = true }
 
 -- Revives tombstone s (exited or orphaned) on a fresh agent run with env (the resuming
@@ -107,7 +108,10 @@ function M.resume(d, s, changes, env, cb)
   end
   park.unpark(d, s)
   for k, v in pairs(changes) do
-    if resumable[k] then s[k] = v end
+    if resumable[k] then
+      if v == json.null then v = nil end -- (a budget null removes)
+      s[k] = v
+    end
   end
   local over = usage.refusal(d, s)
   if over then return cb(nil, jsonrpc.error(usage.REFUSED, "session " .. s.id .. " cannot be resumed: " .. over)) end
