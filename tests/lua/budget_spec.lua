@@ -113,6 +113,36 @@ test("a fleet of four, one with a session budget: it stops at the turn the provi
   ctx.shutdown()
 end)
 
+test("a message queued behind the turn a budget ends is kept: the result says so, the resume delivers it", function(t)
+  local ctx = support.setup(t, { scenario = { rules = {
+    { last_role = "user", user_contains = "SLOW", text = "done", usage = "by_index", delay_first = 3 },
+    { last_role = "user", text = "done", usage = "by_index" } } } })
+  -- reasonix steered by queueing, as codex, gemini and opencode are: a message for a running turn waits for its end
+  assert(uv.fs_mkdir(ctx.mcp_home, tonumber("700", 8)))
+  assert(uv.fs_mkdir(ctx.mcp_home .. "/policy", tonumber("755", 8)))
+  local f = assert(io.open(ctx.mcp_home .. "/policy/queue.lua", "w"))
+  f:write("return { agent_command = function(argv) return { argv = argv, profile = { base = 'reasonix', steer = 'queue' } } end }\n")
+  f:close()
+  local c = ctx.client()
+  local id = ctx.call(c, "spawn", { task = "iota SLOW", budget = 1000 }).session_id
+  t.eq(ctx.call(c, "send", { session_id = id, message = "kappa follow-up" }).delivered, "queued")
+  local r = ctx.watch_each(c, { id }, function(_, x) return x.status == "exited" end)[id]
+  t.eq(r.exit_reason, "budget")
+  t.match(r.usage.budget, "1 message sent to it not delivered yet: a resume delivers them")
+  local function kappa_asked()
+    for _, q in ipairs(ctx.prov:requests()) do
+      if cjson.encode(q.body.messages or {}):find("kappa follow-up", 1, true) then return true end
+    end
+    return false
+  end
+  t.eq(kappa_asked(), false, "the stop kept it from the agent")
+  ctx.call(c, "configure", { session_id = id, budget = 100000 })
+  ctx.call(c, "resume", { session_id = id })
+  t.eq(ctx.watch_each(c, { id }, settled)[id].status, "idle")
+  t.eq(kappa_asked(), true, "the resume delivered it")
+  ctx.shutdown()
+end)
+
 test("a daily orchestrator budget: the spawn that reaches it stops its agents; the next spawn is refused; another orchestrator's day is its own", function(t)
   local ctx = support.setup(t, { scenario = EVERY_TURN })
   local c = client_with(ctx, "orch-a", { REASONIX_MCP_DAILY_TOKENS = "1500" })

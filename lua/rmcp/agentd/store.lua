@@ -28,6 +28,7 @@ M.field_types = {
   -- what it spends (agentd/session/usage.lua): its figures, its agent process's last cumulative
   -- figure, its budget, its fleet {id, name, budget?}, its orchestrator's daily budget, why a budget stopped it
   usage = "object", usage_seen = "object", budget = "object", fleet = "object", daily_budget = "object", budget_note = "string",
+  undelivered = "array", -- messages sent to it that a budget stop kept for its resume
   integration = "object", -- where its branch's integration is (agentd/integrate/queue.lua)
   forecast = "object", -- its branch's last forecast (agentd/integrate/forecast.lua)
   agent = "string", -- the agent it runs: reasonix, a built-in ACP agent or a policy's (rules/agents.lua)

@@ -64,6 +64,7 @@
 ---@field daily_budget table?      its orchestrator's daily budget, from the spawner's environment
 ---@field fleet table?             the fleet it was spawned in: {id, name?, budget?}
 ---@field budget_note string?      why a budget stopped it (exit_reason "budget")
+---@field undelivered string[]?    messages sent to it that a budget stop kept: its resume delivers them
 ---@field forecast table?          its branch's last forecast: {target, ahead, behind, clean, conflicts?, collides_with?, at}
 ---@field integration table?       where its branch's integration is: {id, state, target, note?, files?, commit?} (agentd/integrate/queue.lua)
 ---@field pending SessionDecision[] decisions awaiting respond_permission (runtime only)

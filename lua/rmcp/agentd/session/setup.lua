@@ -125,6 +125,7 @@ function M.resume(d, s, changes, env, cb)
   end
   s.rt = runtime.new_rt()
   s.rt.resuming = true
+  for _, m in ipairs(s.undelivered or {}) do s.rt.queued[#s.rt.queued + 1] = m end -- (they start its next turn)
   s.pending = {}
   s.status = "starting"
   -- the host knows it died (it resumes it): its death is no longer news for a watch, held or not
@@ -144,6 +145,7 @@ function M.resume(d, s, changes, env, cb)
     s.status = "idle"
     s.exit_reason = nil
     s.interrupted_turn = nil
+    s.undelivered = nil -- (queued again above)
     if s.queued_config == saved then s.queued_config = nil end -- set by this start
     configure.flush(d, s) -- configured while it started
     s.rt.resuming = nil

@@ -331,14 +331,31 @@ function M.flush_queued(d, s)
   end
 end
 
+-- Keeps the messages s was sent that no turn has taken (queued behind the turn its budget ends) for
+-- its resume to deliver; its budget's note says so.
+local function keep_undelivered(d, s)
+  local rt = s.rt
+  local kept = {}
+  for _, m in ipairs(rt.after_turn or {}) do kept[#kept + 1] = m end
+  for _, m in ipairs(rt.queued) do kept[#kept + 1] = m end
+  rt.after_turn, rt.queued = nil, {}
+  if #kept == 0 then return end
+  s.undelivered = kept
+  s.budget_note = string.format("%s; %d message%s sent to it not delivered yet: a resume delivers them",
+    s.budget_note or "budget reached", #kept, #kept == 1 and "" or "s")
+  state.journal(d, s, { type = "undelivered", count = #kept })
+end
+
 -- Stops the agent of s (cancel the turn, close the session, end the process); reason becomes the
--- exit_reason ("stopped", "cleaned_up"). cb() runs when it is gone.
+-- exit_reason ("stopped", "cleaned_up", "budget": messages queued for it kept). cb() runs when it
+-- is gone.
 function M.stop(d, s, reason, cb)
   if s.parked then -- finished, with no agent: nothing to stop
     if cb then cb() end
     return
   end
   local rt = s.rt
+  if reason == "budget" then keep_undelivered(d, s) end
   local agent = rt.agent
   state.cancel_cleanup(s)
   if not agent or agent.exited then
