@@ -96,6 +96,35 @@ test("four agents: the clean ones and the first of a conflicting pair merged, th
   ctx.shutdown()
 end)
 
+test("on_conflict wait: the resolved conflict waits for the orchestrator, integrated again it merges; push branches sends the branches, not the target", function(t)
+  local ctx = support.setup(t, { scenario = SCENARIO })
+  make_repo(t, ctx.ws, ctx.home.root)
+  local c = ctx.client()
+  local ids = spawn_all(ctx, c, { "IG-C work", "IG-D work" })
+  local base = sh(t, "git -C " .. ctx.ws .. " rev-parse main")
+  local with = { order = "given", push = "branches", on_conflict = "wait" }
+  ctx.call(c, "worktree_integrate", { session_ids = ids, target = "main", with = with })
+  until_states(ctx, c, ids, function(st) return st[ids[1]] == "merged" and st[ids[2]] == "conflict" end)
+  -- the second agent's turn resolves and commits the conflict; its integration stays where it was
+  ctx.watch_until(c, { ids[2] }, function(_, r) return r.status == "idle" end)
+  -- (an absence: a watch of two seconds sees the integration not move on by itself)
+  local quiet = ctx.call(c, "watch", { session_ids = { ids[2] }, timeout = 2 }).results or {}
+  t.eq(quiet[ids[2]] and quiet[ids[2]].integration and quiet[ids[2]].integration.state or "conflict", "conflict")
+  local row
+  for _, r in ipairs(ctx.call(c, "list", {}).sessions) do if r.session_id == ids[2] then row = r end end
+  t.eq(row.integration.state, "conflict", "it waits for the orchestrator")
+  t.eq(sh(t, "cd " .. ctx.ws .. " && git log --format=%s main"):find("D edits shared", 1, true), nil, "not merged by itself")
+  ctx.call(c, "worktree_integrate", { session_ids = { ids[2] }, target = "main", with = with })
+  until_states(ctx, c, { ids[2] }, function(st) return st[ids[2]] == "merged" end)
+  t.eq(sh(t, "cat " .. ctx.ws .. "/shared.txt"), "from C\nfrom D\n")
+  local remote = "git -C " .. ctx.home.root .. "/remote.git rev-parse "
+  for _, id in ipairs(ids) do
+    t.eq(sh(t, remote .. "reasonix/" .. id), sh(t, "git -C " .. ctx.ws .. " rev-parse reasonix/" .. id), id .. "'s branch pushed")
+  end
+  t.eq(sh(t, remote .. "main"), base, "the target is not pushed")
+  ctx.shutdown()
+end)
+
 test("a failing verify leaves the target as it was; a dirty checkout of the target is refused", function(t)
   local ctx = support.setup(t, { scenario = SCENARIO })
   make_repo(t, ctx.ws, ctx.home.root)
