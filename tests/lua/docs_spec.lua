@@ -60,7 +60,8 @@ test("every relative link of README.md and docs/ leads to a file", function(t)
     local dir = page:match("^(.*/)") or ""
     for target in assert(read(page)):gmatch("%]%(([^)%s]+)%)") do
       local path = target:gsub("#.*$", "")
-      if path ~= "" and not path:match("^%a+:") and not read(dir .. path) and not run("test -d " .. ROOT .. dir .. path) then
+      local exists = read(dir .. path) or select(2, run("test -d " .. ROOT .. dir .. path))
+      if path ~= "" and not path:match("^%a+:") and not exists then
         broken[#broken + 1] = page .. ": " .. target
       end
     end

@@ -31,6 +31,7 @@ return {
       { "results[]", "With session_ids: per id, {session_id, delivered, status} or {session_id, status, error}; a failure undoes no delivery." },
       { "delivered, failed", "With session_ids: the counts (delivered is then a count)." },
     },
+    notes = "With session_ids, an id that is not yours refuses the whole call. A message that would start a turn while a budget covering the session is reached is refused (-32022).",
   },
   handler = function(args, ctx)
     local ok, err = common.one_of(args, { "session_id", "session_ids" })
