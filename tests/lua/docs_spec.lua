@@ -3,18 +3,15 @@
 -- other tests and CI run), every relative link of README.md and docs/ leads to a file, and every
 -- setting the code reads is in lua/rmcp/config.lua's settings list (the source of configuration.md).
 local config = require "rmcp.config"
+local src = require "lua_source"
 
 local here = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
 local ROOT = here .. "../../"
 local BIN = os.getenv("RMCP_BIN") or require("rmcp.host").exe
 
--- The text of file path (relative to the repository), or nil.
+-- The text of file path (relative to the repository).
 local function read(path)
-  local f = io.open(ROOT .. path, "r")
-  if not f then return nil end
-  local text = f:read("a")
-  f:close()
-  return text
+  return src.read(ROOT .. path)
 end
 
 -- Output (stdout and stderr) and success of a shell command.
@@ -38,7 +35,7 @@ test("the generated pages of docs/ match the tool table and config.lua", functio
 end)
 
 test("README.md is at most 150 lines and keeps the lines tests and CI run", function(t)
-  local readme = assert(read("README.md"))
+  local readme = read("README.md")
   local lines = select(2, readme:gsub("\n", ""))
   t.ok(lines <= 150, "README.md has " .. lines .. " lines (at most 150: the rest belongs in docs/)")
   local fenced = {}
@@ -58,10 +55,9 @@ test("every relative link of README.md and docs/ leads to a file", function(t)
   local broken = {}
   for _, page in ipairs(pages) do
     local dir = page:match("^(.*/)") or ""
-    for target in assert(read(page)):gmatch("%]%(([^)%s]+)%)") do
+    for target in read(page):gmatch("%]%(([^)%s]+)%)") do
       local path = target:gsub("#.*$", "")
-      local exists = read(dir .. path) or select(2, run("test -d " .. ROOT .. dir .. path))
-      if path ~= "" and not path:match("^%a+:") and not exists then
+      if path ~= "" and not path:match("^%a+:") and not select(2, run("test -e " .. ROOT .. dir .. path)) then
         broken[#broken + 1] = page .. ": " .. target
       end
     end
@@ -95,7 +91,7 @@ test("every default, limit and REASONIX_* name the code reads is a documented se
   end
   local missing = {}
   for _, path in ipairs(sources) do
-    for name in assert(read(path)):gmatch("REASONIX_[%u%d_]+") do
+    for name in read(path):gmatch("REASONIX_[%u%d_]+") do
       local family = name:match("^REASONIX_MCP_AGENT_%u") and "REASONIX_MCP_AGENT_<NAME>"
       if not rows[family or name] and not name:match("_$") then missing[name] = path end -- (a prefix: its names are rows)
     end
