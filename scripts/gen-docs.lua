@@ -156,9 +156,7 @@ its whole environment; Codex passes only `HOME PATH USER LOGNAME SHELL LANG LC_A
 put settings for Codex in that file or on the registration (`--env NAME=value`, kept in
 `[mcp_servers.reasonix.env]`). `reasonix-mcp doctor` names the settings a Codex registration would
 lose. agentd reads the spawn defaults, budgets and `REASONIX_MCP_ALLOW_ANY_CWD` from the environment
-of the orchestrator that spawns, so two hosts may use two settings at once. Numbers are read when
-used: a new value applies without a restart where the code reads it per call.
-]] }
+of the orchestrator that spawns, so two hosts may use two settings at once.]] }
   for _, row in ipairs(config.settings) do
     if row.group then
       out[#out + 1] = ""

@@ -276,7 +276,7 @@ M.settings = {
   { group = "The host, the server and the launcher" },
   { "REASONIX_MCP_ORCHESTRATOR_ID", nil, "Names the orchestrator (default: the host's client name and the workspace). Give each of several same-host instances in one workspace its own; set, it is also every conversation's." },
   { "REASONIX_MCP_TOOLSETS", "all", "Comma-separated tool sets tools/list shows: core, fleet, worktree, routines, or all. Every tool answers its name whatever is listed." },
-  { "REASONIX_MCP_MAX_IN_FLIGHT", M.limits.max_in_flight, "Host requests in flight before the host is not read (agentd: twice that per connection); none is read while 1 MiB written to it is unread (\"Back-pressure\" above)." },
+  { "REASONIX_MCP_MAX_IN_FLIGHT", M.limits.max_in_flight, "Host requests in flight before the host is not read (agentd: twice that per connection); none is read while 1 MiB written to it is unread (\"Back-pressure\" below)." },
   { "REASONIX_MCP_MAX_LINE", M.limits.max_line, "The longest NDJSON line, on the socket and from agents; a longer one is refused and the connection goes on." },
   { "REASONIX_MCP_PROGRESS_INTERVAL_MS", 10000, "How often a blocked watch sends notifications/progress." },
   { "REASONIX_MCP_LAUNCHER_MAX_CRASHES", 5, "Quick server crashes in a row before the launcher gives up." },
