@@ -29,7 +29,7 @@ return {
       { "max_events", "Most events returned; over 200 is clamped (max_events_clamped); implies detail." },
     },
     result = {
-      { "results", "{[session_id] = result} for each session that woke it: status, stop_reason?, message? (compact: first and last half kept), message_truncated?, permission_request?, plan?, current_work?, error_text?, exit_reason?, health?, usage?, changes?, integration?, background_recovery?, transcript_path." },
+      { "results", "{[session_id] = result} for each session that woke it: status, stop_reason?, message? (compact: first and last half kept), message_truncated?, permission_request?, plan?, current_work?, error_text?, exit_reason?, health?, usage?, changes?, integration?, background_recovery?, decision_repeated? (a decision shown again after a failed answer or a closed form), decision_reminder? (still unanswered), transcript_path." },
       { "superseded", "true: a newer watch over these sessions took over; this one returned at once." },
       { "timed_out", "true: the timeout ended it." },
     },
