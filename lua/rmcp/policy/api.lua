@@ -1,4 +1,4 @@
--- The narrow API a user policy file runs with (lua/POLICY.md): its whole global environment is the
+-- The narrow API a user policy file runs with (docs/policies.md): its whole global environment is the
 -- safe Lua builtins plus the `rmcp` table (log, json, read-only config, path helpers). No require, io,
 -- os.execute, load or debug: a policy decides, the daemon acts. (A convenience boundary, not a
 -- security one: policy files are the user's own code and run with the user's rights.)

@@ -1,4 +1,4 @@
--- What a user policy file may return (lua/POLICY.md), and the check a loaded one passes before it
+-- What a user policy file may return (docs/policies.md), and the check a loaded one passes before it
 -- runs: the hooks it may define, its other fields, the caps and the spawn options its hooks may set.
 -- Stateless: policy/loader.lua runs the check on each file it loads, policy/hooks.lua asks the hooks.
 local M = {}

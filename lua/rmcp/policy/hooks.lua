@@ -1,4 +1,4 @@
--- User-policy hooks (lua/POLICY.md): the places where the server and agentd make a decision ask the
+-- User-policy hooks (docs/policies.md): the places where the server and agentd make a decision ask the
 -- loaded policy files here, in load order, passing the built-in default. Each hook call is protected:
 -- an error is logged, reported once to the next caller, and counts as "no answer" (the default stands).
 -- Stateless: the loaded policies live in policy/loader.lua.

@@ -1,6 +1,6 @@
 -- The ctx a tool handler(args, ctx) gets, whichever process runs it (the MCP server, ctl): agentd
 -- calls that wait inside the handler's coroutine, built over the process's own way of sending one
--- request. lua/POLICY.md documents the fields.
+-- request. docs/policies.md documents the fields.
 local uv = require "luv"
 local async = require "rmcp.lib.async"
 local jsonrpc = require "rmcp.lib.jsonrpc"

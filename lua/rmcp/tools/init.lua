@@ -1,11 +1,13 @@
 -- The one tool table: every capability, as MCP tools (tools/list shows them in this order) and as
 -- `reasonix-mcp ctl` verbs (ctl/main.lua builds its commands from the same definitions). A tool is
 -- {name, title, description, inputSchema, annotations, toolset?, long?, answer_kept?, hidden?,
--- cli, handler(args, ctx) -> result | nil, message}: the handler runs in a coroutine, ctx is the
--- server's or ctl's (lua/POLICY.md documents it); handlers hold no state. `cli` says how the verb
+-- cli, doc?, handler(args, ctx) -> result | nil, message}: the handler runs in a coroutine, ctx is the
+-- server's or ctl's (docs/policies.md documents it); handlers hold no state. `cli` says how the verb
 -- reads a shell's words ({verb?, aliases?, positional?, flags?, switches?, sub?, every_orchestrator?})
--- or why there is none ({none = "why"}). Tools that user policies add (their `tools` hook) have the
--- same shape and follow the built-in ones; names an earlier surface had still answer (renamed.lua).
+-- or why there is none ({none = "why"}); `doc` ({args = {{name, what}}, result = {{field, what}},
+-- notes?}) is for docs/tools.md alone (scripts/gen-docs.lua), never sent. Tools that user policies
+-- add (their `tools` hook) have the same shape and follow the built-in ones; names an earlier
+-- surface had still answer (renamed.lua).
 local log = require "rmcp.lib.log"
 local tool_shape = require "rmcp.lib.tool_shape"
 local hooks = require "rmcp.policy.hooks"

@@ -64,6 +64,21 @@ return {
   inputSchema = common.object({ force = { type = "boolean" } }),
   annotations = { readOnlyHint = false, destructiveHint = true, idempotentHint = false, openWorldHint = false },
   cli = { verb = "restart-agentd", aliases = { "restart" } },
+  -- Doc-only: docs/tools.md is generated from it (scripts/gen-docs.lua); tools/list never sends it.
+  doc = {
+    args = {
+      { "force", "Stop your agents at work (checkpointed), and end a daemon that does not answer (TERM, then KILL)." },
+    },
+    result = {
+      { "restarted", "true." },
+      { "old_pid, agentd_pid", "The old and the new daemon." },
+      { "version, current_binary", "The new daemon's version, and whether it is this binary's." },
+      { "recoverable_sessions[]", "Your agents it closed: resume them." },
+      { "checkpointed_sessions[]", "With force: those of them stopped mid-work." },
+      { "escalated", "TERM or KILL: how an unanswering daemon was ended." },
+    },
+    notes = "Refused while your agents work or hold undelivered results (force stops them); other orchestrators' agents at work refuse it too, as a count, and force does not override them.",
+  },
   handler = function(args, ctx)
     local before = ctx.agentd_within("ping", {}, PING_MS)
     local info = before or ctx.agentd_info()

@@ -12,6 +12,14 @@ return {
   inputSchema = common.object({}),
   annotations = { readOnlyHint = false, destructiveHint = false, idempotentHint = false, openWorldHint = false },
   cli = { none = "a shell has no MCP server of its own: the host restarts its server (a new binary is picked up by the launcher at once)" },
+  -- Doc-only: docs/tools.md is generated from it (scripts/gen-docs.lua); tools/list never sends it.
+  doc = {
+    args = {},
+    result = {
+      { "restarting", "true: the launcher is starting a fresh server." },
+      { "message", "What happens; agent sessions are unaffected." },
+    },
+  },
   handler = function(_args, ctx)
     if not ctx.restart_server("reasonix_restart_mcp_server") then
       return nil, "No supervising launcher: the host runs `reasonix-mcp server` directly, so nothing can "

@@ -67,6 +67,38 @@ return {
     flags = { approval = "tool_approval" },
     every_orchestrator = "the person at the shell owns the machine: ctl sees and manages every orchestrator's routines",
   },
+  -- Doc-only: docs/tools.md is generated from it (scripts/gen-docs.lua); tools/list never sends it.
+  doc = {
+    args = {
+      { "action", "list, templates, create, configure, run, stop or delete." },
+      { "routine_id", "The routine (configure, run, stop, delete)." },
+      { "template_id", "create: copy this template (any field overrides it)." },
+      { "name", "create, configure: the routine's name." },
+      { "prompt", "create, configure: what each run does." },
+      { "cwd", "create, configure: where runs work; default the project dir." },
+      { "schedule", "manual, every N(s|m|h|d) (at least a minute), or daily HH:MM [Area/City]." },
+      { "overlap", "skip (a trigger while a run works is recorded as skipped) or queue (up to 10 wait)." },
+      { "delegation", "disabled, allowed or encouraged: whether a run may use Reasonix subagents." },
+      { "enabled", "false pauses the schedule (run still works)." },
+      { "model", "As spawn's, for every run." },
+      { "effort", "As spawn's, for every run." },
+      { "work_mode", "As spawn's, for every run." },
+      { "tool_approval", "As spawn's, for every run; default auto." },
+      { "sandbox", "As spawn's, for every run." },
+      { "budget", "Each run's budget; on_exceed defaults to stop." },
+      { "agent", "As spawn's, for every run." },
+      { "include_prompt", "list: each routine's prompt." },
+      { "include_results", "list: each run's result and transcript_path." },
+    },
+    result = {
+      { "list", "{routines[{routine_id, name, cwd, schedule, enabled, overlap, delegation, tool_approval, next_due?, queued, current_run?, runs_total, budget?, usage?, runs[the newest 20: {run_id, trigger, status, session_id?, started_at?, ended_at?, permission_request?, usage?, result?}]}], now, concurrency, active_runs}." },
+      { "templates", "{templates[{template_id, name, description, schedule, overlap, delegation, tool_approval, prompt}]}." },
+      { "create, configure", "The routine row." },
+      { "run", "{routine_id, started (run id), session_id, status}, or {routine_id, queued} or {routine_id, skipped (why)}." },
+      { "stop", "{routine_id, stopped (run id or null), session_id?}: the schedule and queue stay." },
+      { "delete", "{routine_id, deleted: true}; refused while a run is at work." },
+    },
+  },
   handler = function(args, ctx)
     local method, params = request(args)
     if not method then return nil, params end

@@ -15,6 +15,24 @@ return {
   }, { "message" }),
   annotations = { readOnlyHint = false, destructiveHint = false, idempotentHint = false, openWorldHint = true },
   cli = { positional = { "session_id", "message" } },
+  -- Doc-only: docs/tools.md is generated from it (scripts/gen-docs.lua); tools/list never sends it.
+  doc = {
+    args = {
+      { "session_id", "One session (or session_ids)." },
+      { "session_ids", "Many sessions at once: the same message to each." },
+      { "message", "The guidance: steers the running turn, or starts a new one when idle." },
+      { "expect", "steer: only into a running turn; new_turn: only as a new turn; any: whichever applies (never dropped)." },
+      { "parallelism", "With session_ids: how many are sent at once." },
+    },
+    result = {
+      { "session_id", "The session." },
+      { "delivered", "steer or new_turn: how it was delivered." },
+      { "status", "Its status after it." },
+      { "results[]", "With session_ids: per id, {session_id, delivered, status} or {session_id, status, error}; a failure undoes no delivery." },
+      { "delivered, failed", "With session_ids: the counts (delivered is then a count)." },
+    },
+    notes = "With session_ids, an id that is not yours refuses the whole call. A message that would start a turn while a budget covering the session is reached is refused (-32022).",
+  },
   handler = function(args, ctx)
     local ok, err = common.one_of(args, { "session_id", "session_ids" })
     if not ok then return nil, err end

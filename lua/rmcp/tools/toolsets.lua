@@ -17,6 +17,17 @@ return {
   inputSchema = common.object({ enable = names, disable = names }),
   annotations = { readOnlyHint = false, destructiveHint = false, idempotentHint = true, openWorldHint = false },
   cli = { none = "tool sets choose what an MCP host lists; a shell lists every verb" },
+  -- Doc-only: docs/tools.md is generated from it (scripts/gen-docs.lua); tools/list never sends it.
+  doc = {
+    args = {
+      { "enable", "Sets to list from now on in this MCP session (all: every set)." },
+      { "disable", "Sets to stop listing." },
+    },
+    result = {
+      { "sets[]", "{name, listed, about, tools[]} per set." },
+    },
+    notes = "Not listed itself. A host is told notifications/tools/list_changed; hosts that never refresh their list (Claude Code, Codex) see the change at their next start, with REASONIX_MCP_TOOLSETS.",
+  },
   handler = function(args, ctx)
     if not ctx.toolsets then return nil, "tool sets belong to an MCP session" end
     return ctx.toolsets(args.enable, args.disable)

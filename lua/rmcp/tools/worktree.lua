@@ -52,6 +52,27 @@ return {
       integrate = { set = { action = "integrate" }, positional = { "session_ids..." } },
     },
   },
+  -- Doc-only: docs/tools.md is generated from it (scripts/gen-docs.lua); tools/list never sends it.
+  doc = {
+    args = {
+      { "action", "diff, info, remove (one session_id); forecast, integrate (session_ids)." },
+      { "session_id", "The isolated session (diff, info, remove)." },
+      { "stat", "diff: --stat against the commit it started from; false: the patch." },
+      { "paths", "diff: only these paths." },
+      { "max_bytes", "diff: the patch's size cap (truncated beyond)." },
+      { "delete_branch", "remove: delete its branch even when it has commits." },
+      { "session_ids", "forecast, integrate: the worktree sessions, of one repository." },
+      { "target", "forecast, integrate: the branch; default the branch the repository was on when they were spawned." },
+      { "with", "integrate: {order (forecast|given), update (rebase|merge), merge (merge|squash|ff), verify (a shell line), push (false|target|branches|both), remote (origin), on_conflict (continue|wait)}." },
+    },
+    result = {
+      { "diff", "{session_id, base, branch, worktree, stat or diff, truncated?, commits[{sha, subject}], changes}." },
+      { "info", "{path, branch, base, repo, state, changes}." },
+      { "remove", "{removed, branch, branch_kept, commits, merge?, patch?}: a kept branch comes with the commands to take its work." },
+      { "forecast", "{target, target_commit, branches[{session_id, branch, ahead, behind, clean, conflicts?, notes?}], pairs[{a, b, files, hunks?, notes?}], order[], ms}." },
+      { "integrate", "At once {integration_id, target, repo, order[], with, status}; then each step wakes reasonix_watch with the session's integration {id, state, target, note?, files?, commit?, pushed?}." },
+    },
+  },
   handler = function(args, ctx)
     local wants = takes[args.action]
     for k in pairs(args) do
