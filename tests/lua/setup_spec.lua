@@ -115,9 +115,11 @@ test("the agent setup installs is the version scripts/install-agent.sh pins", fu
   t.eq("reasonix@" .. script:match("local version=(%S+)"), config.AGENT_PACKAGE)
 end)
 
--- Runs `reasonix-mcp setup args…` in home with no host on PATH; returns its stdout and exit code.
+-- Runs `reasonix-mcp setup args…` in home with no host on PATH (an empty dir: a host installed on
+-- this machine is not found); returns its stdout and exit code.
 local function setup(home, args)
-  local env = { "HOME=" .. home, "PATH=/usr/bin:/bin", "REASONIX_HOME=" .. home .. "/rx", "REASONIX_MCP_HOME=" .. home .. "/mcp",
+  assert(files.mkdir_p(home .. "/empty"))
+  local env = { "HOME=" .. home, "PATH=" .. home .. "/empty", "REASONIX_HOME=" .. home .. "/rx", "REASONIX_MCP_HOME=" .. home .. "/mcp",
     "RMCP_TEST_RUN=" .. os.getenv("RMCP_TEST_RUN") }
   local r = assert(command.run(require("rmcp.host").exe, { "setup", table.unpack(args) }, { env = env, timeout_ms = 90000 }))
   return r.stdout .. r.stderr, r.code
@@ -172,4 +174,39 @@ test("setup all without the hosts installed: dry run, write, again, remove", fun
   t.eq(after[".codex/config.toml"], CODEX, "codex's config as it was, byte for byte")
   for _, f in ipairs({ ".claude.json", ".config/reasonix-mcp/env", ".config/reasonix-mcp/setup.json" }) do t.eq(after[f], nil, f .. " removed: setup made it") end
   t.match(out, "remove the file %(setup created it%)")
+end, { timeout = 240000 })
+
+test("no agent: setup says how to install it and fails; --install-agent runs npm with the pin, --remove takes it away", function(t)
+  local home = t.tmpdir("rmcp-setup-agent")
+  -- a copy of the binary with no agent beside it, and an npm that records its arguments and
+  -- installs an agent that answers --version
+  assert(files.mkdir_p(home .. "/bin"))
+  local exe = home .. "/bin/reasonix-mcp"
+  t.ok(uv.fs_copyfile(require("rmcp.host").exe, exe))
+  assert(uv.fs_chmod(exe, 493))
+  assert(files.write_atomic(home .. "/bin/npm", table.concat({
+    "#!/bin/sh", "PATH=/usr/bin:/bin", 'echo "$@" > "$HOME/npm.args"', 'while [ "$1" != --prefix ]; do shift; done',
+    'b="$2/node_modules/@reasonix/cli-linux-x64/bin"', 'mkdir -p "$b"', "printf '#!/bin/sh\\necho reasonix v0-test\\n' > \"$b/reasonix\"",
+    'chmod +x "$b/reasonix"', "" }, "\n")))
+  assert(uv.fs_chmod(home .. "/bin/npm", 493))
+  local env = { "HOME=" .. home, "PATH=" .. home .. "/bin", "RMCP_TEST_RUN=" .. os.getenv("RMCP_TEST_RUN") }
+  local function run(args)
+    local r = assert(command.run(exe, { "setup", table.unpack(args) }, { env = env, timeout_ms = 90000 }))
+    return r.stdout .. r.stderr, r.code
+  end
+  local out, code = run({ "codex" })
+  t.match(out, "Agent:\n  not found: reasonix not found")
+  t.match(out, "install it with `reasonix%-mcp setup codex %-%-install%-agent` %(npm install " .. config.AGENT_PACKAGE:gsub("%p", "%%%0"))
+  t.eq(code, 1, "no agent: setup does not pretend it is done")
+  out = run({ "codex", "--install-agent" })
+  local dir = home .. "/.local/share/reasonix-mcp/agent"
+  t.eq(files.read(home .. "/npm.args"), "install --prefix " .. dir .. " --no-audit --no-fund --loglevel=error " .. config.AGENT_PACKAGE .. "\n")
+  t.match(out, "reasonix v0%-test")
+  t.eq(files.read(home .. "/.config/reasonix-mcp/env"), "REASONIX_BIN=" .. dir .. "/node_modules/@reasonix/cli-linux-x64/bin/reasonix\n")
+  t.match(out, "%[ok  %] agent binary +" .. dir:gsub("%p", "%%%0"), "doctor finds it through the env file")
+  out = run({ "--remove" })
+  t.match(out, "remove " .. dir:gsub("%p", "%%%0") .. " %(setup installed it%)")
+  t.eq(uv.fs_stat(dir), nil)
+  t.eq(uv.fs_stat(home .. "/.config/reasonix-mcp/env"), nil)
+  t.eq(uv.fs_stat(home .. "/.codex/config.toml"), nil)
 end, { timeout = 240000 })

@@ -108,7 +108,12 @@ local function agent_step(run, o)
   local ok = run:step("run: npm install --prefix " .. dir .. " " .. config.AGENT_PACKAGE, function()
     return steps.run(npm, { "install", "--prefix", dir, "--no-audit", "--no-fund", "--loglevel=error", config.AGENT_PACKAGE }, 600000)
   end)
-  if ok and not run.dry then run.record.agent = { dir = dir } end
+  if ok and not run.dry then
+    run.record.agent = { dir = dir }
+    local runs, out = steps.run(installed, { "--version" }, 10000)
+    run:say("  " .. installed .. "  " .. (runs and out:gsub("%s+$", "") or ("does not run: " .. tostring(out))))
+    ok = runs ~= nil
+  end
   return { { name = "REASONIX_BIN", value = installed } }, ok
 end
 
@@ -187,7 +192,13 @@ end
 -- setup --remove [HOST…]: returns the exit code (coroutine).
 local function remove(run, o)
   run:say("reasonix-mcp setup --remove" .. (run.dry and " (dry run: nothing is changed)" or ""))
-  local hosts = #o.hosts > 0 and o.hosts or M.ORDER
+  local hosts = o.hosts
+  if #hosts == 0 then
+    for _, name in ipairs(M.ORDER) do
+      if (run.record.hosts or {})[name] then hosts[#hosts + 1] = name end
+    end
+    if #hosts == 0 and not run.record.env and not run.record.agent then run:say("setup registered nothing: nothing to undo") end
+  end
   local left = {}
   for name in pairs(run.record.hosts or {}) do left[name] = true end
   for _, name in ipairs(hosts) do
