@@ -1,6 +1,6 @@
 -- `setup claude`: this binary registered with Claude Code at user scope — with `claude mcp add`
 -- when Claude Code is installed, else written into its config file (setup/claude_json.lua) — and
--- undone by `setup --remove`. The run's record (setup/steps.lua) keeps hosts.claude = {mode
+-- undone by `setup --remove`. Its record (setup/steps.lua keeps it as hosts.claude) is {mode
 -- ("command" | "file"), exe, file, created, previous (the registration replaced, as JSON text),
 -- edits (our splices of the file)}.
 local config = require "rmcp.config"
@@ -18,15 +18,13 @@ function M.file()
   return dir and (dir .. "/.claude.json") or (config.user_home() .. "/.claude.json")
 end
 
--- Registers exe through run (setup/steps.lua) and records it; coroutine.
-function M.register(run, exe)
+-- Registers exe through run (setup/steps.lua); rec: what an earlier setup recorded ({} for
+-- none). Returns the record of what it did, or nil when it did nothing (coroutine).
+function M.register(run, exe, rec)
   local file = M.file()
   local text, exists = steps.read(file)
   local entry, raw = claude_json.entry(text)
-  run:say(M.NAME .. " (" .. file .. "):")
   if claude_json.is_ours(entry, exe) then return run:say("  already registered: runs " .. exe) end
-  local hosts = run.record.hosts or {}
-  local rec = hosts.claude or {}
   if entry then run:say("  replacing the registration that runs " .. tostring(entry.command or entry.url or raw)) end
   local new = { exe = exe, file = file, previous = rec.previous or raw, created = rec.created or not exists, edits = {} }
   local bin = config.which("claude")
@@ -41,23 +39,17 @@ function M.register(run, exe)
       function() return steps.run(bin, { "mcp", "add", "reasonix", "--scope", "user", "--", exe }) end)
   else
     local edit, new_text = claude_json.register(text, exe)
-    if not edit then return run:step("edit " .. file, function() return nil, new_text end) end
+    if not edit then return run:step("edit " .. file, function() return nil, new_text end) and nil end
     new.mode, new.edits = "file", { edit }
     if rec.mode == "file" then new.edits = rec.edits; table.insert(new.edits, edit) end
     ok = run:step("write mcpServers.reasonix (claude is not on PATH)", function() return steps.write(file, new_text) end)
   end
-  if ok and not run.dry then
-    hosts.claude = new
-    run.record.hosts = hosts
-  end
+  return ok and new or nil
 end
 
--- Undoes what register recorded; coroutine.
-function M.unregister(run)
-  local rec = (run.record.hosts or {}).claude
-  local file = rec and rec.file or M.file()
-  run:say(M.NAME .. " (" .. file .. "):")
-  if not rec then return run:say("  setup registered nothing here: nothing to undo") end
+-- Undoes what register recorded in rec; returns whether it did (coroutine).
+function M.unregister(run, rec)
+  local file = rec.file
   local text = steps.read(file)
   local entry = claude_json.entry(text)
   local bin = config.which("claude")
@@ -80,7 +72,7 @@ function M.unregister(run)
         .. " (the file changed since setup)", function() return steps.write(file, claude_json.unregister(text, rec.previous)) end)
     end
   end
-  if ok and not run.dry then run.record.hosts.claude = nil end
+  return ok
 end
 
 return M

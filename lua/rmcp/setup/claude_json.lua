@@ -4,6 +4,7 @@
 -- one splice (setup/splice.lua) written as Claude Code writes the file (JSON.stringify, 2 spaces).
 -- Stateless.
 local json = require "rmcp.lib.json"
+local json_text = require "rmcp.lib.json_text"
 local splice = require "rmcp.setup.splice"
 
 local M = {}
@@ -15,34 +16,8 @@ end
 
 -- The index after the string literal that opens at i, or nil.
 local function string_end(t, i)
-  local j = i + 1
-  while true do
-    local c = t:find('["\\]', j)
-    if not c then return nil end
-    if t:sub(c, c) == '"' then return c + 1 end
-    j = c + 2
-  end
-end
-
--- The index after the JSON value that starts at i, or nil when it does not end.
-local function value_end(t, i)
-  local c = t:sub(i, i)
-  if c == '"' then return string_end(t, i) end
-  if c ~= "{" and c ~= "[" then return t:find("[,%]}%s]", i) or #t + 1 end
-  local depth, j = 0, i
-  while true do
-    local k = t:find('[%[%]{}"]', j)
-    if not k then return nil end
-    local ch = t:sub(k, k)
-    if ch == '"' then
-      j = string_end(t, k)
-      if not j then return nil end
-    else
-      depth = depth + ((ch == "{" or ch == "[") and 1 or -1)
-      j = k + 1
-      if depth == 0 then return j end
-    end
-  end
+  local q = json_text.string_end(t, i)
+  return q and q + 1
 end
 
 -- The members of the object whose { is at open: a list of {key (raw, quotes dropped), kstart,
@@ -55,8 +30,9 @@ local function members(t, open)
     local colon = kend and skip_ws(t, kend)
     if not colon or t:sub(colon, colon) ~= ":" then return nil end
     local vstart = skip_ws(t, colon + 1)
-    local vend = value_end(t, vstart)
-    if not vend then return nil end
+    local last = json_text.value_end(t, vstart)
+    if not last then return nil end
+    local vend = last + 1
     out[#out + 1] = { key = t:sub(i + 1, kend - 2), kstart = i, vstart = vstart, vend = vend }
     local n = skip_ws(t, vend)
     if t:sub(n, n) == "}" then return out, n end

@@ -1,7 +1,7 @@
 -- `setup codex`: this binary registered with Codex — with `codex mcp add` when Codex is
 -- installed, else written into its config.toml — with the settings README.md gives for it
 -- (setup/codex_toml.lua: tool_timeout_sec, default_tools_approval_mode) set in our table, and
--- undone by `setup --remove`. The run's record (setup/steps.lua) keeps hosts.codex = {mode
+-- undone by `setup --remove`. Its record (setup/steps.lua keeps it as hosts.codex) is {mode
 -- ("command" | "file" | "kept": registered before, only our settings added), exe, file, created,
 -- previous (the table replaced, as text), edits (our splices of the file)}.
 local config = require "rmcp.config"
@@ -35,15 +35,13 @@ local function settle(run, file, edits)
   end)
 end
 
--- Registers exe through run (setup/steps.lua) and records it; coroutine.
-function M.register(run, exe)
+-- Registers exe through run (setup/steps.lua); rec: what an earlier setup recorded ({} for
+-- none). Returns the record of what it did, or nil when it did nothing (coroutine).
+function M.register(run, exe, rec)
   local file = M.file()
   local text, exists = steps.read(file)
   local found = codex_toml.inspect(text)
-  run:say(M.NAME .. " (" .. file .. "):")
   if codex_toml.is_ours(text, exe) then return run:say("  already registered: runs " .. exe) end
-  local hosts = run.record.hosts or {}
-  local rec = hosts.codex or {}
   local new = { exe = exe, file = file, previous = rec.previous, created = rec.created or not exists, edits = {} }
   local bin = config.which("codex")
   local ok
@@ -67,18 +65,12 @@ function M.register(run, exe)
         function() return steps.write(file, new_text) end)
     end
   end
-  if ok and not run.dry then
-    hosts.codex = new
-    run.record.hosts = hosts
-  end
+  return ok and new or nil
 end
 
--- Undoes what register recorded; coroutine.
-function M.unregister(run)
-  local rec = (run.record.hosts or {}).codex
-  local file = rec and rec.file or M.file()
-  run:say(M.NAME .. " (" .. file .. "):")
-  if not rec then return run:say("  setup registered nothing here: nothing to undo") end
+-- Undoes what register recorded in rec; returns whether it did (coroutine).
+function M.unregister(run, rec)
+  local file = rec.file
   local text = steps.read(file)
   local found = codex_toml.inspect(text)
   local restored = splice.undo_all(text, rec.edits or {})
@@ -98,7 +90,7 @@ function M.unregister(run)
     ok = run:step("remove [" .. codex_toml.TABLE .. "]" .. (rec.previous and " and put back the table it replaced" or ""),
       function() return steps.write(file, codex_toml.unregister(restored or text, rec.previous)) end)
   end
-  if ok and not run.dry then run.record.hosts.codex = nil end
+  return ok
 end
 
 return M

@@ -17,13 +17,8 @@ M.SETTINGS = {
 
 M.TABLE = "mcp_servers.reasonix"
 
--- s as a TOML basic string.
-function M.quote(s)
-  return '"' .. s:gsub('[%c\\"]', function(c)
-    if c == "\\" or c == '"' then return "\\" .. c end
-    return string.format("\\u%04x", c:byte())
-  end) .. '"'
-end
+-- s as a TOML basic string: escaped as a JSON string is.
+M.quote = require("rmcp.setup.claude_json").quote
 
 -- The value of a TOML basic string literal raw (`"..."`), or nil when raw is not one.
 local function unquote(raw)

@@ -137,6 +137,25 @@ local function env_step(run, settings)
   end
 end
 
+-- Registers exe with host name and records what that did.
+local function register_host(run, name, exe)
+  local host, hosts = M.HOSTS[name], run.record.hosts or {}
+  run:say(host.NAME .. " (" .. host.file() .. "):")
+  local done = host.register(run, exe, hosts[name] or {})
+  if done and not run.dry then
+    hosts[name] = done
+    run.record.hosts = hosts
+  end
+end
+
+-- Undoes what setup recorded for host name.
+local function unregister_host(run, name)
+  local host, rec = M.HOSTS[name], (run.record.hosts or {})[name]
+  run:say(host.NAME .. " (" .. (rec and rec.file or host.file()) .. "):")
+  if not rec then return run:say("  setup registered nothing here: nothing to undo") end
+  if host.unregister(run, rec) and not run.dry then run.record.hosts[name] = nil end
+end
+
 -- Runs doctor as a user would and prints what it says; returns whether it passed (coroutine).
 local function doctor_step(run, exe)
   if run.dry then run:say("\nwould run: reasonix-mcp doctor") return true end
@@ -158,7 +177,7 @@ local function set_up(run, o)
     end
   end
   env_step(run, settings)
-  for _, name in ipairs(o.hosts) do M.HOSTS[name].register(run, exe) end
+  for _, name in ipairs(o.hosts) do register_host(run, name, exe) end
   local saved, serr = run:save()
   if not saved then run:say("could not save the record " .. run.path .. ": " .. tostring(serr)) return 1 end
   local doctor_ok = doctor_step(run, exe)
@@ -202,7 +221,7 @@ local function remove(run, o)
   local left = {}
   for name in pairs(run.record.hosts or {}) do left[name] = true end
   for _, name in ipairs(hosts) do
-    M.HOSTS[name].unregister(run)
+    unregister_host(run, name)
     left[name] = nil
   end
   if run.record.hosts and next(run.record.hosts) == nil then run.record.hosts = nil end
