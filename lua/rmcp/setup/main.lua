@@ -235,7 +235,7 @@ end
 function M.main(args)
   local o, err = M.parse(args)
   if not o then
-    io.stderr:write("reasonix-mcp setup: ", err, "\n", M.HELP)
+    io.stderr:write("reasonix-mcp setup: ", err, "\n", M.HELP:match("^(.-\n)\n"), "(reasonix-mcp setup --help says more)\n")
     return sys.stop(2)
   end
   if o.help then io.stdout:write(M.HELP) return sys.stop(0) end
