@@ -60,11 +60,11 @@ function M.unregister(run, rec)
   elseif rec.mode == "command" and bin then
     ok = run:step("run: claude mcp remove reasonix --scope user", function() return steps.run(bin, { "mcp", "remove", "reasonix", "--scope", "user" }) end)
     if ok and rec.previous then
-      ok = run:step("run: claude mcp add-json reasonix --scope user " .. rec.previous:gsub("%s*\n%s*", " "),
+      ok = run:step("run: claude mcp add-json reasonix --scope user JSON (the registration setup replaced; its env may hold secrets)",
         function() return steps.run(bin, { "mcp", "add-json", "reasonix", "--scope", "user", rec.previous }) end)
     end
   else
-    local restored = splice.undo_all(text, rec.edits or {})
+    local restored = rec.mode == "file" and splice.undo_all(text, rec.edits) or nil
     if restored then
       ok = run:step(steps.restore_says(restored, rec.created), function() return steps.restore(file, restored, rec.created) end)
     else
