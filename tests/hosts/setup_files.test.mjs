@@ -5,7 +5,7 @@
 // needs: agent clients hosts
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, writeFileSync, readFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { BIN, RUN_ID, makeSandbox, shutdownAgentd, waitNoLeftovers, killLeftovers, removeSandbox, execFileSync } from '../e2e/helpers.mjs';
 
@@ -33,11 +33,11 @@ after(async () => {
 });
 
 // Runs `reasonix-mcp setup ARGS…` with no host on PATH (an empty dir: a host installed on this
-// machine is not found); returns its output (its exit code is doctor's verdict, which needs a
-// provider this test does not set up).
-function setup(args) {
+// machine is not found) unless path says otherwise; returns its output (its exit code is doctor's
+// verdict, which needs a provider this test does not set up).
+function setup(args, path = sb.bin) {
   try {
-    return execFileSync(BIN, ['setup', ...args], { env: { ...env, PATH: sb.bin }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    return execFileSync(BIN, ['setup', ...args], { env: { ...env, PATH: path }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
   } catch (e) {
     return e.stdout + e.stderr;
   }
@@ -78,4 +78,22 @@ test('setup all without the hosts on PATH writes configs the real hosts read; --
   for (const k of Object.keys(before)) assert.deepEqual(now[k], before[k], `${k} as it was`);
   // Claude Code rewrote its file when it ran (its own state): only our entry was taken out
   assert.match(removed, /remove mcpServers\.reasonix \(the file changed since setup\)|remove the file|restore the file/);
+});
+
+test('with the hosts on PATH, a registration that runs something else is replaced by their commands and put back by --remove', () => {
+  const withHosts = `${HOSTS}:/usr/bin:/bin`;
+  rmSync(codexFile);
+  rmSync(claudeFile);
+  host('claude', ['mcp', 'add', 'reasonix', '--scope', 'user', '-e', 'OLD=1', '--', '/old/claude-server', 'x']);
+  host('codex', ['mcp', 'add', 'reasonix', '--', '/old/codex-server']);
+  const codexBefore = readFileSync(codexFile, 'utf8');
+  const claudeBefore = JSON.parse(readFileSync(claudeFile, 'utf8')).mcpServers;
+  const out = setup(['all'], withHosts);
+  assert.match(out, /Claude Code \(.*\):\n {2}replacing the registration that runs \/old\/claude-server\n {2}run: claude mcp remove reasonix --scope user\n {2}run: claude mcp add reasonix --scope user -- /);
+  assert.match(out, /Codex \(.*\):\n {2}replacing the registration that runs \/old\/codex-server\n {2}run: codex mcp add reasonix -- /);
+  assert.equal(JSON.parse(host('codex', ['mcp', 'get', 'reasonix', '--json'])).transport.command, BIN);
+  assert.equal(JSON.parse(readFileSync(claudeFile, 'utf8')).mcpServers.reasonix.command, BIN);
+  setup(['--remove'], withHosts);
+  assert.equal(readFileSync(codexFile, 'utf8'), codexBefore, 'Codex\'s config as it was, byte for byte');
+  assert.deepEqual(JSON.parse(readFileSync(claudeFile, 'utf8')).mcpServers, claudeBefore, 'the old Claude Code registration is back');
 });

@@ -60,7 +60,7 @@ function M.unregister(run, rec)
   elseif rec.mode == "command" and bin then
     ok = run:step("run: claude mcp remove reasonix --scope user", function() return steps.run(bin, { "mcp", "remove", "reasonix", "--scope", "user" }) end)
     if ok and rec.previous then
-      ok = run:step("run: claude mcp add-json reasonix --scope user JSON (the registration setup replaced; its env may hold secrets)",
+      ok = run:step("run: claude mcp add-json reasonix --scope user '<the registration setup replaced>'",
         function() return steps.run(bin, { "mcp", "add-json", "reasonix", "--scope", "user", rec.previous }) end)
     end
   else
