@@ -177,6 +177,10 @@ M.which = which
 -- `reasonix` next to it, or the pinned one scripts/install-agent.sh puts in the checkout's .agent/.
 M.AGENT_BESIDE = { "reasonix", "../.agent/node_modules/@reasonix/cli-linux-x64/bin/reasonix" }
 
+-- The agent version this release is made for (scripts/install-agent.sh installs the same), as npm
+-- names it: what `setup --install-agent` installs and what a missing agent is installed with.
+M.AGENT_PACKAGE = "reasonix@1.38.11"
+
 -- The agent installed beside our binary, or nil: found without any environment, as a host that
 -- passes its MCP servers only a few variables (Codex) runs us.
 function M.agent_beside()

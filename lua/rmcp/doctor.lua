@@ -27,22 +27,22 @@ end
 M.CODEX_PASSES = { "HOME", "LOGNAME", "PATH", "SHELL", "USER", "LANG", "LC_ALL", "TERM", "TMPDIR", "TZ" }
 
 -- What each host will pass us from this shell: the settings (REASONIX_*) a Codex registration
--- without `--env` loses (the env file's reach every host), and the agent the server would then run. Returns ok (false when Codex
+-- without `--env` loses (those the env file has reach every host), and the agent the server would then run. Returns ok (false when Codex
 -- would find no agent), detail.
 function M.host_env()
   local codex_env = {}
   for _, name in ipairs(M.CODEX_PASSES) do codex_env[name] = config.env(name) end
-  local from_file = {}
-  for _, name in ipairs(envfile.applied) do from_file[name] = true end
-  local lost = {}
+  local lost, covered = {}, 0
   for name in pairs(uv.os_environ()) do
-    if name:match("^REASONIX") and not from_file[name] then lost[#lost + 1] = name end
+    if name:match("^REASONIX") then
+      if envfile.names[name] then covered = covered + 1 else lost[#lost + 1] = name end
+    end
   end
   table.sort(lost)
   local bin, err = config.agent_bin(codex_env)
   local lines = {
     "Claude Code passes its whole environment; Codex passes only " .. table.concat(M.CODEX_PASSES, " "),
-    #lost == 0 and "no REASONIX* setting here, nothing to carry"
+    #lost == 0 and (covered > 0 and "the settings file has every REASONIX* setting here: Codex loses none" or "no REASONIX* setting here, nothing to carry")
       or ("under Codex these are lost unless registered with --env NAME=value or put in the settings file: " .. table.concat(lost, " ")),
     "under Codex the agent would be: " .. (bin or err),
     "settings file " .. envfile.path() .. (#envfile.applied > 0 and (" sets " .. table.concat(envfile.applied, " "))

@@ -10,6 +10,10 @@ local M = {}
 -- The names the file set in this process (doctor tells them apart from the environment's).
 M.applied = {}
 
+-- Every name the file has, set here or not (the environment had it): name → true. A host that
+-- passes no environment gets them all.
+M.names = {}
+
 -- The env file's path.
 function M.path()
   return require("rmcp.config").user_home() .. "/.config/reasonix-mcp/env"
@@ -21,7 +25,7 @@ function M.apply()
   local file = M.path()
   local f = io.open(file, "r")
   if not f then return {} end
-  local set, n = {}, 0
+  local set, names, n = {}, {}, 0
   for line in f:lines() do
     n = n + 1
     if not line:match("^%s*$") and not line:match("^%s*#") then
@@ -30,6 +34,7 @@ function M.apply()
         f:close()
         return nil, string.format("%s:%d: expected NAME=value", file, n)
       end
+      names[name] = true
       local cur = os.getenv(name)
       if cur == nil or cur == "" then
         uv.os_setenv(name, value)
@@ -38,7 +43,7 @@ function M.apply()
     end
   end
   f:close()
-  M.applied = set
+  M.applied, M.names = set, names
   return set
 end
 

@@ -1,5 +1,5 @@
 -- Entry point of every reasonix-mcp process: the C core calls main(argv) once, then runs the loop.
--- Subcommands: (none)/launcher, server, agentd, ctl, doctor, dashboard, sandbox-net, script FILE, version.
+-- Subcommands: (none)/launcher, server, agentd, ctl, doctor, setup, dashboard, sandbox-net, script FILE, version.
 local M = {}
 
 local commands = {
@@ -8,6 +8,7 @@ local commands = {
   agentd = "rmcp.agentd.main",
   ctl = "rmcp.ctl.main",
   doctor = "rmcp.doctor",
+  setup = "rmcp.setup.main",
   dashboard = "rmcp.dashboard.main",
   ["sandbox-net"] = "rmcp.sandboxed.net",
 }
@@ -24,6 +25,7 @@ usage: reasonix-mcp [launcher]       MCP server for a host (stdio), restarted on
        reasonix-mcp agentd           the detached daemon that owns the agents
        reasonix-mcp ctl COMMAND      look at and steer the fleet from a shell (ctl help)
        reasonix-mcp doctor [--agents] check agent binary, provider, socket dir, daemon (--agents: start each built-in agent)
+       reasonix-mcp setup HOST       register this binary with claude, codex or all (setup --help)
        reasonix-mcp dashboard        the fleet dashboard on http://127.0.0.1:8746/
        reasonix-mcp sandbox-net ...  inside a strict sandbox: the agent's way out through agentd
        reasonix-mcp script FILE ...  run a Lua file with the core modules (tests, tools)
@@ -91,7 +93,7 @@ function M.main(argv)
   if sandboxed[sub] then return require(module).main(rest) end
   local _, env_err = require("rmcp.envfile").apply()
   if env_err then io.stderr:write("reasonix-mcp: ", env_err, " (the rest of the file is ignored)\n") end
-  if sub ~= "doctor" then
+  if sub ~= "doctor" and sub ~= "setup" then
     require("rmcp.lib.chunks").enable(require("rmcp.config").home(), require("rmcp.sock").secure_dir)
   end
   require(module).main(rest)

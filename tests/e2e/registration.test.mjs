@@ -1,11 +1,12 @@
 // The README's registration as a host that passes its MCP servers almost no environment runs it
 // (issue #13, item 1): Codex passes only HOME, PATH, USER, … — no REASONIX_BIN, REASONIX_HOME or
 // REASONIX_MCP_HOME — so the server must find the agent installed beside it and its homes under
-// HOME; and `doctor` says what Codex would drop.
+// HOME; `doctor` says what Codex would drop, and `reasonix-mcp setup codex` (README.md's line)
+// carries it into the settings file.
 // needs: agent python3 clients
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, writeFileSync, existsSync } from 'node:fs';
+import { mkdirSync, writeFileSync, existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { useFixture, tool, watchUntil, BIN, configToml, shutdownAgentd, connectClient, sandboxProcesses, until, execFileSync } from './helpers.mjs';
 
@@ -63,6 +64,36 @@ test('the settings file reaches a server started with only the environment Codex
     assert.match(r[spawned.session_id].message, /registered reply/);
     const out = execFileSync(BIN, ['doctor'], { env: codexEnv(home), encoding: 'utf8' });
     assert.match(out, /settings file \S+\/filehome\/\.config\/reasonix-mcp\/env sets REASONIX_MCP_HOME REASONIX_MCP_DEFAULT_MODEL/);
+  } finally {
+    await c.client.close();
+    await shutdownAgentd({ mcp, ws: fx.sb.ws });
+  }
+  const mine = () => sandboxProcesses({ ...fx.sb, mcp }).filter((p) => / agentd$| acp/.test(p.cmd));
+  await until(() => mine().length === 0, 10000, 'agentd and its agents gone');
+});
+
+test('setup codex carries the shell\'s REASONIX settings Codex drops; the server its config names, with only Codex\'s environment, runs with them', async () => {
+  const home = join(fx.sb.root, 'setuphome');
+  const rx = join(fx.sb.root, 'setup-rx');
+  const mcp = join(fx.sb.root, 'setup-mcp');
+  mkdirSync(join(home, 'empty'), { recursive: true });
+  mkdirSync(rx, { recursive: true });
+  writeFileSync(join(rx, 'config.toml'), configToml(fx.provider.port));
+  writeFileSync(join(rx, '.env'), 'MOCK_API_KEY=mock-key\n');
+  // the user's shell: settings of their own; no codex on PATH, so setup writes Codex's config itself
+  const shell = { HOME: home, PATH: join(home, 'empty'), REASONIX_HOME: rx, REASONIX_MCP_HOME: mcp, REASONIX_MCP_DASHBOARD_AUTOSTART: '0' };
+  const out = execFileSync(BIN, ['setup', 'codex'], { env: shell, encoding: 'utf8' });
+  assert.match(out, new RegExp(`add REASONIX_HOME=${rx} REASONIX_MCP_DASHBOARD_AUTOSTART=0 REASONIX_MCP_HOME=${mcp}\n`));
+  assert.match(out, /\[ok  \] host environment .*\n\s+the settings file has every REASONIX\* setting here: Codex loses none\n/, 'doctor, run by setup, sees nothing lost');
+  const toml = readFileSync(join(home, '.codex', 'config.toml'), 'utf8');
+  const command = JSON.parse(/^command = (".*")$/m.exec(toml)[1]);
+  assert.equal(command, BIN, 'Codex runs this binary');
+  const c = await connectClient(fx.sb, { env: codexEnv(home), name: 'codex-like-host', args: [] });
+  try {
+    const { session_id: sid } = await tool(c.client, 'reasonix_spawn', { task: 'QUICK-TASK after setup', model: 'mock/mock-model' });
+    assert.ok(existsSync(join(mcp, 'agentd.sock')), 'agentd runs in the REASONIX_MCP_HOME setup carried');
+    const r = await watchUntil(c.client, [sid]);
+    assert.match(r[sid].message, /registered reply/, 'the agent used the REASONIX_HOME setup carried');
   } finally {
     await c.client.close();
     await shutdownAgentd({ mcp, ws: fx.sb.ws });

@@ -1,5 +1,5 @@
 // The real hosts (Claude Code, Codex CLI, pinned in tests/hosts/package.json) in private homes,
-// registered exactly as README.md says, pointed at the scripted model API, each run in its own
+// registered exactly as README.md says (`reasonix-mcp setup HOST`, the host on PATH), pointed at the scripted model API, each run in its own
 // process group; the real agent runs on the offline provider. Teardown kills the host's group,
 // shuts down the home's agentd and checks that nothing is left.
 import { spawn, execFileSync } from 'node:child_process';
@@ -16,15 +16,35 @@ import { startScriptedApi } from './scripted_api.mjs';
 const here = dirname(fileURLToPath(import.meta.url));
 const HOST_BIN = { claude: join(here, 'node_modules', '.bin', 'claude'), codex: join(here, 'node_modules', '.bin', 'codex') };
 
-// The registration lines README.md gives for host (the command after `host mcp add`), with the
-// build's binary for the placeholder path; and, for Codex, the config lines it says to add.
+// The registration line README.md gives for host, in a fenced block: `reasonix-mcp setup HOST`, as
+// argv for the build's binary.
 function readmeRegistration(host) {
   const readme = readFileSync(join(REPO, 'README.md'), 'utf8');
-  const line = readme.split('\n').find((l) => l.trim().startsWith(`${host} mcp add `));
-  assert.ok(line, `README.md has a ${host} mcp add line`);
-  const args = line.replace(/#.*$/, '').trim().split(/\s+/).slice(1).map((a) => (a === '/abs/path/to/build/reasonix-mcp' ? BIN : a));
-  const extra = host === 'codex' ? readme.split('\n').filter((l) => /^\s+(tool_timeout_sec|default_tools_approval_mode) = \S+\s*$/.test(l)).map((l) => l.trim()) : [];
-  return { args, extra };
+  const fenced = [...readme.matchAll(/^```[^\n]*\n([\s\S]*?)^```$/gm)].flatMap((m) => m[1].split('\n'));
+  const line = fenced.find((l) => l.trim() === `reasonix-mcp setup ${host}`);
+  assert.ok(line, `README.md has a fenced \`reasonix-mcp setup ${host}\` line`);
+  return line.trim().split(/\s+/).slice(1);
+}
+
+// Runs `reasonix-mcp ARGS` (setup) as a user would in the host's environment, the host on PATH;
+// returns its output, failing with it when it does not exit 0.
+function runSetup(fx, args) {
+  const env = { ...fx.env, PATH: `${dirname(HOST_BIN[fx.host])}:${fx.env.PATH}` };
+  try {
+    return execFileSync(BIN, args, { env, cwd: fx.sb.ws, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  } catch (e) {
+    assert.fail(`reasonix-mcp ${args.join(' ')} exited ${e.status}\n${e.stdout}\n${e.stderr}`);
+  }
+}
+
+// What setup --remove must leave as it was: Codex's config.toml byte for byte (Codex's own `mcp add`
+// and `mcp remove` keep every other byte); Claude Code's user-scope servers (Claude Code keeps its
+// own state in the same file, and its `mcp remove` leaves an empty mcpServers).
+function hostConfig(fx) {
+  if (fx.host === 'codex') return readFileSync(join(fx.env.CODEX_HOME, 'config.toml'), 'utf8');
+  let servers = {};
+  try { servers = JSON.parse(readFileSync(join(fx.env.CLAUDE_CONFIG_DIR, '.claude.json'), 'utf8')).mcpServers ?? {}; } catch { /* none yet */ }
+  return JSON.stringify(servers);
 }
 
 // The environment a host runs with: private homes, the scripted API, no reasonix settings at all
@@ -74,14 +94,8 @@ export function useHost(host, scenario) {
     } else {
       mkdirSync(fx.env.CLAUDE_CONFIG_DIR, { recursive: true });
     }
-    const reg = readmeRegistration(host);
-    execFileSync(HOST_BIN[host], reg.args, { env: fx.env, cwd: sb.ws, stdio: 'pipe' });
-    if (host === 'codex') {
-      const file = join(fx.env.CODEX_HOME, 'config.toml');
-      const text = readFileSync(file, 'utf8');
-      assert.match(text, /^\[mcp_servers\.reasonix\]$/m, 'codex mcp add wrote the table');
-      writeFileSync(file, text.replace(/^\[mcp_servers\.reasonix\]$/m, (h) => [h, ...reg.extra].join('\n')));
-    }
+    fx.configBefore = hostConfig(fx);
+    fx.setupOutput = runSetup(fx, readmeRegistration(host));
   });
   after(async () => {
     for (const r of fx.runs) r.kill();
@@ -112,6 +126,10 @@ export function useHost(host, scenario) {
     const result = withTimeout(done, timeoutMs, `${host} run`).finally(kill);
     return { child, kill, result };
   };
+  // Runs `reasonix-mcp setup ARGS…` as the registration did; returns its output.
+  fx.setup = (args) => runSetup(fx, ['setup', ...args]);
+  // The host's config as setup --remove must leave it (hostConfig).
+  fx.hostConfig = () => hostConfig(fx);
   // Runs the host's own CLI (e.g. `mcp get`) in the private homes and parses its JSON output.
   fx.hostJson = (args) => JSON.parse(execFileSync(HOST_BIN[host], args, { env: fx.env, cwd: fx.sb.ws, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }));
   // agentd's view of the home's sessions, as a user sees it: `reasonix-mcp ctl --json list --all`.

@@ -49,6 +49,9 @@ export function hostSuite(host, test) {
   const fx = useHost(host, scenario);
 
   test(`${host}: spawn → watch → poll → list → stop, registered as the README says`, async (t) => {
+    // `reasonix-mcp setup HOST` registered this binary through the host's own command, then ran doctor
+    assert.match(fx.setupOutput, new RegExp(`run: ${host} mcp add reasonix .*-- ${BIN.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\n`));
+    assert.match(fx.setupOutput, /reasonix-mcp doctor:\n\[ok  \] agent binary/);
     let sid;
     fx.api.script([
       () => ({ call: 'reasonix_spawn', args: { task: 'QUICK-TASK say hello', model: MODEL } }),
@@ -78,6 +81,7 @@ export function hostSuite(host, test) {
       const reg = fx.hostJson(['mcp', 'get', 'reasonix', '--json']);
       assert.equal(reg.transport.command, BIN);
       assert.ok(reg.tool_timeout_sec >= 3600, `tool_timeout_sec ${reg.tool_timeout_sec}`);
+      assert.match(readFileSync(join(fx.env.CODEX_HOME, 'config.toml'), 'utf8'), /^default_tools_approval_mode = "approve"$/m);
     }
     t.diagnostic(`${host}: tool definitions as sent to the model: ${JSON.stringify(fx.api.toolsBytes())}; run ${r.ms} ms`);
   });
@@ -218,4 +222,14 @@ export function hostSuite(host, test) {
       assert.match((await runHost(fx, 'List your agents.', { resume: thread })).stdout, /ONE-AGAIN/, 'the resumed conversation does');
     });
   }
+
+  // Last: it takes the registration away.
+  test(`${host}: setup again changes nothing; setup --remove leaves the host's config as it was before setup`, () => {
+    const registered = fx.hostConfig();
+    assert.match(fx.setup([host]), /already registered: runs /);
+    assert.equal(fx.hostConfig(), registered, 'a second setup changes nothing');
+    fx.setup(['--remove', host]);
+    assert.equal(fx.hostConfig(), fx.configBefore, 'as it was before setup');
+    assert.match(fx.setup(['--remove', host]), /setup registered nothing here: nothing to undo/);
+  });
 }

@@ -2,6 +2,9 @@
 -- requests are safe to send twice, and in-place surgery on the top-level "id". Lines pass through
 -- verbatim because re-encoding decoded JSON would turn [] into {} (lua-cjson 2.1.0) and reorder keys.
 local json = require "rmcp.lib.json"
+local json_text = require "rmcp.lib.json_text"
+
+local string_end, value_end = json_text.string_end, json_text.value_end
 
 local M = {}
 
@@ -46,43 +49,6 @@ function M.label(method, params)
     return params.name
   end
   return tostring(method)
-end
-
--- Index of the closing quote of the JSON string whose opening quote is at s.
-local function string_end(text, s)
-  local pos = s + 1
-  while true do
-    local q = text:find('["\\]', pos)
-    if not q then return nil end
-    if text:byte(q) == 92 then pos = q + 2 else return q end
-  end
-end
-
--- Index of the last byte of the JSON value that starts at s.
-local function value_end(text, s)
-  local c = text:byte(s)
-  if c == 34 then return string_end(text, s) end
-  if c == 123 or c == 91 then
-    local depth, pos = 0, s
-    while true do
-      local p = text:find('[][{}"]', pos)
-      if not p then return nil end
-      local b = text:byte(p)
-      if b == 34 then
-        p = string_end(text, p)
-        if not p then return nil end
-      elseif b == 123 or b == 91 then
-        depth = depth + 1
-      else
-        depth = depth - 1
-        if depth == 0 then return p end
-      end
-      pos = p + 1
-    end
-  end
-  local e = text:find("[%s,}%]]", s)
-  if not e or e == s then return nil end
-  return e - 1
 end
 
 -- Start and end index of the value of a top-level member of a JSON object text, or nil.
