@@ -3,7 +3,7 @@
 # and HOME: npm links the native binary itself as node_modules/.bin/reasonix-mcp (no Node.js shim),
 # which finds its Lua tree through that symlink, and `npx -y reasonix-mcp` (the command a host is
 # given) answers initialize and tools/list. usage: npm.sh PACKAGES_DIR
-# needs: clients
+# needs: npm
 set -eu
 . "$RMCP_SOURCE_DIR/tests/packaging/lib.sh"
 work=$(mktemp -d)
