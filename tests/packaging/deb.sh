@@ -25,9 +25,10 @@ tar -C "$root" -xf "$cache/bookworm.tar"
 cp -L /etc/resolv.conf "$root/etc/resolv.conf"
 mkdir "$root/pkgtest" "$root/src"
 cp "$deb" "$RMCP_SOURCE_DIR/tests/packaging/lib.sh" "$RMCP_SOURCE_DIR/tests/packaging/deb_root.sh" "$root/pkgtest/"
+# the pinned agent, a static binary, runs in the root as it is
 cp "${REASONIX_BIN:-$RMCP_SOURCE_DIR/.agent/node_modules/@reasonix/cli-linux-x64/bin/reasonix}" "$root/pkgtest/reasonix"
-# shellcheck disable=SC2016 # expanded by the inner sh
 # the root is made a mount point (bwrap needs / to be one), then apt's cache and the source go in
+# shellcheck disable=SC2016 # expanded by the inner sh
 unshare --mount --pid --fork --mount-proc="$root/proc" sh -c '
   mount --rbind "$2" "$2" &&
   mount --bind "$1/apt-archives" "$2/var/cache/apt/archives" &&

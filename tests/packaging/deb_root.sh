@@ -59,7 +59,7 @@ $(cat "$work/demo.out")"
 echo "ok: the demo fleet runs from /usr/bin/reasonix-mcp: $(grep '^== fleet' "$work/demo.out")"
 for pid in /proc/[0-9]*; do
   pid=${pid#/proc/}
-  [ "$pid" = 1 ] || [ "$pid" = $$ ] || fail "process $pid left behind: $(tr '\0' ' ' </proc/$pid/cmdline)"
+  [ "$pid" = 1 ] || [ "$pid" = $$ ] || fail "process $pid left behind: $(tr '\0' ' ' </proc/"$pid"/cmdline)"
 done
 
 dpkg -r reasonix-mcp >/dev/null || fail "dpkg -r failed"

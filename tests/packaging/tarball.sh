@@ -8,7 +8,7 @@ set -eu
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 set -- "$1"/reasonix-mcp-"$RMCP_VERSION"-linux-*.tar.gz
-[ $# -eq 1 ] && [ -f "$1" ] || fail "no single tarball: $*"
+{ [ $# -eq 1 ] && [ -f "$1" ]; } || fail "no single tarball: $*"
 dest=$(mktemp -d "$work/unpacked.XXXXXX")
 tar -C "$dest" -xzf "$1"
 top=$(echo "$dest"/reasonix-mcp-*)
