@@ -6,8 +6,6 @@
 #include <lua.h>
 #include <uv.h>
 
-#define RMCP_VERSION "0.1.0"
-
 typedef struct lua_host {
   lua_State *L;      /* main thread: every C->Lua callback runs on it */
   uv_loop_t *loop;

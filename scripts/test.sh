@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, then builds and runs every test twice — a normal
-# build and an ASan+UBSan build; the normal build's ctest also runs the C unit tests under valgrind.
+# build and an ASan+UBSan build; the normal build's ctest also runs the C unit tests under valgrind
+# and builds and installs the packages (tests/packaging: a fresh Debian 12 root for the .deb).
 # A third build (clang, libFuzzer) runs each fuzz target shortly over its seed corpus (tests/fuzz).
 # Ends with a quick benchmark run whose result is reported, never counted (bench/README.md).
 set -euo pipefail

@@ -2,7 +2,7 @@
 # Runs one test command after checking what it needs. A missing piece fails the test with what is
 # missing and how to install it (exit 1); only when a person asks for skips (RMCP_TEST_ALLOW_SKIP=1)
 # does it skip instead (exit 77, which ctest reports as Skipped and scripts/test.sh counts).
-# usage: needs.sh [agent] [python3] [clients] [hosts] [browser] [acp-agent] [codex-acp] [gemini] [sshd] [git] [bwrap] [opencode] -- COMMAND ARGS...
+# usage: needs.sh [agent] [python3] [clients] [hosts] [browser] [acp-agent] [codex-acp] [gemini] [sshd] [git] [bwrap] [opencode] [debroot] [npm] -- COMMAND ARGS...
 #   agent    the pinned real agent (REASONIX_BIN, else <repo>/.agent/…)
 #   codex-acp  Codex's ACP agent pinned in scripts/agents/codex, in .agent/codex with its native binary
 #   python3  the interpreter the mock provider runs on
@@ -11,6 +11,8 @@
 #   browser  Debian's chromium and playwright-core in tests/e2e/node_modules (the dashboard tests)
 #   bwrap    Debian's bubblewrap, working here (the sandbox tests)
 #   opencode the pinned opencode (OPENCODE_BIN, else <repo>/.agent/opencode/…, from scripts/agents/opencode)
+#   npm      Node.js and npm (the npm package test installs it with them)
+#   debroot  mmdebstrap and root (the .deb test installs the package in a fresh Debian 12 root)
 #   gemini   Gemini CLI pinned in scripts/agents/gemini, installed into <repo>/.agent/gemini (GEMINI_BIN overrides)
 repo=${RMCP_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 missing=""
@@ -85,6 +87,13 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do
       want=$(sed -n 's/.*"@google\/gemini-cli": "\(.*\)".*/\1/p' "$repo/scripts/agents/gemini/package.json")
       [ "$(GEMINI_CLI_NO_RELAUNCH=true "$gbin" --version 2>/dev/null)" = "$want" ] ||
         lack "Gemini CLI $want ($gbin)" "scripts/install-agent.sh gemini" ;;
+    npm)
+      command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 ||
+        lack "Node.js and npm (the npm package is installed with them)" "apt-get install nodejs npm, or scripts/install-deps.sh" ;;
+    debroot)
+      command -v mmdebstrap >/dev/null 2>&1 ||
+        lack "mmdebstrap (makes the Debian 12 root the .deb test installs the package in)" "apt-get install mmdebstrap, or scripts/install-deps.sh"
+      [ "$(id -u)" -eq 0 ] || lack "root (the .deb test chroots into that root)" "run the tests as root" ;;
     *) echo "needs.sh: unknown requirement '$1'" >&2; exit 2 ;;
   esac
   shift

@@ -89,7 +89,7 @@ static char *capture_stderr(const char *name, const char *chunk)
 static const char *lua_env =
   "local host = require 'rmcp.host'\n"
   "ok(host.lua_dir == TMP, 'rmcp.host.lua_dir')\n"
-  "ok(host.version == '0.1.0', 'rmcp.host.version')\n"
+  "ok(host.version == '" RMCP_VERSION "', 'rmcp.host.version')\n"
   "ok(host.exe:match('/test_lua_host$'), 'rmcp.host.exe is the realpath of /proc/self/exe: ' .. host.exe)\n"
   "ok(host.invoked == host.exe, 'rmcp.host.invoked defaults to exe')\n"
   "ok(package.path:sub(1, #TMP + 7) == TMP .. '/?.lua;', 'package.path starts with the lua dir')\n"
