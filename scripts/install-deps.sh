@@ -2,8 +2,9 @@
 # Installs what is missing, for one of two jobs:
 #   scripts/install-deps.sh          the tests (scripts/test.sh): everything below
 #   scripts/install-deps.sh --demo   the demo (scripts/demo.sh): building, and running the demo fleet
-# The demo needs the build's Debian packages, python3 (its offline provider runs on it), Node.js and
-# npm, and the pinned reasonix agent from npm into .agent/. The tests add: valgrind (the unit tests
+# The demo needs the build's Debian packages, what the product runs (git for worktrees, bubblewrap
+# for sandboxes, tzdata for routines' time zones), python3 (its offline provider runs on it), Node.js
+# and npm, and the pinned reasonix agent from npm into .agent/. The tests add: valgrind (the unit tests
 # under it), procps; clang and libclang-rt-14-dev (the libFuzzer runtime) for tests/fuzz; chromium,
 # the browser the dashboard's tests drive (with playwright-core from tests/e2e); tzdata, the zoneinfo
 # daily routines are scheduled in; openssh-server and -client for the remote-agent test (its own sshd
@@ -16,11 +17,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-debs=(cmake make gcc pkg-config liblua5.4-dev lua-cjson lua-cjson-dev libuv1-dev lua-luv lua-luv-dev libhttp-parser-dev python3)
+debs=(cmake make gcc pkg-config liblua5.4-dev lua-cjson lua-cjson-dev libuv1-dev lua-luv lua-luv-dev libhttp-parser-dev python3
+      git bubblewrap tzdata) # (the last three: what the product runs, as the .deb's Depends)
 case "${1:-}" in
   --demo) job=demo ;;
   "") job=test
-    debs+=(valgrind procps clang libclang-rt-14-dev chromium tzdata openssh-server openssh-client git bubblewrap dpkg-dev mmdebstrap) ;;
+    debs+=(valgrind procps clang libclang-rt-14-dev chromium openssh-server openssh-client dpkg-dev mmdebstrap) ;;
   *) echo "usage: scripts/install-deps.sh [--demo]" >&2; exit 2 ;;
 esac
 missing=()
