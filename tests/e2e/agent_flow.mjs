@@ -1,8 +1,9 @@
 // The flow every built-in agent's e2e test drives through agentd (spawn with tool_approval "ask" →
-// watch → a second turn → a write asked and allowed → a message queued during a slow turn → stop →
-// resume with its history → no process left), and the timing of its first turn against the agent
-// driven directly. The agent_<name>.test.mjs files give what differs: the scripted API and how to
-// read its requests, env, the write's target, the texts, and checks of their own.
+// watch → a second turn → a write asked and allowed → configure (model, effort, tool_approval yolo)
+// and a write that asks nobody → a message queued during a slow turn → stop → resume with its
+// history → no process left), and the timing of its first turn against the agent driven directly.
+// The agent_<name>.test.mjs files give what differs: the scripted API and how to read its requests,
+// env, the writes' targets, the texts, and checks of their own.
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { tool, until, watchUntil, sandboxProcesses } from './helpers.mjs';
@@ -25,11 +26,28 @@ async function watchFor(client, sid, pred, what) {
 export const agentGone = (fx, agent, what) =>
   until(() => sandboxProcesses(fx.sb).filter((p) => new RegExp(agent).test(p.cmd)).length === 0, 15000, what);
 
+// Configures the idle session sid with c.set (model, effort, tool_approval yolo) as the agent takes
+// them (c.check(result): what was applied and skipped, and why), then sends c.say, a write: under
+// yolo it lands without a permission request reaching the watch; c.reached() checks what the model
+// API got (the new model, the new effort).
+async function reconfigure(client, sid, c) {
+  const r = await tool(client, 'reasonix_configure', { session_id: sid, ...c.set });
+  assert.equal(r.applies, 'now', JSON.stringify(r));
+  assert.equal(r.applied?.tool_approval, 'yolo', JSON.stringify(r));
+  c.check(r);
+  await tool(client, 'reasonix_send', { session_id: sid, message: c.say });
+  const w = await watchFor(client, sid, (x) => x.permission_request || (finished(x) && c.answer.test(x.message ?? '')), 'the write after configure');
+  assert.ok(!w.permission_request, `after tool_approval yolo the write asks nobody: ${JSON.stringify(w)}`);
+  assert.equal(readFileSync(c.target, 'utf8'), c.content, 'the write after configure landed');
+  await c.reached();
+}
+
 // Runs the flow through agentd and returns the ms from spawn to the first turn's end. o: agent, client
 // (its MCP name), env, spawn (extra spawn args), say {one, two, write, slow, queued, resume} (the
 // messages), answers {one, two, wrote, queued, resume} (regexes), target and content (the write),
-// once (read the first turns and the permission from one watch each, as final; else watch until each
-// turn is idle with its answer and check every turn's end_turn), absentBeforeAnswer, and hooks:
+// configure (reconfigure's c), once (read the first turns and the permission from one watch each, as
+// final; else watch until each turn is idle with its answer and check every turn's end_turn),
+// absentBeforeAnswer, and hooks:
 // spawned(s), first(), asked(pr), wrote(), slowReached(), queued(), requestCount(), beforeResume(t0),
 // history(n), where n is requestCount() before the resumed turn's message.
 export async function agentFlow(fx, o) {
@@ -72,6 +90,7 @@ export async function agentFlow(fx, o) {
   endTurn(wrote);
   assert.equal(readFileSync(o.target, 'utf8'), o.content, 'the write landed in the session\'s cwd');
   o.wrote?.();
+  await reconfigure(client, sid, o.configure);
 
   // steer = "queue": a message during a slow turn waits for its end, then starts the next turn
   await tool(client, 'reasonix_send', { session_id: sid, message: o.say.slow });
