@@ -1,7 +1,8 @@
 // Gemini CLI (`agent: "gemini"`, pinned, real) driven through agentd by the MCP tools alone, against
 // the scripted Gemini API on 127.0.0.1, by the flow of agent_flow.mjs: spawn with tool_approval=ask →
 // watch has the first turn's message → a second turn → a write asks (permission_request in watch), is
-// allowed with respond_permission and lands in the session's cwd → a message sent during a slow turn
+// allowed with respond_permission and lands in the session's cwd → configure (model, yolo; effort
+// skipped) reaches Gemini CLI and the API, and a second write asks nobody → a message sent during a slow turn
 // is `queued` and starts the next turn → stop → resume → the next request to the API carries the
 // earlier turns → stop leaves no Gemini process. Prints spawn → first turn end through agentd and driven directly.
 // needs: agent python3 clients gemini
@@ -36,7 +37,9 @@ test('gemini through agentd: turns, an asked write allowed, a queued message, st
   mkdirSync(home, { recursive: true });
   makeHome(home);
   const target = join(fx.sb.ws, 'landed.txt');
-  rules.unshift({ contains: 'WRITE-IT', tool: 'write_file', args: { file_path: target, content: 'landed\n' } });
+  const again = join(fx.sb.ws, 'again.txt');
+  rules.unshift({ contains: 'WRITE-IT', tool: 'write_file', args: { file_path: target, content: 'landed\n' } },
+    { contains: 'WRITE-AGAIN', tool: 'write_file', args: { file_path: again, content: 'again\n' } });
   const g = agentEnv(api.url, home);
   const env = fx.env({ REASONIX_MCP_AGENT_GEMINI: GEMINI, GEMINI_CLI_HOME: g.GEMINI_CLI_HOME, GEMINI_API_KEY: g.GEMINI_API_KEY,
     GOOGLE_GEMINI_BASE_URL: g.GOOGLE_GEMINI_BASE_URL, GEMINI_CLI_NO_RELAUNCH: 'true' });
@@ -48,6 +51,18 @@ test('gemini through agentd: turns, an asked write allowed, a queued message, st
     answers: { one: /first answer/, two: /second answer/, wrote: /written/, queued: /queued answer/, resume: /third answer/ },
     target, content: 'landed\n', absentBeforeAnswer: true,
     asked: (pr) => assert.equal(pr.tool_call?.kind, 'edit', JSON.stringify(pr)),
+    // configure: session/set_model and session/set_mode (yolo); Gemini CLI has no effort option
+    configure: {
+      set: { model: 'gemini-2.5-pro', effort: 'high', tool_approval: 'yolo' }, say: 'WRITE-AGAIN now', answer: /written/,
+      target: again, content: 'again\n',
+      check: (c) => {
+        assert.deepEqual(c.applied, { model: 'gemini-2.5-pro', tool_approval: 'yolo' }, JSON.stringify(c));
+        assert.match(c.skipped?.effort ?? '', /effort high not applied: this agent has no such option/, JSON.stringify(c));
+        assert.deepEqual([c.agent_config.model, c.agent_config.mode], ['gemini-2.5-pro', 'yolo'], JSON.stringify(c));
+      },
+      reached: () => assert.equal(mainRequests().find((r) => lastUser(r).includes('WRITE-AGAIN')).model, 'gemini-2.5-pro',
+        'the new model reached the API'),
+    },
     // (steer = "queue": a second prompt would cancel the turn)
     slowReached: () => until(() => api.requests.some((r) => r.main && lastUser(r).includes('SLOW go')), 20000, 'the slow turn reached the API'),
     queued: () => {
