@@ -133,6 +133,13 @@ export async function directFirstTurn({ start, cwd, init, close = (a) => a.close
   }
 }
 
+// Prints spawn → first turn end through agentd (ms of each run) against the agent driven directly,
+// their medians and ratio, as the one line bench/agents.lua reads.
+export function reportFirstTurn(agent, viaAgentd, direct) {
+  const [a, b] = [median(viaAgentd), median(direct)];
+  console.log(`# ${agent} spawn -> first turn end: through agentd ${viaAgentd.join(', ')} ms (median ${a}), directly ${direct.join(', ')} ms (median ${b}), ratio ${(a / b).toFixed(2)}`);
+}
+
 // Prints spawn → first turn end through agentd against the agent driven directly, medians of 3 (the
 // direct runs share one home, warmed by a first run not counted). o: agent, client, env, answer, and
 // home() → {cwd, start(), remove()} with init and close for directFirstTurn.
@@ -157,7 +164,6 @@ export async function compareFirstTurn(fx, o) {
   } finally {
     h.remove();
   }
-  const [a, b] = [median(viaAgentd), median(direct)];
-  console.log(`# ${o.agent} spawn -> first turn end: through agentd ${viaAgentd.join(', ')} ms (median ${a}), directly ${direct.join(', ')} ms (median ${b}), ratio ${(a / b).toFixed(2)}`);
+  reportFirstTurn(o.agent, viaAgentd, direct);
   await agentGone(fx, o.agent, 'no process of the agent left');
 }

@@ -13,7 +13,7 @@ import { mkdirSync } from 'node:fs';
 import { AGENT as GEMINI, makeHome, agentEnv, startAgent, nextMinute, INIT } from './gemini_acp.mjs';
 import { startGeminiApi } from './gemini_api.mjs';
 import { useFixture, until } from './helpers.mjs';
-import { agentFlow, directFirstTurn } from './agent_flow.mjs';
+import { agentFlow, directFirstTurn, reportFirstTurn } from './agent_flow.mjs';
 
 // (rules get the write's target once the fixture's sandbox exists: the API reads the array per request)
 const rules = [
@@ -91,6 +91,5 @@ test('the same first turn, Gemini CLI driven directly (initialize, session/new, 
   const r = await directFirstTurn({ start: () => startAgent({ ...agentEnv(api.url, home), REASONIX_MCP_HOME: fx.sb.mcp }, cwd), cwd, init: INIT });
   timings.direct = r.ms;
   assert.equal(r.stopReason, 'end_turn');
-  console.log(`# gemini: spawn -> first turn end ${timings.agentd} ms through agentd, ${timings.direct} ms driven directly `
-    + `(ratio ${(timings.agentd / timings.direct).toFixed(2)})`);
+  reportFirstTurn('gemini', [timings.agentd], [timings.direct]);
 });

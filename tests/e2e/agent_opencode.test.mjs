@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { AGENT as OPENCODE, makeHome, startAgent, INIT } from './opencode_acp.mjs';
 import { useFixture } from './helpers.mjs';
-import { agentFlow, directFirstTurn } from './agent_flow.mjs';
+import { agentFlow, directFirstTurn, reportFirstTurn } from './agent_flow.mjs';
 
 const scenario = (target, again) => ({
   models: ['mock-model', 'mock-large'],
@@ -107,6 +107,5 @@ test('the same first turn, opencode driven directly (initialize, session/new, pr
     close: async (a) => { await a.close(); direct.cleanup(); } });
   timings.direct = r.ms;
   assert.equal(r.stopReason, 'end_turn');
-  console.log(`# opencode: spawn -> first turn end ${timings.agentd} ms through agentd, ${timings.direct} ms driven directly `
-    + `(ratio ${(timings.agentd / timings.direct).toFixed(2)})`);
+  reportFirstTurn('opencode', [timings.agentd], [timings.direct]);
 });
