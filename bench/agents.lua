@@ -3,7 +3,7 @@
 -- driven directly over stdio (initialize, session/new, the first prompt), each against its scripted
 -- model API on 127.0.0.1. It runs each agent's e2e file (tests/e2e/agent_<name>.test.mjs, through
 -- tests/support/needs.sh with the needs its header names) and reads the line its timing test prints
--- (agent_flow.mjs reportFirstTurn: medians of 3 for claude and codex, one run for gemini and opencode).
+-- (agent_flow.mjs compareFirstTurn: medians of 3 each way, the direct runs after one not counted).
 local uv = require "luv"
 local command = require "rmcp.lib.command"
 
@@ -51,5 +51,5 @@ return function(ctx)
     end
   end
   ctx.note("agents: each agent's e2e file against its scripted API; through agentd includes the MCP spawn and watch; "
-    .. "medians of 3 (claude, codex) or one run (gemini, opencode)")
+    .. "medians of 3 each way")
 end

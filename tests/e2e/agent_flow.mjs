@@ -135,7 +135,7 @@ export async function directFirstTurn({ start, cwd, init, close = (a) => a.close
 
 // Prints spawn → first turn end through agentd (ms of each run) against the agent driven directly,
 // their medians and ratio, as the one line bench/agents.lua reads.
-export function reportFirstTurn(agent, viaAgentd, direct) {
+function reportFirstTurn(agent, viaAgentd, direct) {
   const [a, b] = [median(viaAgentd), median(direct)];
   console.log(`# ${agent} spawn -> first turn end: through agentd ${viaAgentd.join(', ')} ms (median ${a}), directly ${direct.join(', ')} ms (median ${b}), ratio ${(a / b).toFixed(2)}`);
 }

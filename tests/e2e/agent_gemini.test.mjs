@@ -4,16 +4,17 @@
 // allowed with respond_permission and lands in the session's cwd → configure (model, yolo; effort
 // skipped) reaches Gemini CLI and the API, and a second write asks nobody → a message sent during a slow turn
 // is `queued` and starts the next turn → stop → resume → the next request to the API carries the
-// earlier turns → stop leaves no Gemini process. Prints spawn → first turn end through agentd and driven directly.
+// earlier turns → stop leaves no Gemini process. Prints spawn → first turn end through agentd against the
+// agent driven directly (initialize, session/new, first prompt), medians of 3, and their ratio.
 // needs: agent python3 clients gemini
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { AGENT as GEMINI, makeHome, agentEnv, startAgent, nextMinute, INIT } from './gemini_acp.mjs';
 import { startGeminiApi } from './gemini_api.mjs';
 import { useFixture, until } from './helpers.mjs';
-import { agentFlow, directFirstTurn, reportFirstTurn } from './agent_flow.mjs';
+import { agentFlow, compareFirstTurn } from './agent_flow.mjs';
 
 // (rules get the write's target once the fixture's sandbox exists: the API reads the array per request)
 const rules = [
@@ -27,25 +28,30 @@ const rules = [
 const api = await startGeminiApi(rules);
 after(() => api.stop());
 const fx = useFixture({});
-const timings = {};
+// agentd's env for Gemini CLI against the scripted API, its home under the fixture's sandbox (made once).
+function agentdEnv() {
+  const home = join(fx.sb.root, 'gemini');
+  if (!existsSync(home)) {
+    mkdirSync(home, { recursive: true });
+    makeHome(home);
+  }
+  const g = agentEnv(api.url, home);
+  return fx.env({ REASONIX_MCP_AGENT_GEMINI: GEMINI, GEMINI_CLI_HOME: g.GEMINI_CLI_HOME, GEMINI_API_KEY: g.GEMINI_API_KEY,
+    GOOGLE_GEMINI_BASE_URL: g.GOOGLE_GEMINI_BASE_URL, GEMINI_CLI_NO_RELAUNCH: 'true' });
+}
 // The text of the newest user turn of a request to the API.
 const lastUser = (r) => JSON.stringify(r.body.contents?.at(-1) ?? {});
 const mainRequests = () => api.requests.filter((r) => r.main);
 
 test('gemini through agentd: turns, an asked write allowed, a queued message, stop, resume with history, none left', { timeout: 240000 }, async () => {
-  const home = join(fx.sb.root, 'gemini');
-  mkdirSync(home, { recursive: true });
-  makeHome(home);
   const target = join(fx.sb.ws, 'landed.txt');
   const again = join(fx.sb.ws, 'again.txt');
   rules.unshift({ contains: 'WRITE-IT', tool: 'write_file', args: { file_path: target, content: 'landed\n' } },
     { contains: 'WRITE-AGAIN', tool: 'write_file', args: { file_path: again, content: 'again\n' } });
-  const g = agentEnv(api.url, home);
-  const env = fx.env({ REASONIX_MCP_AGENT_GEMINI: GEMINI, GEMINI_CLI_HOME: g.GEMINI_CLI_HOME, GEMINI_API_KEY: g.GEMINI_API_KEY,
-    GOOGLE_GEMINI_BASE_URL: g.GOOGLE_GEMINI_BASE_URL, GEMINI_CLI_NO_RELAUNCH: 'true' });
+  const env = agentdEnv();
 
   // ask mode is Gemini's "default": write_file asks
-  timings.agentd = await agentFlow(fx, {
+  await agentFlow(fx, {
     agent: 'gemini', client: 'gemini-host', env,
     say: { one: 'TURN-ONE go', two: 'TURN-TWO go', write: 'WRITE-IT now', slow: 'SLOW go', queued: 'QUEUED-MSG after it', resume: 'TURN-THREE go' },
     answers: { one: /first answer/, two: /second answer/, wrote: /written/, queued: /queued answer/, resume: /third answer/ },
@@ -83,13 +89,16 @@ test('gemini through agentd: turns, an asked write allowed, a queued message, st
   });
 });
 
-test('the same first turn, Gemini CLI driven directly (initialize, session/new, prompt)', async () => {
-  const home = join(fx.sb.root, 'gemini-direct');
-  const cwd = join(home, 'work');
-  mkdirSync(cwd, { recursive: true });
-  makeHome(home);
-  const r = await directFirstTurn({ start: () => startAgent({ ...agentEnv(api.url, home), REASONIX_MCP_HOME: fx.sb.mcp }, cwd), cwd, init: INIT });
-  timings.direct = r.ms;
-  assert.equal(r.stopReason, 'end_turn');
-  reportFirstTurn('gemini', [timings.agentd], [timings.direct]);
+test('spawn → first turn end: through agentd against Gemini CLI driven directly (medians of 3)', async () => {
+  // directly: one home (agentd's was warmed by the test above)
+  await compareFirstTurn(fx, {
+    agent: 'gemini', client: 'gemini-time', env: agentdEnv(), answer: /first answer/, init: INIT,
+    home: () => {
+      const home = join(fx.sb.root, 'gemini-direct');
+      const cwd = join(home, 'work');
+      mkdirSync(cwd, { recursive: true });
+      makeHome(home);
+      return { cwd, start: () => startAgent({ ...agentEnv(api.url, home), REASONIX_MCP_HOME: fx.sb.mcp }, cwd), remove: () => {} };
+    },
+  });
 });
