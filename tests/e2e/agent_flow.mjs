@@ -27,14 +27,16 @@ export const agentGone = (fx, agent, what) =>
   until(() => sandboxProcesses(fx.sb).filter((p) => new RegExp(agent).test(p.cmd)).length === 0, 15000, what);
 
 // Configures the idle session sid with c.set (model, effort, tool_approval yolo) as the agent takes
-// them (c.check(result): what was applied and skipped, and why), then sends c.say, a write: under
-// yolo it lands without a permission request reaching the watch; c.reached() checks what the model
-// API got (the new model, the new effort).
+// them: c.applied is what was set, c.skipped the keys the agent lacks (each with why), c.agentConfig
+// what the agent reports after; then sends c.say, a write: under yolo it lands without a permission
+// request reaching the watch; c.reached() checks what the model API got (the new model, the new effort).
 async function reconfigure(client, sid, c) {
   const r = await tool(client, 'reasonix_configure', { session_id: sid, ...c.set });
   assert.equal(r.applies, 'now', JSON.stringify(r));
-  assert.equal(r.applied?.tool_approval, 'yolo', JSON.stringify(r));
-  c.check(r);
+  assert.deepEqual(r.applied, c.applied, JSON.stringify(r));
+  assert.deepEqual(Object.keys(r.skipped ?? {}), c.skipped, JSON.stringify(r));
+  for (const k of c.skipped) assert.match(r.skipped[k], new RegExp(`^${k} ${c.set[k]} not applied: `), JSON.stringify(r));
+  for (const [k, v] of Object.entries(c.agentConfig)) assert.equal(r.agent_config[k], v, `agent_config.${k}: ${JSON.stringify(r)}`);
   await tool(client, 'reasonix_send', { session_id: sid, message: c.say });
   const w = await watchFor(client, sid, (x) => x.permission_request || (finished(x) && c.answer.test(x.message ?? '')), 'the write after configure');
   assert.ok(!w.permission_request, `after tool_approval yolo the write asks nobody: ${JSON.stringify(w)}`);

@@ -15,10 +15,28 @@ local M = {}
 -- efforts exist).
 M.keys = rules_spawn.order
 
+-- Sends call c ({key, method, params}) to the live agent of s: on_ok(r) with the agent's answer when
+-- it took it, else failed[c.key] = why; then after().
+local function send(s, c, failed, on_ok, after)
+  local rt, agent = s.rt, s.rt.agent
+  local params = { sessionId = s.acp_session_id }
+  for k, v in pairs(c.params) do params[k] = v end
+  agent:request(c.method, params, function(r, err)
+    if rt.agent ~= agent or agent.exited then
+      failed[c.key] = "the agent exited"
+    elseif err then
+      failed[c.key] = tostring(err.message)
+    else
+      on_ok(r)
+    end
+    after()
+  end)
+end
+
 -- Sets the options of wanted (key → our value) on the live agent of s as config options (the
 -- reasonix profile kind), one after another; cb(applied, failed, skipped) as apply's.
 local function apply_config_options(s, wanted, cb)
-  local rt, agent = s.rt, s.rt.agent
+  local rt = s.rt
   local applied, failed, skipped, keys = {}, {}, {}, {}
   for _, k in ipairs(M.keys) do
     if wanted[k] ~= nil then keys[#keys + 1] = k end
@@ -35,18 +53,11 @@ local function apply_config_options(s, wanted, cb)
       s[k], applied[k] = wanted[k], wanted[k]
       return step(i + 1)
     end
-    agent:request("session/set_config_option", { sessionId = s.acp_session_id, configId = plan.id, value = plan.set },
-      function(r, err)
-        if rt.agent ~= agent or agent.exited then
-          failed[k] = "the agent exited"
-        elseif err then
-          failed[k] = tostring(err.message)
-        else
-          if type(r) == "table" and type(r.configOptions) == "table" then rt.config_options = r.configOptions end
-          s[k], applied[k] = wanted[k], wanted[k]
-        end
-        step(i + 1)
-      end)
+    local c = { key = k, method = "session/set_config_option", params = { configId = plan.id, value = plan.set } }
+    send(s, c, failed, function(r)
+      if type(r) == "table" and type(r.configOptions) == "table" then rt.config_options = r.configOptions end
+      s[k], applied[k] = wanted[k], wanted[k]
+    end, function() step(i + 1) end)
   end
   step(1)
 end
@@ -55,7 +66,7 @@ end
 -- (acp_options: set_model, set_mode or its own config options, effort through its thought_level
 -- option); cb(applied, failed, skipped) as apply's. The offer and its view follow what the agent took.
 local function apply_acp(s, wanted, cb)
-  local rt, agent = s.rt, s.rt.agent
+  local rt = s.rt
   rt.acp_offer = rt.acp_offer or acp_options.offer(nil)
   local plan = acp_options.configure_plan(wanted, rt.acp_offer, state.profile(s), rt.started_approval)
   local applied, failed, skipped = {}, {}, {}
@@ -78,18 +89,7 @@ local function apply_acp(s, wanted, cb)
       rt.config_options = acp_options.view(rt.acp_offer)
       return cb(applied, failed, skipped)
     end
-    local params = { sessionId = s.acp_session_id }
-    for k, v in pairs(c.params) do params[k] = v end
-    agent:request(c.method, params, function(r, err)
-      if rt.agent ~= agent or agent.exited then
-        failed[c.key] = "the agent exited"
-      elseif err then
-        failed[c.key] = tostring(err.message)
-      else
-        acp_options.record(rt.acp_offer, c, r)
-      end
-      step(i + 1)
-    end)
+    send(s, c, failed, function(r) acp_options.record(rt.acp_offer, c, r) end, function() step(i + 1) end)
   end
   step(1)
 end
