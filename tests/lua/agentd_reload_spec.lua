@@ -253,6 +253,36 @@ test("live handover waits for a watch answer on its way and takes a lost one alo
   t.eq(c.info.agentd_pid, pid, "the same pid: exec")
 end)
 
+test("live handover: an agent a spawn named keeps its own profile in the new image (a message for its turn still queues)", function(t)
+  local env = { REASONIX_MCP_LIVE_HANDOVER = "1" }
+  for k, v in pairs(reload_env) do env[k] = v end
+  local ctx = support.setup(t, { env = env, scenario = scenario() })
+  t.defer(function() uv.os_unsetenv("REASONIX_MCP_LIVE_HANDOVER") end)
+  support.write_policy(ctx, "mine.lua", string.format("return { agents = { mine = { argv = { %q, 'acp' }, profile = 'acp' } } }", support.bin))
+  local exe = install_copy(t)
+  local c = ctx.client("orch-a", nil, { exe = exe })
+  local sid = ctx.call(c, "spawn", { task = "hello", agent = "mine", keep_alive = true }).session_id
+  ctx.watch_until(c, { sid }, function(_, x) return x.status == "idle" end)
+  -- the acp profile queues a message for a running turn (reasonix's would steer it in)
+  local function queues(key)
+    ctx.call(c, "send", { session_id = sid, message = "SLOW " .. key })
+    t.wait_for(function() return rows(ctx, c)[sid].status == "running" end, 10000, "the slow turn to run")
+    local delivered = ctx.call(c, "send", { session_id = sid, message = "ok " .. key }).delivered
+    ctx.watch_until(c, { sid }, function(_, x) return x.status == "idle" and x.message == "ok" end)
+    return delivered
+  end
+  t.eq(queues("before"), "queued")
+  replace(exe)
+  local new_ino = uv.fs_stat(exe).ino
+  local pid = c.info.agentd_pid
+  t.wait_for(function()
+    local st = uv.fs_stat(string.format("/proc/%d/exe", pid))
+    return st and st.ino == new_ino
+  end, 5000, "agentd to re-execute the new binary")
+  t.eq(queues("after"), "queued", "the adopted agent kept its agent's profile")
+  ctx.call(c, "stop", { session_id = sid })
+end)
+
 test("an install behind a symlink: repointing it reloads agentd into the new target", function(t)
   local ctx = support.setup(t, { env = reload_env, scenario = scenario() })
   local dir = t.tmpdir("rmcp-links")
