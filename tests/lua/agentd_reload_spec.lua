@@ -49,6 +49,17 @@ local function exe_of(pid)
   return uv.fs_readlink(string.format("/proc/%d/exe", pid))
 end
 
+-- Waits until c's agentd has re-executed exe (the same pid, exe's binary); returns the pid.
+local function wait_exec(t, c, exe)
+  local new_ino = uv.fs_stat(exe).ino
+  local pid = c.info.agentd_pid
+  t.wait_for(function()
+    local st = uv.fs_stat(string.format("/proc/%d/exe", pid))
+    return st and st.ino == new_ino
+  end, 5000, "agentd to re-execute the new binary")
+  return pid
+end
+
 -- list rows by session id, and the list result.
 local function rows(ctx, c)
   local r = ctx.call(c, "list", { all = true })
@@ -240,12 +251,7 @@ test("live handover waits for a watch answer on its way and takes a lost one alo
   wait_blockers(t, ctx, c, { [sent .. ": an answer on its way to the host"] = true }, "the handover to wait for the answer on its way")
   t.eq(uv.fs_stat(string.format("/proc/%d/exe", c.info.agentd_pid)).ino, old_ino, "not handed over yet")
   c:notify("delivered", { key = "L/n:2" })
-  local new_ino = uv.fs_stat(exe).ino
-  local pid = c.info.agentd_pid
-  t.wait_for(function()
-    local st = uv.fs_stat(string.format("/proc/%d/exe", pid))
-    return st and st.ino == new_ino
-  end, 5000, "agentd to re-execute the new binary")
+  local pid = wait_exec(t, c, exe)
   t.eq(ctx.call(c, "watch", { session_ids = { lost }, delivery_key = "L/n:3", confirm = true, timeout = 0 }).results[lost], lost_answer,
     "the new image gives the lost answer to the next watch")
   c:notify("delivered", { key = "L/n:3" })
@@ -273,12 +279,7 @@ test("live handover: an agent a spawn named keeps its own profile in the new ima
   end
   t.eq(queues("before"), "queued")
   replace(exe)
-  local new_ino = uv.fs_stat(exe).ino
-  local pid = c.info.agentd_pid
-  t.wait_for(function()
-    local st = uv.fs_stat(string.format("/proc/%d/exe", pid))
-    return st and st.ino == new_ino
-  end, 5000, "agentd to re-execute the new binary")
+  wait_exec(t, c, exe)
   t.eq(queues("after"), "queued", "the adopted agent kept its agent's profile")
   ctx.call(c, "stop", { session_id = sid })
 end)
