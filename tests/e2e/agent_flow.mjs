@@ -50,8 +50,9 @@ async function reconfigure(client, sid, c) {
 // configure (reconfigure's c), once (read the first turns and the permission from one watch each, as
 // final; else watch until each turn is idle with its answer and check every turn's end_turn),
 // absentBeforeAnswer, and hooks:
-// spawned(s), first(), asked(pr), wrote(), slowReached(), queued(), requestCount(), beforeResume(t0),
-// history(n), where n is requestCount() before the resumed turn's message.
+// spawned(s), first(), asked(pr), wrote(), slowReached(), queued(), requestCount(), beforeResume(t1),
+// history(n), where t1 is when the first turn ended (the agent's session was made before it) and n is
+// requestCount() before the resumed turn's message.
 export async function agentFlow(fx, o) {
   const { client } = await fx.connect({ name: o.client, env: o.env });
   const watch = async (sid) => (await tool(client, 'reasonix_watch', { session_ids: [sid] })).results[sid];
@@ -64,7 +65,8 @@ export async function agentFlow(fx, o) {
   assert.equal(s.tool_approval, 'ask', JSON.stringify(s));
   o.spawned?.(s);
   const one = o.once ? await watch(sid) : await watchFor(client, sid, (r) => r.status === 'idle', 'first turn');
-  const agentdMs = Date.now() - t0;
+  const t1 = Date.now();
+  const agentdMs = t1 - t0;
   assert.equal(one.status, 'idle', JSON.stringify(one));
   assert.match(one.message, o.answers.one);
   endTurn(one);
@@ -106,7 +108,7 @@ export async function agentFlow(fx, o) {
 
   await tool(client, 'reasonix_stop', { session_id: sid });
   await agentGone(fx, o.agent, `${o.agent} gone after stop`);
-  await o.beforeResume?.(t0);
+  await o.beforeResume?.(t1);
   await tool(client, 'reasonix_resume', { session_id: sid });
   const n = await o.requestCount?.();
   await tool(client, 'reasonix_send', { session_id: sid, message: o.say.resume });

@@ -74,8 +74,9 @@ test('gemini through agentd: turns, an asked write allowed, a queued message, st
       assert.ok(mainRequests().some((r) => lastUser(r).includes('QUEUED-MSG')), 'the queued message started its own turn');
     },
     // Gemini CLI 0.61.0 names its chat file by the minute the session was made; a session/load in
-    // that same minute starts the file afresh and loses the history: wait for the next minute.
-    beforeResume: (t0) => nextMinute(t0),
+    // that same minute starts the file afresh and loses the history: wait for a minute after the one
+    // the first turn ended in (the session was made before it; spawn's start may be a minute earlier).
+    beforeResume: (t1) => nextMinute(t1),
     requestCount: () => api.requests.length,
     history: (n) => {
       const sent = JSON.stringify(api.requests.slice(n).find((r) => r.main && lastUser(r).includes('TURN-THREE')).body.contents);
