@@ -41,13 +41,17 @@ return function(ctx)
     local res = command.run("sh", args, { cwd = ctx.repo, env = env_with_bin(ctx.exe), timeout_ms = 600000 })
     local out = res and res.stdout or ""
     local agentd, direct = out:match("# " .. name .. " spawn %-> first turn end: through agentd .-%(median (%d+)%), directly .-%(median (%d+)%)")
-    if res and res.code == 0 and agentd then
+    if agentd then
       ctx.row({ section = "latency", what = "spawn -> first turn end, " .. name .. " (vs. driven directly)",
                 value = tonumber(agentd) / 1e3, base = tonumber(direct) / 1e3, fmt = ctx.fmt_ms,
                 target = { on = "ratio", op = "<=", limit = 1.5, text = "<= 1.5x the agent driven directly" } })
-    else
+    end
+    if not (res and res.code == 0) then
+      -- (the failed test and its error, else the output's end)
       local why = res and ((res.timed_out and "timed out") or ("exit " .. tostring(res.code))) or "did not start"
-      ctx.note("agents: %s not measured (%s): %s", name, why, ((res and (res.stdout .. res.stderr)) or ""):sub(-400))
+      local failed = out:match("\n(not ok [^\n]*)")
+      local detail = failed and (failed .. " " .. (out:match("\n%s*(error: [^\n]*)") or "")) or (out .. (res and res.stderr or "")):sub(-400)
+      ctx.note("agents: %s's e2e file failed (%s)%s: %s", name, why, agentd and "; its timing above stands" or ", not measured", detail)
     end
   end
   ctx.note("agents: each agent's e2e file against its scripted API; through agentd includes the MCP spawn and watch; "
