@@ -28,7 +28,7 @@ local OURS_ARG = nil -- --ours: another build's reasonix-mcp measured as ours (b
 local PHASES = { memory = true, spawn = true, sandbox = true, ingest = true, mcp = true, dashboard = true, real = true,
                  forecast = true }
 local USAGE = "usage: reasonix-mcp script bench/run.lua [--quick] [--strict] [--no-real] [--json FILE] "
-  .. "[--only memory,spawn,sandbox,ingest,mcp,dashboard,real,forecast] [--ours EXE]\n"
+  .. "[--only memory,spawn,sandbox,ingest,mcp,dashboard,real,forecast,agents] [--ours EXE]\n"
 do
   -- RMCP_BENCH_ARGS adds arguments (the cmake target passes none: RMCP_BENCH_ARGS=--quick there)
   local args = {}
@@ -1150,6 +1150,7 @@ local function run()
   if PHASES.dashboard then run_dashboard(c, apid) end
   if PHASES.real then run_real() end
   if PHASES.forecast then run_forecast() end
+  if PHASES.agents then dofile(REPO .. "/bench/agents.lua")({ repo = REPO, exe = OURS, node = NODE, row = row, note = note, fmt_ms = fmt_ms }) end
   shutdown_daemon(MCP_HOME)
   note("run took %.1f s (%s mode)", now_s() - t_start, QUICK and "quick" or "full")
 end

@@ -1,7 +1,8 @@
 // The built-in agent "claude" (Claude Code's ACP agent, pinned, against the scripted Anthropic
 // Messages API) driven through agentd by the MCP tools as reasonix is (issue 37), by the flow of
 // agent_flow.mjs: spawn with tool_approval "ask" → watch → a second turn → a write that asks
-// permission, allowed through reasonix_respond_permission, lands in the session's cwd → a message
+// permission, allowed through reasonix_respond_permission, lands in the session's cwd → configure
+// (model, yolo; effort skipped) reaches Claude Code and the API, and a second write asks nobody → a message
 // sent during a slow turn is queued and starts the next turn → stop → resume → a turn whose API
 // request carries every earlier turn → stop leaves no process. Prints spawn → first turn end through
 // agentd against the agent driven directly (initialize, session/new, first prompt), medians of 3, and their ratio.
@@ -24,8 +25,10 @@ after(() => api?.stop());
 // The user texts of an Anthropic Messages request body (reminders and tool results left out).
 const userTexts = (body) => (body.messages || []).filter((m) => m.role === 'user').flatMap((m) => (typeof m.content === 'string'
   ? [m.content] : m.content.filter((b) => b.type === 'text' && !/^<system-reminder>/.test(b.text)).map((b) => b.text))).join('\n');
-// The main-loop requests the API got whose newest user text holds word.
-const asked = (word) => api.requests.filter((r) => r.main && JSON.stringify(r.body.messages?.at(-1) ?? '').includes(word));
+// The main-loop requests the API got whose newest user text holds word (for a model it does not
+// know, Claude Code adds a trailing system message).
+const asked = (word) => api.requests.filter((r) => r.main
+  && JSON.stringify((r.body.messages ?? []).filter((m) => m.role !== 'system').at(-1) ?? '').includes(word));
 // agentd's env for Claude Code against the scripted API.
 const env = () => fx.env({
   REASONIX_MCP_AGENT_CLAUDE: AGENT, ANTHROPIC_BASE_URL: api.url, ANTHROPIC_API_KEY: 'scripted-key', CLAUDE_CONFIG_DIR: join(fx.sb.home, '.claude'),
@@ -34,10 +37,12 @@ const env = () => fx.env({
 
 test('claude through agentd: turns, a permission, a queued message, stop and resume with its history; no process left', async () => {
   const file = join(fx.sb.ws, 'hello.txt');
+  const again = join(fx.sb.ws, 'again.txt');
   api = await startAnthropicApi([
     { contains: 'TURN-ONE', text: 'one done' },
     { contains: 'TURN-TWO', text: 'two done' },
     { contains: 'WRITE-FILE', tool: 'Write', input: { file_path: file, content: 'hello from claude\n' } },
+    { contains: 'WRITE-AGAIN', tool: 'Write', input: { file_path: again, content: 'again from claude\n' } },
     { afterTool: 'Write', text: 'wrote it' },
     { contains: 'SLOW-TURN', text: 'slow answer that streams for a while', chunk: 4, delayMs: 300 },
     { contains: 'QUEUED-NOTE', text: 'queued done' },
@@ -49,6 +54,15 @@ test('claude through agentd: turns, a permission, a queued message, stop and res
     answers: { one: /one done/, two: /two done/, wrote: /wrote it/, queued: /queued done/, resume: /after resume/ },
     target: file, content: 'hello from claude\n',
     asked: (pr) => assert.equal(pr.tool_call.rawInput?.file_path, file, JSON.stringify(pr.tool_call)),
+    // configure: the model through Claude Code's config option, its mode through session/set_mode
+    // (no bypassPermissions here: acceptEdits, and agentd answers what it still asks); no effort option
+    configure: {
+      set: { model: 'haiku', effort: 'high', tool_approval: 'yolo' }, say: 'WRITE-AGAIN go', answer: /wrote it/,
+      target: again, content: 'again from claude\n',
+      applied: { model: 'haiku', tool_approval: 'yolo' }, skipped: ['effort'],
+      agentConfig: { model: 'haiku', mode: 'acceptEdits' },
+      reached: () => assert.match(asked('WRITE-AGAIN')[0].body.model, /haiku/, 'the new model reached the API'),
+    },
     slowReached: () => until(() => asked('SLOW-TURN').length > 0, 30000, 'the slow turn reached the API'),
     queued: () => assert.match(JSON.stringify(asked('QUEUED-NOTE').at(-1).body.messages), /slow answer that streams for a while[\s\S]*QUEUED-NOTE go/,
       'the queued message is the next turn\'s, after the slow one\'s answer'),

@@ -1,7 +1,8 @@
 // The built-in agent "codex" (Codex's ACP agent, pinned, against the scripted OpenAI Responses API)
 // driven through agentd by the MCP tools as reasonix is (issue 37), by the flow of agent_flow.mjs:
 // spawn with tool_approval "ask" (mode read-only) → watch → a second turn → an apply_patch that asks
-// permission, allowed through reasonix_respond_permission, lands in the session's cwd → a message
+// permission, allowed through reasonix_respond_permission, lands in the session's cwd → configure
+// (model, effort, yolo) reaches Codex and the API, and a second patch asks nobody → a message
 // sent during a slow turn is queued and starts the next turn → stop → resume → a turn whose API
 // request carries every earlier turn → stop leaves no process. Prints spawn → first turn end through
 // agentd against the agent driven directly (initialize, session/new, first prompt), medians of 3, and their ratio.
@@ -19,6 +20,7 @@ const api = await startResponsesApi([
   { contains: 'TURN-ONE', text: 'one done' },
   { contains: 'TURN-TWO', text: 'two done' },
   { contains: 'WRITE-FILE', tool: 'apply_patch', input: '*** Begin Patch\n*** Add File: hello.txt\n+hello from codex\n*** End Patch\n' },
+  { contains: 'WRITE-AGAIN', tool: 'apply_patch', input: '*** Begin Patch\n*** Add File: again.txt\n+again from codex\n*** End Patch\n' },
   { afterTool: 'apply_patch', text: 'wrote it' },
   { contains: 'SLOW-TURN', text: 'slow answer that streams for a while', chunk: 4, delayMs: 300 },
   { contains: 'QUEUED-NOTE', text: 'queued done' },
@@ -48,6 +50,17 @@ test('codex through agentd: turns, a permission, a queued message, stop and resu
     // ask (read-only): apply_patch asks
     asked: (pr) => assert.equal(pr.tool_call.kind, 'edit', JSON.stringify(pr.tool_call)),
     wrote: () => assert.deepEqual(api.errors, []),
+    // configure: the mode through session/set_mode, model and effort through Codex's own config options
+    configure: {
+      set: { model: 'gpt-5.4-mini', effort: 'high', tool_approval: 'yolo' }, say: 'WRITE-AGAIN go', answer: /wrote it/,
+      target: join(fx.sb.ws, 'again.txt'), content: 'again from codex\n',
+      applied: { model: 'gpt-5.4-mini', effort: 'high', tool_approval: 'yolo' }, skipped: [],
+      agentConfig: { mode: 'full-access', model: 'gpt-5.4-mini', reasoning_effort: 'high' },
+      reached: () => {
+        const b = asked('WRITE-AGAIN')[0].body;
+        assert.deepEqual([b.model, b.reasoning?.effort], ['gpt-5.4-mini', 'high'], 'the new model and effort reached the API');
+      },
+    },
     slowReached: () => until(() => asked('SLOW-TURN').length > 0, 30000, 'the slow turn reached the API'),
     queued: () => {
       assert.equal(asked('QUEUED-NOTE').length, 1, 'the queued message was sent once, as its own turn');

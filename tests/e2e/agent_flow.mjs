@@ -1,8 +1,9 @@
 // The flow every built-in agent's e2e test drives through agentd (spawn with tool_approval "ask" →
-// watch → a second turn → a write asked and allowed → a message queued during a slow turn → stop →
-// resume with its history → no process left), and the timing of its first turn against the agent
-// driven directly. The agent_<name>.test.mjs files give what differs: the scripted API and how to
-// read its requests, env, the write's target, the texts, and checks of their own.
+// watch → a second turn → a write asked and allowed → configure (model, effort, tool_approval yolo)
+// and a write that asks nobody → a message queued during a slow turn → stop → resume with its
+// history → no process left), and the timing of its first turn against the agent driven directly.
+// The agent_<name>.test.mjs files give what differs: the scripted API and how to read its requests,
+// env, the writes' targets, the texts, and checks of their own.
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { tool, until, watchUntil, sandboxProcesses } from './helpers.mjs';
@@ -25,13 +26,33 @@ async function watchFor(client, sid, pred, what) {
 export const agentGone = (fx, agent, what) =>
   until(() => sandboxProcesses(fx.sb).filter((p) => new RegExp(agent).test(p.cmd)).length === 0, 15000, what);
 
+// Configures the idle session sid with c.set (model, effort, tool_approval yolo) as the agent takes
+// them: c.applied is what was set, c.skipped the keys the agent lacks (each with why), c.agentConfig
+// what the agent reports after; then sends c.say, a write: under yolo it lands without a permission
+// request reaching the watch; c.reached() checks what the model API got (the new model, the new effort).
+async function reconfigure(client, sid, c) {
+  const r = await tool(client, 'reasonix_configure', { session_id: sid, ...c.set });
+  assert.equal(r.applies, 'now', JSON.stringify(r));
+  assert.deepEqual(r.applied, c.applied, JSON.stringify(r));
+  assert.deepEqual(Object.keys(r.skipped ?? {}), c.skipped, JSON.stringify(r));
+  for (const k of c.skipped) assert.match(r.skipped[k], new RegExp(`^${k} ${c.set[k]} not applied: `), JSON.stringify(r));
+  for (const [k, v] of Object.entries(c.agentConfig)) assert.equal(r.agent_config[k], v, `agent_config.${k}: ${JSON.stringify(r)}`);
+  await tool(client, 'reasonix_send', { session_id: sid, message: c.say });
+  const w = await watchFor(client, sid, (x) => x.permission_request || (finished(x) && c.answer.test(x.message ?? '')), 'the write after configure');
+  assert.ok(!w.permission_request, `after tool_approval yolo the write asks nobody: ${JSON.stringify(w)}`);
+  assert.equal(readFileSync(c.target, 'utf8'), c.content, 'the write after configure landed');
+  await c.reached();
+}
+
 // Runs the flow through agentd and returns the ms from spawn to the first turn's end. o: agent, client
 // (its MCP name), env, spawn (extra spawn args), say {one, two, write, slow, queued, resume} (the
 // messages), answers {one, two, wrote, queued, resume} (regexes), target and content (the write),
-// once (read the first turns and the permission from one watch each, as final; else watch until each
-// turn is idle with its answer and check every turn's end_turn), absentBeforeAnswer, and hooks:
-// spawned(s), first(), asked(pr), wrote(), slowReached(), queued(), requestCount(), beforeResume(t0),
-// history(n), where n is requestCount() before the resumed turn's message.
+// configure (reconfigure's c), once (read the first turns and the permission from one watch each, as
+// final; else watch until each turn is idle with its answer and check every turn's end_turn),
+// absentBeforeAnswer, and hooks:
+// spawned(s), first(), asked(pr), wrote(), slowReached(), queued(), requestCount(), beforeResume(t1),
+// history(n), where t1 is when the first turn ended (the agent's session was made before it) and n is
+// requestCount() before the resumed turn's message.
 export async function agentFlow(fx, o) {
   const { client } = await fx.connect({ name: o.client, env: o.env });
   const watch = async (sid) => (await tool(client, 'reasonix_watch', { session_ids: [sid] })).results[sid];
@@ -44,7 +65,8 @@ export async function agentFlow(fx, o) {
   assert.equal(s.tool_approval, 'ask', JSON.stringify(s));
   o.spawned?.(s);
   const one = o.once ? await watch(sid) : await watchFor(client, sid, (r) => r.status === 'idle', 'first turn');
-  const agentdMs = Date.now() - t0;
+  const t1 = Date.now();
+  const agentdMs = t1 - t0;
   assert.equal(one.status, 'idle', JSON.stringify(one));
   assert.match(one.message, o.answers.one);
   endTurn(one);
@@ -72,6 +94,7 @@ export async function agentFlow(fx, o) {
   endTurn(wrote);
   assert.equal(readFileSync(o.target, 'utf8'), o.content, 'the write landed in the session\'s cwd');
   o.wrote?.();
+  await reconfigure(client, sid, o.configure);
 
   // steer = "queue": a message during a slow turn waits for its end, then starts the next turn
   await tool(client, 'reasonix_send', { session_id: sid, message: o.say.slow });
@@ -85,7 +108,7 @@ export async function agentFlow(fx, o) {
 
   await tool(client, 'reasonix_stop', { session_id: sid });
   await agentGone(fx, o.agent, `${o.agent} gone after stop`);
-  await o.beforeResume?.(t0);
+  await o.beforeResume?.(t1);
   await tool(client, 'reasonix_resume', { session_id: sid });
   const n = await o.requestCount?.();
   await tool(client, 'reasonix_send', { session_id: sid, message: o.say.resume });
@@ -114,6 +137,13 @@ export async function directFirstTurn({ start, cwd, init, close = (a) => a.close
   }
 }
 
+// Prints spawn → first turn end through agentd (ms of each run) against the agent driven directly,
+// their medians and ratio, as the one line bench/agents.lua reads.
+function reportFirstTurn(agent, viaAgentd, direct) {
+  const [a, b] = [median(viaAgentd), median(direct)];
+  console.log(`# ${agent} spawn -> first turn end: through agentd ${viaAgentd.join(', ')} ms (median ${a}), directly ${direct.join(', ')} ms (median ${b}), ratio ${(a / b).toFixed(2)}`);
+}
+
 // Prints spawn → first turn end through agentd against the agent driven directly, medians of 3 (the
 // direct runs share one home, warmed by a first run not counted). o: agent, client, env, answer, and
 // home() → {cwd, start(), remove()} with init and close for directFirstTurn.
@@ -138,7 +168,6 @@ export async function compareFirstTurn(fx, o) {
   } finally {
     h.remove();
   }
-  const [a, b] = [median(viaAgentd), median(direct)];
-  console.log(`# ${o.agent} spawn -> first turn end: through agentd ${viaAgentd.join(', ')} ms (median ${a}), directly ${direct.join(', ')} ms (median ${b}), ratio ${(a / b).toFixed(2)}`);
+  reportFirstTurn(o.agent, viaAgentd, direct);
   await agentGone(fx, o.agent, 'no process of the agent left');
 }

@@ -49,6 +49,17 @@ local function exe_of(pid)
   return uv.fs_readlink(string.format("/proc/%d/exe", pid))
 end
 
+-- Waits until c's agentd has re-executed exe (the same pid, exe's binary); returns the pid.
+local function wait_exec(t, c, exe)
+  local new_ino = uv.fs_stat(exe).ino
+  local pid = c.info.agentd_pid
+  t.wait_for(function()
+    local st = uv.fs_stat(string.format("/proc/%d/exe", pid))
+    return st and st.ino == new_ino
+  end, 5000, "agentd to re-execute the new binary")
+  return pid
+end
+
 -- list rows by session id, and the list result.
 local function rows(ctx, c)
   local r = ctx.call(c, "list", { all = true })
@@ -240,17 +251,37 @@ test("live handover waits for a watch answer on its way and takes a lost one alo
   wait_blockers(t, ctx, c, { [sent .. ": an answer on its way to the host"] = true }, "the handover to wait for the answer on its way")
   t.eq(uv.fs_stat(string.format("/proc/%d/exe", c.info.agentd_pid)).ino, old_ino, "not handed over yet")
   c:notify("delivered", { key = "L/n:2" })
-  local new_ino = uv.fs_stat(exe).ino
-  local pid = c.info.agentd_pid
-  t.wait_for(function()
-    local st = uv.fs_stat(string.format("/proc/%d/exe", pid))
-    return st and st.ino == new_ino
-  end, 5000, "agentd to re-execute the new binary")
+  local pid = wait_exec(t, c, exe)
   t.eq(ctx.call(c, "watch", { session_ids = { lost }, delivery_key = "L/n:3", confirm = true, timeout = 0 }).results[lost], lost_answer,
     "the new image gives the lost answer to the next watch")
   c:notify("delivered", { key = "L/n:3" })
   t.eq(ctx.call(c, "watch", { session_ids = { lost, sent }, timeout = 0 }).timed_out, true, "nothing else was carried over")
   t.eq(c.info.agentd_pid, pid, "the same pid: exec")
+end)
+
+test("live handover: an agent a spawn named keeps its own profile in the new image (a message for its turn still queues)", function(t)
+  local env = { REASONIX_MCP_LIVE_HANDOVER = "1" }
+  for k, v in pairs(reload_env) do env[k] = v end
+  local ctx = support.setup(t, { env = env, scenario = scenario() })
+  t.defer(function() uv.os_unsetenv("REASONIX_MCP_LIVE_HANDOVER") end)
+  support.write_policy(ctx, "mine.lua", string.format("return { agents = { mine = { argv = { %q, 'acp' }, profile = 'acp' } } }", support.bin))
+  local exe = install_copy(t)
+  local c = ctx.client("orch-a", nil, { exe = exe })
+  local sid = ctx.call(c, "spawn", { task = "hello", agent = "mine", keep_alive = true }).session_id
+  ctx.watch_until(c, { sid }, function(_, x) return x.status == "idle" end)
+  -- the acp profile queues a message for a running turn (reasonix's would steer it in)
+  local function queues(key)
+    ctx.call(c, "send", { session_id = sid, message = "SLOW " .. key })
+    t.wait_for(function() return rows(ctx, c)[sid].status == "running" end, 10000, "the slow turn to run")
+    local delivered = ctx.call(c, "send", { session_id = sid, message = "ok " .. key }).delivered
+    ctx.watch_until(c, { sid }, function(_, x) return x.status == "idle" and x.message == "ok" end)
+    return delivered
+  end
+  t.eq(queues("before"), "queued")
+  replace(exe)
+  wait_exec(t, c, exe)
+  t.eq(queues("after"), "queued", "the adopted agent kept its agent's profile")
+  ctx.call(c, "stop", { session_id = sid })
 end)
 
 test("an install behind a symlink: repointing it reloads agentd into the new target", function(t)

@@ -27,6 +27,15 @@ function M.fake_agent(t)
   return wrapper
 end
 
+-- Writes a user policy file named name with text into ctx's policy dir.
+function M.write_policy(ctx, name, text)
+  local dir = ctx.mcp_home .. "/policy"
+  assert(require("rmcp.lib.files").mkdir_p(dir, tonumber("700", 8)))
+  local f = assert(io.open(dir .. "/" .. name, "w"))
+  f:write(text)
+  f:close()
+end
+
 -- True while pid exists and is not a zombie.
 M.alive = procs.alive
 

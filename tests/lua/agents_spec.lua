@@ -5,14 +5,7 @@
 -- needs: agent python3
 local support = require "agentd_support"
 
--- Writes a policy file named name into ctx's policy dir.
-local function policy(ctx, name, text)
-  local dir = ctx.mcp_home .. "/policy"
-  assert(require("rmcp.lib.files").mkdir_p(dir, tonumber("700", 8)))
-  local f = assert(io.open(dir .. "/" .. name, "w"))
-  f:write(text)
-  f:close()
-end
+local policy = support.write_policy
 
 test("an unknown agent is refused with the agents this install knows, a policy's among them", function(t)
   local ctx = support.setup(t, {})

@@ -156,7 +156,7 @@ function M.values(opt)
 end
 
 -- True when value is among the option's advertised values.
-local function advertised(opt, value)
+function M.advertised(opt, value)
   for _, v in ipairs(opt.options or {}) do if v.value == value then return true end end
   return false
 end
@@ -178,7 +178,7 @@ function M.step(key, o, config_options, profile)
     return { skip = key .. ": the agent advertises no such option" }
   end
   if opt.currentValue == wanted then return { keep = true, value = wanted } end
-  if advertised(opt, wanted) then return { set = wanted, id = opt.id } end
+  if M.advertised(opt, wanted) then return { set = wanted, id = opt.id } end
   local valid = table.concat(M.values(opt), ", ")
   if o.explicit[key] then
     return { error = string.format("%s %q is not offered by the agent (valid: %s)", key, o[key], valid) }
@@ -192,109 +192,6 @@ function M.step(key, o, config_options, profile)
       key, o[key], valid, tostring(opt.currentValue))
   end
   return { skip = key .. ": default not offered", warn = warn, fallback = opt.currentValue }
-end
-
--- A config option opt's values in the shape of ACP's models or modes list: {[list] = {{[id] = v}},
--- [current] = its current value}.
-local function as_list(opt, list, id, current)
-  local out = { [list] = {}, [current] = opt.currentValue }
-  for _, v in ipairs(M.values(opt)) do out[list][#out[list] + 1] = { [id] = v } end
-  return out
-end
-
--- Plans spawn option o.effort through the agent's thought-level config option opt (Codex's
--- reasoning_effort) into acp_plan's out; set(key, method, params, value, opt) adds the call.
-local function plan_effort(o, opt, out, set)
-  if advertised(opt, o.effort) then
-    if o.effort ~= opt.currentValue then set("effort", nil, nil, o.effort, opt) end
-    out.effective.effort = o.effort
-  elseif o.explicit.effort then
-    out.errors[#out.errors + 1] = string.format("effort %q is not offered by the agent (valid: %s)", o.effort, table.concat(M.values(opt), ", "))
-  else
-    out.skipped[#out.skipped + 1] = "effort"
-  end
-end
-
--- Decides how the spawn options o reach an agent of the "acp" profile kind from its session/new
--- (or resume) result res: the model through session/set_model when the agent lists models, the
--- tool_approval through session/set_mode (the first of the profile's values the agent offers); an
--- agent that offers either only as a config option (category model / mode) gets session/set_config_option;
--- effort goes through a thought_level config option when the agent has one; work_mode has no ACP form. Returns {calls = [{key, method, params, value}], errors,
--- warnings, skipped, effective = {model?, mode?, tool_approval?, effort?}, answer_gates} — answer_gates: a
--- yolo whose no-asking mode the agent lacks is kept by agentd answering its permission requests.
-function M.acp_plan(o, res, profile)
-  local out = { calls = {}, errors = {}, warnings = {}, skipped = {}, effective = {} }
-  -- an explicit option not applied: a warning, or with strict an error
-  local function unapplied(text) local list = o.strict and out.errors or out.warnings; list[#list + 1] = text end
-  local models = type(res) == "table" and type(res.models) == "table" and res.models or nil
-  local modes = type(res) == "table" and type(res.modes) == "table" and res.modes or nil
-  local opts = type(res) == "table" and res.configOptions or nil
-  -- an agent that offers model or mode only as a config option (category model / mode: Codex's,
-  -- opencode's) is set through it
-  local model_opt = not models and M.find_option(opts, "model") or nil
-  local mode_opt = not modes and M.find_option(opts, "mode") or nil
-  if model_opt then models = as_list(model_opt, "availableModels", "modelId", "currentModelId") end
-  if mode_opt then modes = as_list(mode_opt, "availableModes", "id", "currentModeId") end
-  -- the call that sets key to value: ACP's own method, or the config option that stands for it
-  local function set(key, method, params, value, opt)
-    if opt then method, params = "session/set_config_option", { configId = opt.id, value = value } end
-    out.calls[#out.calls + 1] = { key = key, method = method, params = params, value = value }
-  end
-  out.effective.model = models and models.currentModelId or nil
-  out.effective.mode = modes and modes.currentModeId or nil
-  if o.model then
-    local ids, found = {}, false
-    for _, m in ipairs(models and models.availableModels or {}) do
-      ids[#ids + 1] = m.modelId
-      found = found or m.modelId == o.model
-    end
-    if not models or #ids == 0 then
-      if o.explicit.model then unapplied("model " .. o.model .. " not applied: this agent offers no model choice over ACP")
-      else out.skipped[#out.skipped + 1] = "model" end
-    elseif found then
-      if o.model ~= models.currentModelId then
-        set("model", "session/set_model", { modelId = o.model }, o.model, model_opt)
-      end
-    elseif o.explicit.model then
-      out.errors[#out.errors + 1] = string.format("model %q is not offered by the agent (valid: %s)", o.model, table.concat(ids, ", "))
-    else
-      out.warnings[#out.warnings + 1] = string.format("default model %s is not offered by this agent; using its default %s (models: %s)",
-        o.model, tostring(models.currentModelId), table.concat(ids, ", "))
-    end
-  end
-  if o.tool_approval then
-    local offered = {}
-    for _, m in ipairs(modes and modes.availableModes or {}) do offered[m.id] = true end
-    local wanted = profiles.approval_values(profile, o.tool_approval)
-    local pick
-    for _, v in ipairs(wanted) do
-      if offered[v] then pick = v; break end
-    end
-    if pick then
-      if pick ~= out.effective.mode then
-        set("tool_approval", "session/set_mode", { modeId = pick }, pick, mode_opt)
-      end
-      out.effective.tool_approval = o.tool_approval
-      if o.tool_approval == "yolo" and pick ~= wanted[1] then
-        out.answer_gates = true
-        out.warnings[#out.warnings + 1] = string.format("tool_approval yolo: this agent has no %s mode here; it runs in %s and "
-          .. "agentd answers its permission requests allow_once", tostring(wanted[1]), pick)
-      end
-    elseif o.explicit.tool_approval then
-      unapplied("tool_approval " .. o.tool_approval .. " not applied: the agent offers none of the modes " .. table.concat(wanted, ", "))
-    else
-      out.skipped[#out.skipped + 1] = "tool_approval"
-    end
-  end
-  local effort_opt = M.find_option(opts, "effort")
-  if o.effort and effort_opt then plan_effort(o, effort_opt, out, set) end
-  for _, key in ipairs({ "effort", "work_mode" }) do
-    if o[key] and not (key == "effort" and effort_opt) then
-      if o.explicit[key] then unapplied(key .. " " .. o[key] .. " not applied: this agent has no such option")
-      else out.skipped[#out.skipped + 1] = key end
-    end
-  end
-  return out
 end
 
 -- The order options are applied in: model first, since it changes which efforts exist.

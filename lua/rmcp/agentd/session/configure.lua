@@ -5,6 +5,7 @@
 local jsonrpc = require "rmcp.lib.jsonrpc"
 local log = require "rmcp.lib.log"
 local rules_spawn = require "rmcp.rules.spawn"
+local acp_options = require "rmcp.rules.acp_options"
 local state = require "rmcp.agentd.session.state"
 local events = require "rmcp.agentd.session.events"
 
@@ -14,11 +15,28 @@ local M = {}
 -- efforts exist).
 M.keys = rules_spawn.order
 
--- Sets the options of wanted (key → our value) on the live agent of s, one after another; cb(applied,
--- failed, skipped): key → value set, key → why not, key → why the agent has no such option (as a
--- spawn skips it). The session's fields follow what the agent took.
-local function apply(s, wanted, cb)
+-- Sends call c ({key, method, params}) to the live agent of s: on_ok(r) with the agent's answer when
+-- it took it, else failed[c.key] = why; then after().
+local function send(s, c, failed, on_ok, after)
   local rt, agent = s.rt, s.rt.agent
+  local params = { sessionId = s.acp_session_id }
+  for k, v in pairs(c.params) do params[k] = v end
+  agent:request(c.method, params, function(r, err)
+    if rt.agent ~= agent or agent.exited then
+      failed[c.key] = "the agent exited"
+    elseif err then
+      failed[c.key] = tostring(err.message)
+    else
+      on_ok(r)
+    end
+    after()
+  end)
+end
+
+-- Sets the options of wanted (key → our value) on the live agent of s as config options (the
+-- reasonix profile kind), one after another; cb(applied, failed, skipped) as apply's.
+local function apply_config_options(s, wanted, cb)
+  local rt = s.rt
   local applied, failed, skipped, keys = {}, {}, {}, {}
   for _, k in ipairs(M.keys) do
     if wanted[k] ~= nil then keys[#keys + 1] = k end
@@ -35,20 +53,53 @@ local function apply(s, wanted, cb)
       s[k], applied[k] = wanted[k], wanted[k]
       return step(i + 1)
     end
-    agent:request("session/set_config_option", { sessionId = s.acp_session_id, configId = plan.id, value = plan.set },
-      function(r, err)
-        if rt.agent ~= agent or agent.exited then
-          failed[k] = "the agent exited"
-        elseif err then
-          failed[k] = tostring(err.message)
-        else
-          if type(r) == "table" and type(r.configOptions) == "table" then rt.config_options = r.configOptions end
-          s[k], applied[k] = wanted[k], wanted[k]
-        end
-        step(i + 1)
-      end)
+    local c = { key = k, method = "session/set_config_option", params = { configId = plan.id, value = plan.set } }
+    send(s, c, failed, function(r)
+      if type(r) == "table" and type(r.configOptions) == "table" then rt.config_options = r.configOptions end
+      s[k], applied[k] = wanted[k], wanted[k]
+    end, function() step(i + 1) end)
   end
   step(1)
+end
+
+-- Sets the options of wanted on the live agent of s of the "acp" profile kind the way a spawn does
+-- (acp_options: set_model, set_mode or its own config options, effort through its thought_level
+-- option); cb(applied, failed, skipped) as apply's. The offer and its view follow what the agent took.
+local function apply_acp(s, wanted, cb)
+  local rt = s.rt
+  rt.acp_offer = rt.acp_offer or acp_options.offer(nil)
+  local plan = acp_options.configure_plan(wanted, rt.acp_offer, state.profile(s), rt.started_approval)
+  local applied, failed, skipped = {}, {}, {}
+  if #plan.errors > 0 then
+    for k in pairs(wanted) do failed[k] = table.concat(plan.errors, "; ") end
+    return cb(applied, failed, skipped)
+  end
+  for k, why in pairs(plan.why) do skipped[k] = why end
+  local calls = {}
+  for _, c in ipairs(plan.calls) do
+    if not skipped[c.key] then calls[#calls + 1] = c end
+  end
+  local function step(i)
+    local c = calls[i]
+    if not c then
+      for k, v in pairs(wanted) do
+        if not skipped[k] and not failed[k] then s[k], applied[k] = v, v end
+      end
+      if applied.tool_approval then rt.answer_gates = plan.answer_gates end
+      rt.config_options = acp_options.view(rt.acp_offer)
+      return cb(applied, failed, skipped)
+    end
+    send(s, c, failed, function(r) acp_options.record(rt.acp_offer, c, r) end, function() step(i + 1) end)
+  end
+  step(1)
+end
+
+-- Sets the options of wanted (key → our value) on the live agent of s, the way its profile does;
+-- cb(applied, failed, skipped): key → value set, key → why not, key → why the agent has no such
+-- option (as a spawn skips it). The session's fields follow what the agent took.
+local function apply(s, wanted, cb)
+  if state.profile(s).options == "acp" then return apply_acp(s, wanted, cb) end
+  apply_config_options(s, wanted, cb)
 end
 
 -- Answers the pending tool gates of s allow_once (a switch to yolo means the caller wants them run);
@@ -94,7 +145,10 @@ function M.configure(d, s, wanted, cb)
     return cb(result(d, s, { applies = "at_resume" }))
   end
   -- a value the running agent does not offer is refused now, not at the next turn
-  if rt.config_options then
+  if rt.acp_offer and state.profile(s).options == "acp" then
+    local plan = acp_options.configure_plan(wanted, rt.acp_offer, state.profile(s), rt.started_approval)
+    if #plan.errors > 0 then return cb(nil, jsonrpc.error(jsonrpc.INVALID_PARAMS, table.concat(plan.errors, "; "))) end
+  elseif rt.config_options then
     for _, k in ipairs(M.keys) do
       if wanted[k] ~= nil then
         local plan = rules_spawn.step(k, { [k] = wanted[k], explicit = { [k] = true } }, rt.config_options)

@@ -14,6 +14,7 @@ local state = require "rmcp.agentd.session.state"
 local sandbox = require "rmcp.agentd.session.sandbox"
 local runtime = require "rmcp.agentd.session.runtime"
 local profiles = require "rmcp.rules.profiles"
+local acp_options = require "rmcp.rules.acp_options"
 
 local M = {}
 
@@ -125,8 +126,13 @@ function M.on_update(d, s, update)
       state.persist(d, s)
       state.changed(d, s, "status", { note = "plan updated" })
     end
-  elseif kind == "config_option_update" then
-    rt.config_options = update.configOptions
+  elseif kind == "config_option_update" or kind == "current_mode_update" then
+    if rt.acp_offer then
+      acp_options.update(rt.acp_offer, kind, update)
+      rt.config_options = acp_options.view(rt.acp_offer)
+    elseif kind == "config_option_update" then
+      rt.config_options = update.configOptions
+    end
   elseif kind == "usage_update" then
     return usage.on_acp_update(s, update) -- (counted with the turn's tokens; no event of its own)
   end
@@ -178,13 +184,14 @@ function M.on_permission(d, s, params, reply)
     asking = state.form_expected(d, s), -- a host that shows the person a form for every decision
   }
   local auto = hooks.permission(s, dec, tc)
-  if not auto and rt.answer_gates and not is_question and s.tool_approval == "yolo" then
-    -- yolo on an agent with no mode that never asks (rules/spawn.lua acp_plan): agentd answers
+  if not auto and rt.answer_gates and not is_question and s.tool_approval ~= "ask" then
+    -- a tool_approval the agent's modes cannot keep (rules/acp_options.lua): agentd answers
     local allow
     for _, o in ipairs(options) do
       if o.kind == "allow_once" then allow = allow or o.optionId end
     end
-    if allow then auto = { verdict = "approve", option_id = allow, reason = "tool_approval=yolo", policy = "built-in (yolo)" } end
+    local approval = tostring(s.tool_approval)
+    if allow then auto = { verdict = "approve", option_id = allow, reason = "tool_approval=" .. approval, policy = "built-in (" .. approval .. ")" } end
   end
   if auto then return auto_answer(d, s, dec, auto) end
   s.pending[#s.pending + 1] = dec

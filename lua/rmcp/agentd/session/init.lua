@@ -110,7 +110,7 @@
 ---@field last_thought string?     the ended turn's reasoning (last 20000 bytes), for the journal
 ---@field recovery_attempts integer? recovery turns run for a failed background job (rules/recovery.lua)
 ---@field recovery_report table?   {attempts, gave_up} for the next drain, once recovery ended
----@field answer_gates boolean?    agentd answers permission requests itself (yolo without the agent's mode)
+---@field answer_gates boolean?    agentd answers permission requests itself (a tool_approval the agent's modes cannot keep)
 ---@field released boolean?        a tombstone's text buffers were dropped: its text is its journal's
 ---@field idle_since integer?      uv.now() when it went idle
 ---@field idle_timer userdata?     the idle-cleanup timer
@@ -136,6 +136,8 @@
 ---@field next_request_id integer
 ---@field wait_dirty boolean       new output since the last drain (wakes `wait`)
 ---@field config_options table?    what the agent advertises
+---@field acp_offer table?         an "acp" profile agent's models, modes and config options as they stand (rules/acp_options.lua)
+---@field started_approval string? the tool_approval its agent process started with (a profile's approval_env is set then)
 ---@field counters table           chunks, tool_calls, turns, steers, prompts, decisions
 ---@field turn_usage table?        the running turn's figure (usage.lua)
 ---@field turn_reported boolean?   the running turn got a usage figure

@@ -192,7 +192,7 @@ function M.adopt(d, s, hs)
   park.unpark(d, s)
   local rt = hs.rt
   -- the profile is asked again of the policies (a handed-over runtime carries no functions or tables of theirs)
-  local cmd = rules_spawn.agent_command(config.agent_bin(), { purpose = "session", session_id = s.id, cwd = s.cwd,
+  local cmd = rules_spawn.agent_command(config.agent_bin(), { purpose = "session", agent = s.agent, session_id = s.id, cwd = s.cwd,
                                                              model = s.model, orchestrator_id = s.owner })
   rt.profile = cmd and cmd.profile or nil
   rt.agent = agent

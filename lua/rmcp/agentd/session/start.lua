@@ -14,6 +14,7 @@ local sandbox = require "rmcp.agentd.session.sandbox"
 local bwrap = require "rmcp.clients.bwrap"
 local rules_sandbox = require "rmcp.rules.sandbox"
 local rules_spawn = require "rmcp.rules.spawn"
+local acp_options = require "rmcp.rules.acp_options"
 local events = require "rmcp.agentd.session.events"
 local usage = require "rmcp.agentd.session.usage"
 local turns = require "rmcp.agentd.session.turns"
@@ -42,24 +43,25 @@ function M.agent_opts(d, s, extra)
   return o
 end
 
--- Sets the spawn options o on an agent of the "acp" profile kind (rules_spawn.acp_plan: set_model,
--- set_mode) and records what holds: s's options are the agent's effective values, never the ones
--- asked for; rt.config_options shows them in the configOptions shape. Returns true, or nil and
--- {what, err} for an explicit value the agent refuses.
+-- Sets the spawn options o on an agent of the "acp" profile kind (acp_options.plan: set_model,
+-- set_mode, its config options) and records what holds: s's options are the agent's effective
+-- values, never the ones asked for; rt.acp_offer what the agent offers now, rt.config_options its
+-- view in the configOptions shape. Returns true, or nil and {what, err} for an explicit value the
+-- agent refuses.
 local function apply_acp_options(s, agent, o, res, profile, skipped, warnings)
   local rt = s.rt
-  local plan = rules_spawn.acp_plan(o, res, profile)
+  local plan = acp_options.plan(o, res, profile)
   if #plan.errors > 0 then
     return nil, { what = "spawn option refused", err = jsonrpc.error(jsonrpc.INVALID_PARAMS, table.concat(plan.errors, "; ")) }
   end
   for _, w in ipairs(plan.warnings) do warnings[#warnings + 1] = w end
   for _, k in ipairs(plan.skipped) do skipped[#skipped + 1] = k end
   local eff = plan.effective
+  rt.acp_offer = acp_options.offer(res)
   for _, c in ipairs(plan.calls) do
     local params = { sessionId = s.acp_session_id }
     for k, v in pairs(c.params) do params[k] = v end
     local r, cerr = agent:call(c.method, params)
-    if type(r) == "table" and type(r.configOptions) == "table" then res.configOptions = r.configOptions end
     if cerr then
       if o.explicit[c.key] then
         return nil, { what = "setting " .. c.key .. " failed", err = cerr }
@@ -67,21 +69,14 @@ local function apply_acp_options(s, agent, o, res, profile, skipped, warnings)
       warnings[#warnings + 1] = string.format("could not set %s to %s: %s", c.key, c.value, tostring(cerr.message))
       if c.key == "tool_approval" then eff.tool_approval = nil; plan.answer_gates = nil end
       if c.key == "effort" then eff.effort = nil end
-    elseif c.key == "model" then eff.model = c.value
-    elseif c.key == "tool_approval" then eff.mode = c.value end
+    else
+      acp_options.record(rt.acp_offer, c, r)
+      if c.key == "model" then eff.model = c.value end
+    end
   end
   s.model, s.tool_approval, s.effort, s.work_mode = eff.model, eff.tool_approval, eff.effort, nil
   rt.answer_gates = plan.answer_gates
-  local function opt(id, current, list, field)
-    local values = json.array()
-    for _, v in ipairs(list or {}) do values[#values + 1] = { value = v[field], name = v.name } end
-    return { id = id, category = id, currentValue = current, options = values }
-  end
-  local models = type(res.models) == "table" and res.models.availableModels or nil
-  local modes = type(res.modes) == "table" and res.modes.availableModes or nil
-  rt.config_options = json.array({ models and opt("model", eff.model, models, "modelId") or nil })
-  if modes then rt.config_options[#rt.config_options + 1] = opt("mode", eff.mode, modes, "id") end
-  if not models and not modes and type(res.configOptions) == "table" then rt.config_options = res.configOptions end
+  rt.config_options = acp_options.view(rt.acp_offer)
   return true
 end
 
@@ -292,7 +287,8 @@ function M.start(d, s, o, mode)
   local rt = s.rt
   local cmd, cerr = agent_command(s, o)
   if not cmd then return nil, cerr end
-  local env = with_approval_env(rules_spawn.command_env(cmd, o.env), cmd.profile, o.tool_approval or s.tool_approval)
+  rt.started_approval = o.tool_approval or s.tool_approval
+  local env = with_approval_env(rules_spawn.command_env(cmd, o.env), cmd.profile, rt.started_approval)
   local argv, enforced, wrap = sandboxed(d, s, cmd, cmd.argv, env)
   if not argv then return nil, enforced end
   local posture_of = probe_posture(s, cmd, env, wrap)

@@ -3,7 +3,9 @@
 -- are answered only at the turn's end: agentd queues instead of steering. Model and mode come only as
 -- configOptions (model, mode = build | plan; no `modes`), so there is no ask/auto/yolo mode: asking is
 -- its config's `permission` (OPENCODE_PERMISSION='{"edit":"ask","bash":"ask"}', which tool_approval=ask
--- sets through approval_env), and agentd answers.
+-- sets through approval_env), and agentd answers; set at its start only, so a configure away from ask
+-- is kept by agentd answering its requests (rules/acp_options.lua). Usage: each prompt result carries
+-- the turn's last model step's tokens only; usage_update's cost is the session's, every step in it.
 return {
   name = "opencode",
   package = "opencode-ai",
@@ -31,5 +33,6 @@ return {
     sandbox = { home_env = "OPENCODE_CONFIG_DIR", home_dir = ".config/opencode", copy = { "opencode.json" }, read_only = {} },
   },
   about = "opencode acp: turns, session/load with history, permission requests (once/always/reject), model and "
-    .. "build/plan mode as configOptions, per-step usage in prompt results; mid-turn messages queued",
+    .. "build/plan mode as configOptions, the last model step's tokens in prompt results and the session's cost in usage_update; "
+    .. "mid-turn messages queued",
 }
