@@ -202,6 +202,29 @@ typedef struct {
   int maxfd;
 } child_args;
 
+/* The RLIMIT_NOFILE we were started with, once proc_raise_nofile raised ours: children get it back
+ * (a program that uses select() or sizes tables by the soft limit expects the usual one). */
+static struct rlimit proc_inherited_nofile;
+static int proc_nofile_raised;
+
+/* Raise our soft RLIMIT_NOFILE to the hard limit (a daemon with a thousand agents holds several
+ * thousand pipes; the usual soft limit is 1024); children still start with the limit we had. */
+int proc_raise_nofile(struct rlimit *before, struct rlimit *after)
+{
+  if (getrlimit(RLIMIT_NOFILE, before) < 0) return -errno;
+  if (!proc_nofile_raised) proc_inherited_nofile = *before;
+  *after = *before;
+  if (before->rlim_cur == before->rlim_max) return 0;
+  after->rlim_cur = before->rlim_max;
+  if (setrlimit(RLIMIT_NOFILE, after) < 0) {
+    int e = errno;
+    *after = *before;
+    return -e;
+  }
+  proc_nofile_raised = 1;
+  return 0;
+}
+
 /* Set up the child and exec; never returns (clone's entry point). */
 CHILD_CODE static int child_exec(void *arg)
 {
@@ -240,6 +263,7 @@ CHILD_CODE static int child_exec(void *arg)
     for (int fd = 3; fd < a->maxfd; fd++)
       if (fd != errfd) close(fd);
   }
+  if (proc_nofile_raised) syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, &proc_inherited_nofile, NULL);
   if (o->cwd && chdir(o->cwd) < 0) child_fail(errfd, STEP_CHDIR);
   sigset_t none;
   sigemptyset(&none);

@@ -82,6 +82,17 @@ function M.rotating_sink(path, max)
   end
 end
 
+-- Raises the soft limit on open files to the hard one: each agent holds three pipes here, so the
+-- usual soft limit of 1024 ends a fleet near 300 agents (`doctor` says when the hard one is low).
+local function raise_fd_limit()
+  local before, now, hard = require("rmcp.proc").raise_nofile()
+  if not before then
+    log.warn("cannot raise the open-file limit: %s", tostring(now))
+  elseif now ~= before then
+    log.info("open-file limit raised from %d to the hard limit %d (agents start with %d)", before, hard, before)
+  end
+end
+
 -- Loads persisted sessions into d (live ones come back orphaned).
 local function restore(d)
   local n, orphaned = 0, 0
@@ -217,6 +228,7 @@ function M.main(_)
     log.error("sessions dir: %s", tostring(serr))
     return sys.stop(1)
   end
+  raise_fd_limit()
   local d = daemon.new(paths, lock)
   wire(d)
   -- Lua hot reload of policies and stateless modules (lib/reload.lua); cleanup timers follow the new rules.
