@@ -123,7 +123,11 @@ local function shutdown(d, reason)
   for _, s in pairs(d.sessions) do
     if s.rt and s.rt.agent then s.rt.agent:stop(nil, 100) end
   end
-  for _, s in pairs(d.sessions) do session.persist(d, s) end
+  -- a parked session's record is on disk already (park.lua): saving it again would cost a fsync'd
+  -- write per finished session (seconds for 10,000) and make every one look updated now to retention
+  for _, s in pairs(d.sessions) do
+    if not s.parked then session.persist(d, s) end
+  end
   local started = uv.now()
   local timer = uv.new_timer()
   timer:start(50, 50, function()
