@@ -113,9 +113,55 @@ restart:
   reaper_update();
 }
 
-/* waitpid each tracked, unreaped pid without blocking. */
+/* Record the wait status st of p, just reaped. */
+static void proc_reaped(proc_t *p, int st)
+{
+  p->reaped = 1;
+  if (WIFSIGNALED(st)) {
+    p->sig = WTERMSIG(st);
+    p->code = 128 + p->sig;
+  } else {
+    p->code = WEXITSTATUS(st);
+  }
+}
+
+/* Reap the children of ours that have exited, one at a time as the kernel names them
+ * (waitid(P_ALL, WNOWAIT) peeks without reaping), so a SIGCHLD costs a few system calls however
+ * many children we track (a waitpid per child made spawning a fleet of n agents cost n^2 of them).
+ * Returns 0 once no exited child is left, or -1 when the kernel names one that is not ours (a child
+ * libuv or luv started, theirs to reap) or has no child to name (ECHILD). */
+static int proc_reap_named(void)
+{
+  for (;;) {
+    siginfo_t si;
+    memset(&si, 0, sizeof(si));
+    if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) < 0) {
+      if (errno == EINTR) continue;
+      return -1;
+    }
+    if (si.si_pid == 0) return 0;
+    proc_t *p = tracked;
+    while (p && (p->reaped || p->pid != si.si_pid)) p = p->next;
+    if (p == NULL) return -1;
+    int st;
+    pid_t r;
+    do
+      r = waitpid(p->pid, &st, WNOHANG);
+    while (r < 0 && errno == EINTR);
+    if (r != p->pid) return -1;
+    proc_reaped(p, st);
+  }
+}
+
+/* Reap what exited: as the kernel names it; else (a child not ours in the way, or no child left
+ * at all: one of ours was reaped by someone else) waitpid each tracked, unreaped pid without
+ * blocking. */
 static void proc_sweep(void)
 {
+  if (proc_reap_named() >= 0) {
+    proc_finish_all();
+    return;
+  }
   for (proc_t *p = tracked; p; p = p->next) {
     if (p->reaped) continue;
     int st;
@@ -124,13 +170,7 @@ static void proc_sweep(void)
       r = waitpid(p->pid, &st, WNOHANG);
     while (r < 0 && errno == EINTR);
     if (r == p->pid) {
-      p->reaped = 1;
-      if (WIFSIGNALED(st)) {
-        p->sig = WTERMSIG(st);
-        p->code = 128 + p->sig;
-      } else {
-        p->code = WEXITSTATUS(st);
-      }
+      proc_reaped(p, st);
     } else if (r < 0 && errno == ECHILD) {
       p->reaped = 1;  /* someone else reaped it: status unknown */
       p->code = -1;
