@@ -25,7 +25,7 @@ end
 -- of all pages, the idle window, and the retained histories whose restart and list are compared.
 local function sizes()
   local n = tonumber(os.getenv("RMCP_BENCH_SCALE_N") or "") or 1000
-  return { live = n, raw = math.min(100, n), rtt = 300, walks = 20, idle_s = 10, watch_ids = math.min(64, n),
+  return { live = n, raw = n, rtt = 300, walks = 20, idle_s = 10, watch_ids = math.min(64, n),
            wake = 100, retained = { 100, 1000, 10000 }, restarts = 3, lists = 50 }
 end
 
@@ -42,7 +42,7 @@ end
 -- Spawn rate: Z.raw fake agents started at once without agentd (initialize, session/new, the first
 -- prompt: the ACP client in this process), against Z.live spawned at once through agentd until the
 -- last first turn ended; both in sessions/s. Returns the live ids.
-local function spawn_rows(b, Z, c)
+local function spawn_rows(b, Z, c, apid)
   local t0 = b.now_s()
   local agents = {}
   b.all(Z.raw, function(k)
@@ -52,14 +52,17 @@ local function spawn_rows(b, Z, c)
   local raw_rate = Z.raw / (b.now_s() - t0)
   b.stop_agents(agents)
   t0 = b.now_s()
+  local cpu0 = b.cpu_of(apid)
   local ids = b.spawn_many(c, Z.live, { task = "scale", model = "fake/fake-model", keep_alive = true })
   b.watch_all(c, ids)
-  local rate = Z.live / (b.now_s() - t0)
+  local dt, acpu = b.now_s() - t0, b.cpu_of(apid) - cpu0
+  local rate = Z.live / dt
   b.row({ section = "scale", what = string.format("spawn rate, %d at once -> all first turns end", Z.live),
           value = rate, base = raw_rate, fmt = fmt_per_s,
           target = { on = "ratio", op = ">=", limit = 0.5, text = ">= 0.5x raw" } })
-  b.note("scale spawn baseline: %d fake agents started at once without agentd (initialize, session/new, first prompt)",
-    Z.raw)
+  b.note("scale spawn: agentd's CPU %.2f ms per spawn (%.0f%% of the %.1f s); baseline: %d fake agents started at once "
+    .. "without agentd (initialize, session/new, first prompt)", acpu * 1e3 / Z.live,
+    acpu * 100 / dt, dt, Z.raw)
   return ids
 end
 
@@ -169,15 +172,17 @@ end
 -- Restart time (shutdown, then a client's autostart until hello) and list time (the default view,
 -- and all=true's first page) of a daemon over each retained history, against the smallest.
 local function retained_rows(b, Z, template_dir, template_id)
-  local restart, list_all, list_view = {}, {}, {}
+  local restart, stop, list_all, list_view, killed = {}, {}, {}, {}, 0
   for _, count in ipairs(Z.retained) do
     local home = string.format("%s/r%d", b.DIR, count)
     forge_history(template_dir, template_id, home, count)
     local c = b.connect(home, b.WS, "bench-scale")
-    local best = math.huge
+    local best, best_stop = math.huge, math.huge
     for _ = 1, Z.restarts do
-      b.shutdown_daemon(home)
       local t0 = b.now_s()
+      if not b.shutdown_daemon(home) then killed = killed + 1 end
+      best_stop = math.min(best_stop, b.now_s() - t0)
+      t0 = b.now_s()
       c = b.connect(home, b.WS, "bench-scale")
       best = math.min(best, b.now_s() - t0)
     end
@@ -194,7 +199,7 @@ local function retained_rows(b, Z, template_dir, template_id)
       b.call(c, "list", {})
       tv[i] = b.now_s() - t0
     end
-    restart[count], list_all[count], list_view[count] = best, pct(ta, 50), pct(tv, 50)
+    restart[count], stop[count], list_all[count], list_view[count] = best, best_stop, pct(ta, 50), pct(tv, 50)
     b.shutdown_daemon(home)
   end
   local small = Z.retained[1]
@@ -204,6 +209,9 @@ local function retained_rows(b, Z, template_dir, template_id)
     b.row({ section = "scale", what = string.format("%sagentd restart, %d finished sessions retained (best of %d)", label, n, Z.restarts),
             value = restart[n], base = restart[small], fmt = b.fmt_ms,
             target = { on = "ratio", op = "<=", limit = 1.5, text = string.format("<= 1.5x %d", small) } })
+    b.row({ section = "scale", what = string.format("%sagentd shutdown, %d retained (best of %d)", label, n, Z.restarts),
+            value = stop[n], base = stop[small], fmt = b.fmt_ms,
+            target = { on = "ratio", op = "<=", limit = 1.5, text = string.format("<= 1.5x %d", small) } })
     b.row({ section = "scale", what = string.format("%slist all=true first page, %d retained (p50)", label, n),
             value = list_all[n], base = list_all[small], fmt = b.fmt_ms,
             target = { on = "ratio", op = "<=", limit = 1.5, text = string.format("<= 1.5x %d", small) } })
@@ -212,19 +220,21 @@ local function retained_rows(b, Z, template_dir, template_id)
             target = { on = "ratio", op = "<=", limit = 1.5, text = string.format("<= 1.5x %d", small) } })
   end
   b.note("scale restart: shutdown, then a client's autostart until its hello is answered; retained sessions are "
-    .. "copies of one finished fake session (record and journal), REASONIX_MCP_RETAIN_MAX raised so all are kept")
+    .. "copies of one finished fake session (record and journal), REASONIX_MCP_RETAIN_MAX raised so all are kept; "
+    .. "shutdown: the shutdown request until the pid is gone (%d daemons did not exit within 5 s and were killed)", killed)
 end
 
 -- The phase: b holds run.lua's helpers and paths.
 return function(b)
   local Z = sizes()
+  proc.raise_nofile() -- the raw spawn baseline holds three pipes per agent here too
   local home = b.DIR .. "/hs"
   uv.os_setenv("REASONIX_MCP_RETAIN_MAX", "100000")
   local env = b.env_with({ REASONIX_MCP_ORCHESTRATOR_ID = "bench-scale", REASONIX_MCP_HOME = home })
   local c, apid = b.connect(home, b.WS, "bench-scale")
   b.async.sleep(300)
   local idle_rss = b.rss_kib(apid)
-  local ids = spawn_rows(b, Z, c)
+  local ids = spawn_rows(b, Z, c, apid)
   idle_rows(b, Z, apid, idle_rss)
   local floor = assert(proc.spawn({ file = b.FLOOR, args = { "daemon", b.FLOOR_DIR .. "/s.sock", b.FLOOR_DIR },
     env = b.env_list(env), stdin = "pipe", stdout = "null", stderr = { file = b.DIR .. "/floor-scale.err", append = true },
