@@ -224,11 +224,28 @@ local function retained_rows(b, Z, template_dir, template_id)
     .. "shutdown: the shutdown request until the pid is gone (%d daemons did not exit within 5 s and were killed)", killed)
 end
 
+-- The agent command of the scale daemon: run.lua's fake agent wrapper, answering `doctor --json` as
+-- the real agent does (bash sandboxed, nothing writable beyond the cwd). The fake alone fails that
+-- probe, and a failed probe is not cached (agentd/posture.lua): every burst of spawns would pay one
+-- more process start that a real agent's cached posture does not.
+local function agent_with_doctor(b)
+  local path = b.DIR .. "/reasonix-scale"
+  local doctor = [[if [ "$1" = doctor ]; then echo '{"version":"fake","sandbox":{"bash":"enforce","available":true,]]
+    .. [["write_roots":[],"network":"allow"}}'; exit 0; fi]]
+  local text = assert(files.read(b.WRAPPER)):gsub("^#!/bin/sh\n", function(head) return head .. doctor .. "\n" end)
+  local f = assert(io.open(path, "wb"))
+  f:write(text)
+  f:close()
+  uv.fs_chmod(path, tonumber("755", 8))
+  return path
+end
+
 -- The phase: b holds run.lua's helpers and paths.
 return function(b)
   local Z = sizes()
   proc.raise_nofile() -- the raw spawn baseline holds three pipes per agent here too
   local home = b.DIR .. "/hs"
+  uv.os_setenv("REASONIX_BIN", agent_with_doctor(b))
   uv.os_setenv("REASONIX_MCP_RETAIN_MAX", "100000")
   local env = b.env_with({ REASONIX_MCP_ORCHESTRATOR_ID = "bench-scale", REASONIX_MCP_HOME = home })
   local c, apid = b.connect(home, b.WS, "bench-scale")
@@ -253,4 +270,5 @@ return function(b)
   b.shutdown_daemon(home)
   retained_rows(b, Z, home .. "/sessions", ids[1])
   uv.os_unsetenv("REASONIX_MCP_RETAIN_MAX")
+  uv.os_setenv("REASONIX_BIN", b.WRAPPER)
 end
