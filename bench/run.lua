@@ -28,7 +28,7 @@ local OURS_ARG = nil -- --ours: another build's reasonix-mcp measured as ours (b
 local PHASES = { memory = true, spawn = true, sandbox = true, ingest = true, mcp = true, dashboard = true, real = true,
                  forecast = true }
 local USAGE = "usage: reasonix-mcp script bench/run.lua [--quick] [--strict] [--no-real] [--json FILE] "
-  .. "[--only memory,spawn,sandbox,ingest,mcp,dashboard,real,forecast,agents] [--ours EXE]\n"
+  .. "[--only memory,spawn,sandbox,ingest,mcp,dashboard,real,forecast,agents,scale] [--scale] [--ours EXE]\n"
 do
   -- RMCP_BENCH_ARGS adds arguments (the cmake target passes none: RMCP_BENCH_ARGS=--quick there)
   local args = {}
@@ -42,6 +42,7 @@ do
     elseif a == "--no-real" then NO_REAL = true
     elseif a == "--strict" then STRICT = true
     elseif a == "--ours" and args[i + 1] then OURS_ARG = args[i + 1]; i = i + 1
+    elseif a == "--scale" then PHASES.scale = true -- bench/scale.lua: a fleet of 1,000 (never by default)
     elseif a == "--only" and args[i + 1] then
       PHASES = {}
       for name in args[i + 1]:gmatch("[^,]+") do PHASES[name] = true end
@@ -68,6 +69,7 @@ local P = QUICK and {
   mcp_rtt = 3000, mcp_warm = 100, cold = 10, list_sessions = 20, wake = 200, paint = 15, dash_events = 40,
   real_reps = 5, fleet = 8, fleet_reps = 3, forecast_reps = 5, deadline_s = 420,
 }
+if PHASES.scale then P.deadline_s = P.deadline_s + 1200 end
 
 local here = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "."
 local REPO = uv.fs_realpath(here .. "/..") or (here .. "/..")
@@ -1151,6 +1153,16 @@ local function run()
   if PHASES.real then run_real() end
   if PHASES.forecast then run_forecast() end
   if PHASES.agents then dofile(REPO .. "/bench/agents.lua")({ repo = REPO, exe = OURS, node = NODE, row = row, note = note, fmt_ms = fmt_ms }) end
+  if PHASES.scale then
+    phase("scale")
+    dofile(REPO .. "/bench/scale.lua")({ DIR = DIR, WS = WS, EXE = EXE, WRAPPER = WRAPPER, STAMP = STAMP, FLOOR = FLOOR,
+      FLOOR_DIR = FLOOR_DIR, MiB = MiB, bare = bare, cleanups = cleanups, async = async, now_s = now_s, all = all,
+      row = row, note = note, note_cases = note_cases, fmt_us = fmt_us, fmt_ms = fmt_ms, fmt_mib = fmt_mib, s_of = s_of,
+      rss_kib = rss_kib, vm = vm, cpu_of = cpu_of, env_list = env_list, env_with = env_with, connect = connect,
+      call = call, spawn_many = spawn_many, watch_all = watch_all, stop_many = stop_many, raw_turn = raw_turn,
+      stop_agents = stop_agents, shutdown_daemon = shutdown_daemon, tool_call = tool_call, plan_servers = plan_servers,
+      run_client = run_client, capture_for_floor = capture_for_floor })
+  end
   shutdown_daemon(MCP_HOME)
   note("run took %.1f s (%s mode)", now_s() - t_start, QUICK and "quick" or "full")
 end

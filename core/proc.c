@@ -113,9 +113,55 @@ restart:
   reaper_update();
 }
 
-/* waitpid each tracked, unreaped pid without blocking. */
+/* Record the wait status st of p, just reaped. */
+static void proc_reaped(proc_t *p, int st)
+{
+  p->reaped = 1;
+  if (WIFSIGNALED(st)) {
+    p->sig = WTERMSIG(st);
+    p->code = 128 + p->sig;
+  } else {
+    p->code = WEXITSTATUS(st);
+  }
+}
+
+/* Reap the children of ours that have exited, one at a time as the kernel names them
+ * (waitid(P_ALL, WNOWAIT) peeks without reaping), so a SIGCHLD costs a few system calls however
+ * many children we track (a waitpid per child made spawning a fleet of n agents cost n^2 of them).
+ * Returns 0 once no exited child is left, or -1 when the kernel names one that is not ours (a child
+ * libuv or luv started, theirs to reap) or has no child to name (ECHILD). */
+static int proc_reap_named(void)
+{
+  for (;;) {
+    siginfo_t si;
+    memset(&si, 0, sizeof(si));
+    if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) < 0) {
+      if (errno == EINTR) continue;
+      return -1;
+    }
+    if (si.si_pid == 0) return 0;
+    proc_t *p = tracked;
+    while (p && (p->reaped || p->pid != si.si_pid)) p = p->next;
+    if (p == NULL) return -1;
+    int st;
+    pid_t r;
+    do
+      r = waitpid(p->pid, &st, WNOHANG);
+    while (r < 0 && errno == EINTR);
+    if (r != p->pid) return -1;
+    proc_reaped(p, st);
+  }
+}
+
+/* Reap what exited: as the kernel names it; else (a child not ours in the way, or no child left
+ * at all: one of ours was reaped by someone else) waitpid each tracked, unreaped pid without
+ * blocking. */
 static void proc_sweep(void)
 {
+  if (proc_reap_named() >= 0) {
+    proc_finish_all();
+    return;
+  }
   for (proc_t *p = tracked; p; p = p->next) {
     if (p->reaped) continue;
     int st;
@@ -124,13 +170,7 @@ static void proc_sweep(void)
       r = waitpid(p->pid, &st, WNOHANG);
     while (r < 0 && errno == EINTR);
     if (r == p->pid) {
-      p->reaped = 1;
-      if (WIFSIGNALED(st)) {
-        p->sig = WTERMSIG(st);
-        p->code = 128 + p->sig;
-      } else {
-        p->code = WEXITSTATUS(st);
-      }
+      proc_reaped(p, st);
     } else if (r < 0 && errno == ECHILD) {
       p->reaped = 1;  /* someone else reaped it: status unknown */
       p->code = -1;
@@ -202,6 +242,29 @@ typedef struct {
   int maxfd;
 } child_args;
 
+/* The RLIMIT_NOFILE we were started with, once proc_raise_nofile raised ours: children get it back
+ * (a program that uses select() or sizes tables by the soft limit expects the usual one). */
+static struct rlimit proc_inherited_nofile;
+static int proc_nofile_raised;
+
+/* Raise our soft RLIMIT_NOFILE to the hard limit (a daemon with a thousand agents holds several
+ * thousand pipes; the usual soft limit is 1024); children still start with the limit we had. */
+int proc_raise_nofile(struct rlimit *before, struct rlimit *after)
+{
+  if (getrlimit(RLIMIT_NOFILE, before) < 0) return -errno;
+  if (!proc_nofile_raised) proc_inherited_nofile = *before;
+  *after = *before;
+  if (before->rlim_cur == before->rlim_max) return 0;
+  after->rlim_cur = before->rlim_max;
+  if (setrlimit(RLIMIT_NOFILE, after) < 0) {
+    int e = errno;
+    *after = *before;
+    return -e;
+  }
+  proc_nofile_raised = 1;
+  return 0;
+}
+
 /* Set up the child and exec; never returns (clone's entry point). */
 CHILD_CODE static int child_exec(void *arg)
 {
@@ -240,6 +303,7 @@ CHILD_CODE static int child_exec(void *arg)
     for (int fd = 3; fd < a->maxfd; fd++)
       if (fd != errfd) close(fd);
   }
+  if (proc_nofile_raised) syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, &proc_inherited_nofile, NULL);
   if (o->cwd && chdir(o->cwd) < 0) child_fail(errfd, STEP_CHDIR);
   sigset_t none;
   sigemptyset(&none);

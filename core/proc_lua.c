@@ -299,6 +299,23 @@ static int lproc_adopt(lua_State *L)
   return 1;
 }
 
+/* proc.raise_nofile() -> soft before, soft now, hard (RLIMIT_NOFILE; children keep the one before),
+ * or nil, message when the limit cannot be read or raised. */
+static int lproc_raise_nofile(lua_State *L)
+{
+  struct rlimit before, after;
+  int r = proc_raise_nofile(&before, &after);
+  if (r < 0) {
+    lua_pushnil(L);
+    lua_pushstring(L, strerror(-r));
+    return 2;
+  }
+  lua_pushinteger(L, before.rlim_cur == RLIM_INFINITY ? -1 : (lua_Integer)before.rlim_cur);
+  lua_pushinteger(L, after.rlim_cur == RLIM_INFINITY ? -1 : (lua_Integer)after.rlim_cur);
+  lua_pushinteger(L, after.rlim_max == RLIM_INFINITY ? -1 : (lua_Integer)after.rlim_max);
+  return 3;
+}
+
 /* proc.take_first_server() -> pid, stdin fd, stdout fd | nil: the launcher's first server, started
  * from C before Lua (first_server.c), handed over once; adopt it with proc.adopt. */
 static int lproc_take_first_server(lua_State *L)
@@ -423,5 +440,7 @@ int luaopen_rmcp_proc(lua_State *L)
   lua_setfield(L, -2, "adopt");
   lua_pushcfunction(L, lproc_take_first_server);
   lua_setfield(L, -2, "take_first_server");
+  lua_pushcfunction(L, lproc_raise_nofile);
+  lua_setfield(L, -2, "raise_nofile");
   return 1;
 }

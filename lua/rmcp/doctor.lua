@@ -90,6 +90,24 @@ function M.profile_check(agent)
     #models > 0 and ("; models: " .. names(models, "modelId")) or "", #modes > 0 and ("; modes: " .. names(modes, "id")) or "", steer))
 end
 
+-- Open files per agent in agentd (its stdin, stdout and stderr pipes) and what agentd holds
+-- besides (journals kept open, up to 256; sockets, logs): what the hard limit must leave room for.
+local FDS_PER_AGENT, FDS_BESIDES = 3, 320
+
+-- Whether agentd's open-file limit leaves room for a fleet: agentd raises its soft limit to the
+-- hard one at start (as this raises ours), so the hard limit is what counts; a note (nil) below
+-- room for 1,000 agents. Returns ok, detail.
+function M.fd_limit()
+  local before, _, hard = require("rmcp.proc").raise_nofile()
+  if not before then return nil, "cannot read RLIMIT_NOFILE: " .. tostring(_) end
+  if hard < 0 then return true, "unlimited" end
+  local room = math.max(0, (hard - FDS_BESIDES) // FDS_PER_AGENT)
+  local text = string.format("soft %d, hard %d: agentd raises its soft limit to %d, room for about %d live agents",
+    before, hard, hard, room)
+  if room >= 1000 then return true, text end
+  return nil, text .. " (raise the hard limit, e.g. `ulimit -Hn 8192` as root or LimitNOFILE= in a unit, for a larger fleet)"
+end
+
 -- Collects the checks: a list of {name, ok, detail} (coroutine). start_agents: each installed
 -- built-in agent is started too (doctor --agents).
 function M.checks(start_agents)
@@ -142,6 +160,7 @@ function M.checks(start_agents)
     or (box.why .. ": a spawn asking for a sandbox is refused (or, with fallback, runs unsandboxed)"
       .. (default ~= "none" and ("; REASONIX_MCP_DEFAULT_SANDBOX=" .. default .. " asks it of every spawn") or "")))
   add("host environment", M.host_env())
+  add("open-file limit", M.fd_limit())
   local paths = config.paths()
   local ok, err = sock.secure_dir(paths.home)
   add("runtime dir", ok == true, ok and (paths.home .. " (0700, ours)") or tostring(err))

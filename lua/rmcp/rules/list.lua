@@ -132,11 +132,12 @@ local function in_view(s)
 end
 
 -- Orders sessions newest first (created_at, then id): the order of rows and of cursors.
-local function newer(a, b)
+function M.newer(a, b)
   local ta, tb = a.created_at or 0, b.created_at or 0
   if ta ~= tb then return ta > tb end
   return a.id > b.id
 end
+local newer = M.newer
 
 -- The cursor after session s: where the next page starts.
 local function cursor_of(s)
@@ -174,7 +175,8 @@ local function add_spent(total, u)
   total.unreported = (total.unreported or 0) + (u.unreported or 0)
 end
 
--- Builds the list result from sessions (already filtered to the caller's), newest first. The view:
+-- Builds the list result from sessions (already filtered to the caller's; opts.sorted: already
+-- newest first, as M.newer orders them), newest first. The view:
 -- opts.pending_only (active, decision-blocked, uncollected), opts.all (every session), else what
 -- in_view keeps; counts are by status over every session given. A page holds opts.limit rows (nil:
 -- all) after opts.cursor ({created_at, id}); next_cursor when more follow; hidden counts the
@@ -184,7 +186,7 @@ end
 function M.shape(sessions, opts)
   local rows, counts = json.array(), {}
   local total = { total = 0 }
-  table.sort(sessions, newer)
+  if not opts.sorted then table.sort(sessions, newer) end
   local after, hidden, more, last, used, cut = opts.cursor, 0, false, nil, 0, false
   local room = opts.budget and opts.budget - ENVELOPE
   for _, s in ipairs(sessions) do

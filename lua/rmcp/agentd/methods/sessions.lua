@@ -171,10 +171,7 @@ end
 
 -- list: the caller's sessions.
 function M.list(d, conn, p, reply)
-  local mine = {}
-  for _, s in pairs(d.sessions) do
-    if s.owner == conn.orch then mine[#mine + 1] = s end
-  end
+  local mine = session.newest_first(d, conn.orch)
   local limit = p.limit
   if limit ~= nil and (math.type(limit) ~= "integer" or limit < 1 or limit > 500) then
     return reply(nil, bad("limit must be an integer from 1 to 500"))
@@ -186,7 +183,7 @@ function M.list(d, conn, p, reply)
     if not cursor then return reply(nil, bad(cerr)) end
   end
   local r, err = rules_list.shape(mine, {
-    encoded = true, include_task = p.include_task == true, pending_only = p.pending_only == true, all = p.all == true,
+    encoded = true, sorted = true, include_task = p.include_task == true, pending_only = p.pending_only == true, all = p.all == true,
     detail = p.detail == true, current_work = session.current_work,
     health = function(s) return health.of(d, s) end,
     budget = caps.limit("max_result_bytes"),

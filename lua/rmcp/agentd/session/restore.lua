@@ -6,6 +6,7 @@ local json = require "rmcp.lib.json"
 local log = require "rmcp.lib.log"
 local store = require "rmcp.agentd.store"
 local state = require "rmcp.agentd.session.state"
+local order = require "rmcp.agentd.session.order"
 local runtime = require "rmcp.agentd.session.runtime"
 local park = require "rmcp.agentd.session.park"
 local usage = require "rmcp.agentd.session.usage"
@@ -134,7 +135,7 @@ function M.restore(d, rec)
   end
   s.rt.released = true -- a restored session's text is its journal's
   undrained_turns(s, records)
-  d.sessions[s.id] = s
+  order.put(d, s.id, s)
   if not was_live then park.park_on_record(d, s) end
   return s
 end

@@ -10,6 +10,7 @@ local log = require "rmcp.lib.log"
 local config = require "rmcp.config"
 local store = require "rmcp.agentd.store"
 local rules_poll = require "rmcp.rules.poll"
+local order = require "rmcp.agentd.session.order"
 local caps = require "rmcp.rules.caps"
 local runtime = require "rmcp.agentd.session.runtime"
 local park = require "rmcp.agentd.session.park"
@@ -51,7 +52,7 @@ function M.create(d, owner, project_dir, o, cwd)
     transcript_path = store.journal_path(d.paths.sessions, id),
     rt = runtime.new_rt(),
   }
-  d.sessions[id] = s
+  order.put(d, id, s)
   return s
 end
 
@@ -84,7 +85,7 @@ function M.discard(d, s)
   if type(s.sandbox) == "table" and s.sandbox.level ~= "none" then
     require("rmcp.agentd.session.sandbox").forget(d, s)
   end
-  d.sessions[s.id] = nil
+  order.put(d, s.id, nil)
   store.remove(d.paths.sessions, s.id)
   os.remove(s.transcript_path)
 end
