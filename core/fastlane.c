@@ -2,9 +2,10 @@
  * active server when nothing waits for one, and closes it before it looks at the requests in
  * flight (a crash, a swap, a cancel, a stop): closing hands back the requests the lane relayed,
  * which Lua then owns like any other. A host line is taken only when nothing could make the Lua
- * path act otherwise: a top-level object with "jsonrpc":"2.0", an integer id not in flight, a
- * method of FAST_METHODS, and for tools/call a params.name that is not a receipt tool and no
- * _meta; and only while no peer is behind (the launcher's back-pressure gates, config.lua). */
+ * path act otherwise: a top-level object with "jsonrpc":"2.0", an integer id not in flight, the
+ * method ping, tools/list or tools/call (with a plain params.name) and no _meta; and only while no
+ * peer is behind (the launcher's back-pressure gates, config.lua). The receipt of a watch or poll
+ * answer stays Lua's: on_receipt hears of each such request as it goes out and of its answer. */
 #include <lauxlib.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -23,13 +24,14 @@ typedef struct {
   lua_Integer seq;
   char *line;    /* the host's line: Lua needs it back when the lane closes; NULL for a held id */
   size_t len;
+  int receipt;   /* a tool of receipt_tools: its answer has a receipt */
 } lane_entry;
 
 typedef struct {
   lua_State *L;
   lchannel_t *host;      /* the launcher's stdout */
   lchannel_t *target;    /* the active server's stdin while open, else NULL */
-  int host_ref, target_ref, on_settle;
+  int host_ref, target_ref, on_settle, on_receipt;
   int target_tag;
   lua_Integer seq;       /* arrival order, shared with Lua's ledger */
   lua_Integer max_in_flight;
@@ -38,7 +40,7 @@ typedef struct {
   size_t n, cap, fast;
 } fastlane_t;
 
-/* The tools whose answers have a receipt (launcher/wire.lua RECEIPT_TOOLS): Lua's. */
+/* The tools whose answers have a receipt (launcher/wire.lua RECEIPT_TOOLS). */
 static const char *const receipt_tools[] = {"reasonix_watch", "reasonix_poll", NULL};
 
 /* ---- a JSON scanner that locates members without decoding ---- */
@@ -201,7 +203,8 @@ static int span_is(const char *p, const char *e, const char *s)
   return (size_t)(e - p) == strlen(s) && memcmp(p, s, (size_t)(e - p)) == 0;
 }
 
-/* The id of a host line the lane may take (see the head of this file); 0 when it may not. */
+/* Whether the lane may take a host line (see the head of this file): 0 no, 1 yes, 2 yes and its
+ * answer has a receipt; *id is its id. */
 static int fast_request(const char *line, size_t len, int64_t *id)
 {
   request_t r;
@@ -214,7 +217,7 @@ static int fast_request(const char *line, size_t len, int64_t *id)
   if (span_is(r.method, r.method_end, "ping") || span_is(r.method, r.method_end, "tools/list")) return 1;
   if (!span_is(r.method, r.method_end, "tools/call") || !r.name) return 0;
   for (const char *const *t = receipt_tools; *t; t++)
-    if (span_is(r.name, r.name_end, *t)) return 0;
+    if (span_is(r.name, r.name_end, *t)) return 2;
   return 1;
 }
 
@@ -229,7 +232,7 @@ static long lane_find(const fastlane_t *f, int64_t id, int fast)
 }
 
 /* Appends an entry; 0 when out of memory. */
-static int lane_add(fastlane_t *f, int64_t id, char *line, size_t len)
+static int lane_add(fastlane_t *f, int64_t id, char *line, size_t len, int receipt)
 {
   if (f->n == f->cap) {
     size_t cap = f->cap ? f->cap * 2 : 16;
@@ -238,7 +241,7 @@ static int lane_add(fastlane_t *f, int64_t id, char *line, size_t len)
     f->e = e;
     f->cap = cap;
   }
-  f->e[f->n++] = (lane_entry){id, line ? ++f->seq : 0, line, len};
+  f->e[f->n++] = (lane_entry){id, line ? ++f->seq : 0, line, len, receipt};
   if (line) f->fast++;
   return 1;
 }
@@ -261,6 +264,19 @@ static channel_t *ready(const lchannel_t *u)
   return ch && channel_queued(ch) < CHANNEL_HIGH_WATER ? ch : NULL;
 }
 
+/* Calls Lua's on_receipt(id, queued): a receipt request goes out (queued nil), or its result was
+ * written to the host with queued bytes still unwritten (-1: it could not be written). */
+static void lane_receipt_hook(fastlane_t *f, int64_t id, int with_queued, lua_Integer queued)
+{
+  if (f->on_receipt == LUA_NOREF) return;
+  lua_pushinteger(f->L, (lua_Integer)id);
+  if (with_queued)
+    lua_pushinteger(f->L, queued);
+  else
+    lua_pushnil(f->L);
+  lua_host_call_ref(f->L, f->on_receipt, 2);
+}
+
 /* Host stdin filter: relays a plain request to the active server. */
 static int lane_host_line(void *data, int tag, const char *line, size_t len)
 {
@@ -270,15 +286,18 @@ static int lane_host_line(void *data, int tag, const char *line, size_t len)
   channel_t *to = ready(f->target);
   if (!to || !ready(f->host)) return 0;
   if ((lua_Integer)f->fast + f->lua_pending + 1 >= f->max_in_flight) return 0;
-  if (!fast_request(line, len, &id) || lane_find(f, id, 1) >= 0 || lane_find(f, id, 0) >= 0) return 0;
+  int kind = fast_request(line, len, &id);
+  if (!kind || lane_find(f, id, 1) >= 0 || lane_find(f, id, 0) >= 0) return 0;
   char *copy = malloc(len ? len : 1);
   if (!copy) return 0;
   memcpy(copy, line, len);
-  if (!lane_add(f, id, copy, len)) {
+  if (!lane_add(f, id, copy, len, kind == 2)) {
     free(copy);
     return 0;
   }
-  channel_write(to, line, len); /* a failed write is the server's end: Lua learns it from its exit */
+  if (kind == 2) lane_receipt_hook(f, id, 0, 0);
+  /* a failed write is the server's end: Lua learns it from its exit */
+  if (f->target && channel_lua_get(f->target) == to) channel_write(to, line, len);
   return 1;
 }
 
@@ -324,8 +343,10 @@ static int lane_child_line(void *data, int tag, const char *line, size_t len)
     long i = lane_find(f, id, 1);
     if (i < 0) return 0;
     int was_full = (lua_Integer)f->fast + f->lua_pending >= f->max_in_flight;
+    int receipt = f->e[i].receipt && q[2] == 'r';
     lane_remove(f, (size_t)i);
-    channel_write(host, line, len);
+    int r = channel_write(host, line, len);
+    if (receipt) lane_receipt_hook(f, id, 1, r < 0 ? -1 : (lua_Integer)channel_queued(host));
     if (was_full || channel_queued(host) >= CHANNEL_HIGH_WATER) lane_settle_hook(f);
     return 1;
   }
@@ -351,8 +372,8 @@ static void lane_drop_target(lua_State *L, fastlane_t *f)
   f->target_ref = LUA_NOREF;
 }
 
-/* fastlane.new{host = stdout channel, input = stdin channel, max_in_flight = n, on_settle = fn}
- * -> lane: sees every host line of input first. */
+/* fastlane.new{host = stdout channel, input = stdin channel, max_in_flight = n, on_settle = fn,
+ * on_receipt = fn(id, queued)} -> lane: sees every host line of input first. */
 static int lane_new(lua_State *L)
 {
   luaL_checktype(L, 1, LUA_TTABLE);
@@ -361,12 +382,13 @@ static int lane_new(lua_State *L)
   fastlane_t *f = lua_newuserdatauv(L, sizeof *f, 0);
   memset(f, 0, sizeof *f);
   f->L = h->L;
-  f->host_ref = f->target_ref = f->on_settle = LUA_NOREF;
+  f->host_ref = f->target_ref = f->on_settle = f->on_receipt = LUA_NOREF;
   luaL_setmetatable(L, FASTLANE_MT);
   lua_getfield(L, 1, "max_in_flight");
   f->max_in_flight = luaL_checkinteger(L, -1);
   lua_pop(L, 1);
   f->on_settle = lua_host_checkref(L, 1, "on_settle");
+  f->on_receipt = lua_host_checkref(L, 1, "on_receipt");
   lua_getfield(L, 1, "host");
   f->host = channel_lua_check(L, -1);
   f->host_ref = luaL_ref(L, LUA_REGISTRYINDEX);
@@ -442,7 +464,7 @@ static int lane_held(lua_State *L)
   if (!lua_isinteger(L, 2)) return 0;
   int64_t id = (int64_t)lua_tointeger(L, 2);
   if (delta > 0) {
-    if (!lane_add(f, id, NULL, 0)) return luaL_error(L, "fastlane: out of memory");
+    if (!lane_add(f, id, NULL, 0, 0)) return luaL_error(L, "fastlane: out of memory");
   } else {
     long i = lane_find(f, id, 0);
     if (i >= 0) lane_remove(f, (size_t)i);

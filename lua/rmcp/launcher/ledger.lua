@@ -47,6 +47,7 @@ local CANCELLED_KEPT = 64
 ---@field cancelled table<any, LauncherRequest> id_key -> a receipt request the host cancelled while a server had it
 ---@field cancelled_order any[]       their keys, oldest first (at most CANCELLED_KEPT)
 ---@field unflushed LauncherRequest[] receipt requests whose answer waits in our queue to the host
+---@field top_receipt_key integer     the highest integer key of a receipt made or waiting for a flush
 ---@field send_host fun(line: string): integer? bytes still queued for the host, nil when not written
 ---@field active fun(): LauncherChild? the server host requests go to now
 ---@field on_settled fun(entry: LauncherRequest, result_line: string?, left: boolean)
@@ -61,7 +62,7 @@ Ledger.__index = Ledger
 function M.new(opts)
   return setmetatable({
     pending = {}, n_pending = 0, seq = 0, waiting = {}, receipts_sent = {},
-    cancelled = {}, cancelled_order = {}, unflushed = {},
+    cancelled = {}, cancelled_order = {}, unflushed = {}, top_receipt_key = math.mininteger,
     send_host = opts.send_host, active = opts.active, on_settled = opts.on_settled, adopt = opts.adopt,
   }, Ledger)
 end
@@ -103,6 +104,16 @@ function Ledger:sync_lane(child)
     self.lane:open((child:pipes()), child.n)
     self.lane_owner = child
   end
+end
+
+-- The lane relayed a watch or poll with this (integer) id (queued nil), or wrote its result to the
+-- host with queued bytes still unwritten (-1: not written): its receipt is ours (relay below).
+function Ledger:lane_receipt(id, queued)
+  if queued == nil then return self:forget_receipts(id) end
+  local entry = { key = id, id = id }
+  if queued < 0 then return self:report(entry, false) end
+  if queued == 0 then return self:report(entry, true) end
+  self:wait_flush(entry)
 end
 
 -- ---- requests in flight ----
@@ -339,9 +350,28 @@ end
 -- agentd give the answer twice; the window is two writes wide). On the wire it is
 -- `$/rmcp/answered {id, delivered, thread_id?}`, as every version writes it.
 function Ledger:report(entry, confirmed)
-  local line = json.encode({ jsonrpc = "2.0", method = "$/rmcp/answered",
-                             params = { id = entry.id, delivered = confirmed, thread_id = entry.thread } })
+  local line
+  self:note_receipt_key(entry.key)
+  if math.type(entry.id) == "integer" and entry.thread == nil then
+    line = '{"jsonrpc":"2.0","method":"$/rmcp/answered","params":{"id":' .. entry.id .. ',"delivered":'
+      .. tostring(confirmed == true) .. "}}"
+  else
+    line = json.encode({ jsonrpc = "2.0", method = "$/rmcp/answered",
+                         params = { id = entry.id, delivered = confirmed, thread_id = entry.thread } })
+  end
   self:send_receipt({ key = entry.key, line = line })
+end
+
+-- Keeps the highest integer key a receipt was made for (or waits for a flush for): a request with
+-- a higher id (hosts count up) has no receipt to forget (forget_receipts).
+function Ledger:note_receipt_key(key)
+  if math.type(key) == "integer" and key > self.top_receipt_key then self.top_receipt_key = key end
+end
+
+-- entry's result waits in our queue to the host: its receipt is made once that is flushed.
+function Ledger:wait_flush(entry)
+  self:note_receipt_key(entry.key)
+  self.unflushed[#self.unflushed + 1] = entry
 end
 
 -- Writes a server's answer (kind "result" or "error") to entry to the host. A receipt request's
@@ -353,7 +383,7 @@ function Ledger:relay(entry, line, kind)
   if not (entry.receipt and kind == "result") then return end
   if queued == nil then return self:report(entry, false) end
   if queued == 0 then return self:report(entry, true) end
-  self.unflushed[#self.unflushed + 1] = entry
+  self:wait_flush(entry)
 end
 
 -- The host's pipe took everything we queued for it: the answers waiting in the queue are confirmed.
@@ -383,6 +413,7 @@ end
 -- queue to the host to flush (the host sends the id again: an old receipt must not confirm the
 -- new request's answer).
 function Ledger:forget_receipts(key)
+  if math.type(key) == "integer" and key > self.top_receipt_key then return end
   local function drop(list, receipt_of)
     for i = #list, 1, -1 do
       local r = receipt_of(list[i])

@@ -108,6 +108,7 @@ local function open_stdin(L)
       L.gate:released()
       L.answers:check()
     end,
+    on_receipt = function(id, queued) L.proxy.ledger:lane_receipt(id, queued) end,
   }
   L.proxy:use_lane(L.lane)
   return true
