@@ -103,13 +103,20 @@ test('killing the server child mid-watch is invisible: the launcher restarts it 
   t.diagnostic(`kill -> new server took over in ${restartMs} ms`);
 });
 
-test('a mutating call in flight when the server dies gets a clear JSON-RPC error; the client keeps working', async (t) => {
-  const c = await connectLauncher(t, { name: 'launcher-mutating' });
+// Connects a launcher whose server is linked to agentd, then stops agentd (SIGSTOP), so that a call
+// the test makes next stays in flight; returns the connection, agentd's pid and the server's pid.
+async function withAgentdStopped(t, name) {
+  const c = await connectLauncher(t, { name });
   await tool(c.client, 'reasonix_list', {}); // starts agentd and links the server to it
   const daemon = agentdPid(fx.sb);
   assert.ok(daemon, 'agentd runs');
   const server = await serverPid(c.pid);
-  process.kill(daemon, 'SIGSTOP'); // the spawn below cannot be answered
+  process.kill(daemon, 'SIGSTOP');
+  return { c, daemon, server };
+}
+
+test('a mutating call in flight when the server dies gets a clear JSON-RPC error; the client keeps working', async (t) => {
+  const { c, daemon, server } = await withAgentdStopped(t, 'launcher-mutating'); // the spawn below is not answered
   try {
     const call = c.client.callTool({ name: 'reasonix_spawn', arguments: { task: 'QUICK-TASK never answered' } }, undefined, { timeout: 30000 });
     call.catch(() => {});
@@ -131,12 +138,7 @@ test('a mutating call in flight when the server dies gets a clear JSON-RPC error
 });
 
 test('a repeatable call in flight when the server dies is sent again to the next server and answered once', async (t) => {
-  const c = await connectLauncher(t, { name: 'launcher-repeat' });
-  await tool(c.client, 'reasonix_list', {}); // starts agentd and links the server to it
-  const daemon = agentdPid(fx.sb);
-  assert.ok(daemon, 'agentd runs');
-  const server = await serverPid(c.pid);
-  process.kill(daemon, 'SIGSTOP'); // the list below cannot be answered by this server
+  const { c, daemon, server } = await withAgentdStopped(t, 'launcher-repeat'); // this server cannot answer the list
   let stopped = true;
   try {
     const call = c.client.callTool({ name: 'reasonix_list', arguments: {} }, undefined, { timeout: 30000 });
