@@ -16,6 +16,9 @@ struct lchannel {
   lua_State *L;    /* main thread */
   int borrowed;    /* C code owns ch and its callbacks: no refs, no keep-alive, no close on __gc */
   int self, on_line, on_data, on_oversize, on_eof, on_drain, on_flushed;
+  line_filter_fn filter;  /* sees each line first (channel_lua_set_filter), or NULL */
+  void *filter_data;
+  int filter_tag;
 };
 
 /* Push the channel callback's Lua function and call it with nargs arguments. */
@@ -29,6 +32,7 @@ static void lchannel_call(channel_t *ch, int which, int nargs)
 static void lchannel_on_line(channel_t *ch, const char *p, size_t n)
 {
   lchannel_t *u = channel_data(ch);
+  if (u->filter && u->filter(u->filter_data, u->filter_tag, p, n)) return;
   lua_pushlstring(u->L, p, n);
   lchannel_call(ch, u->on_line, 1);
 }
@@ -136,6 +140,9 @@ static lchannel_t *lchannel_new(lua_State *L, lua_State *main, channel_t *ch)
   u->ch = ch;
   u->L = main;
   u->borrowed = 0;
+  u->filter = NULL;
+  u->filter_data = NULL;
+  u->filter_tag = 0;
   u->self = u->on_line = u->on_data = u->on_oversize = u->on_eof = u->on_drain = u->on_flushed = LUA_NOREF;
   lchannel_metatable(L);
   lua_setmetatable(L, -2);
@@ -156,6 +163,26 @@ lchannel_t *channel_lua_push(lua_State *L, channel_t *ch)
 void channel_lua_detach(lchannel_t *u)
 {
   u->ch = NULL;
+}
+
+/* Check that the value at idx is a channel object (open or closed). */
+lchannel_t *channel_lua_check(lua_State *L, int idx)
+{
+  return luaL_checkudata(L, idx, LCHANNEL_MT);
+}
+
+/* The channel under a channel object, or NULL once closed. */
+channel_t *channel_lua_get(const lchannel_t *u)
+{
+  return u->ch;
+}
+
+/* Lets fn see each line of an owned channel before its on_line (fastlane.h). */
+void channel_lua_set_filter(lchannel_t *u, line_filter_fn fn, void *data, int tag)
+{
+  u->filter = fn;
+  u->filter_data = data;
+  u->filter_tag = tag;
 }
 
 /* channel.open(fd, opts) -> channel | nil, err, code */

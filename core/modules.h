@@ -13,5 +13,6 @@ int luaopen_rmcp_fswatch(lua_State *L);
 int luaopen_rmcp_json(lua_State *L);
 int luaopen_rmcp_http(lua_State *L);
 int luaopen_rmcp_relay(lua_State *L);
+int luaopen_rmcp_fastlane(lua_State *L);
 
 #endif

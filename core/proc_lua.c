@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "channel_lua.h"
+#include "proc_lua.h"
 #include "first_server.h"
 #include "lua_host.h"
 #include "modules.h"
@@ -22,6 +23,9 @@ typedef struct {
   pid_t pid;
   int self, on_line, on_oversize, on_stdout, on_stderr, on_exit, on_stdin_drain;
   lchannel_t *stdio[3];  /* the pipes as channel objects (also user values 1..3), or NULL */
+  line_filter_fn filter; /* sees each stdout line first (proc_lua_set_filter), or NULL */
+  void *filter_data;
+  int filter_tag;
 } lproc_t;
 
 static const char *const lproc_slots[3] = {"stdin", "stdout", "stderr"};
@@ -72,7 +76,9 @@ static void lproc_call_str(proc_t *p, int ref, const char *s, size_t n)
 /* stdout line. */
 static void lproc_on_line(proc_t *p, const char *s, size_t n)
 {
-  lproc_call_str(p, ((lproc_t *)proc_data(p))->on_line, s, n);
+  lproc_t *u = proc_data(p);
+  if (u->filter && u->filter(u->filter_data, u->filter_tag, s, n)) return;
+  lproc_call_str(p, u->on_line, s, n);
 }
 
 /* stdout raw chunk. */
@@ -413,6 +419,15 @@ static int lproc_tostring(lua_State *L)
   lproc_t *u = lproc_check(L);
   lua_pushfstring(L, "rmcp.proc: pid %d%s", (int)u->pid, u->p ? "" : " (done)");
   return 1;
+}
+
+/* Lets fn see each stdout line of the process object at idx before its on_line (fastlane.h). */
+void proc_lua_set_filter(lua_State *L, int idx, line_filter_fn fn, void *data, int tag)
+{
+  lproc_t *u = luaL_checkudata(L, idx, LPROC_MT);
+  u->filter = fn;
+  u->filter_data = data;
+  u->filter_tag = tag;
 }
 
 /* Module loader: require "rmcp.proc". */

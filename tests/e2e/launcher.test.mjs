@@ -1,8 +1,9 @@
 // The launcher (`reasonix-mcp` with no subcommand) from the host's side, through the official SDK
 // client: a server killed mid-watch is invisible (the watch still returns), replacing the binary and
 // reasonix_restart_mcp_server swap the server while calls keep working, a mutating call lost to a
-// crash gets a clear error, a broken upgrade keeps the old server and a crash loop ends in errors and
-// exit instead of a hang, and closing stdin ends launcher and server. No process may be left.
+// crash gets a clear error and a repeatable one is sent again, a broken upgrade keeps the old server
+// and a crash loop ends in errors and exit instead of a hang, and closing stdin ends launcher and
+// server. No process may be left.
 // needs: agent python3 clients
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -102,13 +103,20 @@ test('killing the server child mid-watch is invisible: the launcher restarts it 
   t.diagnostic(`kill -> new server took over in ${restartMs} ms`);
 });
 
-test('a mutating call in flight when the server dies gets a clear JSON-RPC error; the client keeps working', async (t) => {
-  const c = await connectLauncher(t, { name: 'launcher-mutating' });
+// Connects a launcher whose server is linked to agentd, then stops agentd (SIGSTOP), so that a call
+// the test makes next stays in flight; returns the connection, agentd's pid and the server's pid.
+async function withAgentdStopped(t, name) {
+  const c = await connectLauncher(t, { name });
   await tool(c.client, 'reasonix_list', {}); // starts agentd and links the server to it
   const daemon = agentdPid(fx.sb);
   assert.ok(daemon, 'agentd runs');
   const server = await serverPid(c.pid);
-  process.kill(daemon, 'SIGSTOP'); // the spawn below cannot be answered
+  process.kill(daemon, 'SIGSTOP');
+  return { c, daemon, server };
+}
+
+test('a mutating call in flight when the server dies gets a clear JSON-RPC error; the client keeps working', async (t) => {
+  const { c, daemon, server } = await withAgentdStopped(t, 'launcher-mutating'); // the spawn below is not answered
   try {
     const call = c.client.callTool({ name: 'reasonix_spawn', arguments: { task: 'QUICK-TASK never answered' } }, undefined, { timeout: 30000 });
     call.catch(() => {});
@@ -127,6 +135,25 @@ test('a mutating call in flight when the server dies gets a clear JSON-RPC error
   const listed = await tool(c.client, 'reasonix_list', {});
   assert.ok(Array.isArray(listed.sessions));
   assert.notEqual(await serverPid(c.pid), server);
+});
+
+test('a repeatable call in flight when the server dies is sent again to the next server and answered once', async (t) => {
+  const { c, daemon, server } = await withAgentdStopped(t, 'launcher-repeat'); // this server cannot answer the list
+  let stopped = true;
+  try {
+    const call = c.client.callTool({ name: 'reasonix_list', arguments: {} }, undefined, { timeout: 30000 });
+    await c.client.ping(); // answered after the launcher forwarded the list (one ordered stream)
+    process.kill(server, 'SIGKILL');
+    await until(() => serverPids(c.pid).some((p) => p !== server), 10000, 'a new server child');
+    process.kill(daemon, 'SIGCONT');
+    stopped = false;
+    const listed = await call;
+    assert.ok(!listed.isError, JSON.stringify(listed));
+    assert.ok(Array.isArray(listed.structuredContent.sessions));
+  } finally {
+    if (stopped) process.kill(daemon, 'SIGCONT');
+  }
+  assert.equal((await c.client.listTools()).tools.length, 17);
 });
 
 test('reasonix_restart_mcp_server swaps the server; a watch in flight moves to the new one', async (t) => {

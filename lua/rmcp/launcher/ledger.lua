@@ -47,19 +47,23 @@ local CANCELLED_KEPT = 64
 ---@field cancelled table<any, LauncherRequest> id_key -> a receipt request the host cancelled while a server had it
 ---@field cancelled_order any[]       their keys, oldest first (at most CANCELLED_KEPT)
 ---@field unflushed LauncherRequest[] receipt requests whose answer waits in our queue to the host
+---@field top_receipt_key integer     the highest integer key of a receipt made or waiting for a flush
 ---@field send_host fun(line: string): integer? bytes still queued for the host, nil when not written
 ---@field active fun(): LauncherChild? the server host requests go to now
 ---@field on_settled fun(entry: LauncherRequest, result_line: string?, left: boolean)
+---@field lane userdata?              the hot path in C (rmcp.fastlane): plain requests it relays itself
+---@field lane_owner LauncherChild?   the server the lane relays to while open
+---@field adopt fun(line: string): LauncherRequest  the entry of a host request line (router.lua)
 local Ledger = {}
 Ledger.__index = Ledger
 
--- Creates the ledger. opts: send_host, active, on_settled (see the class above).
+-- Creates the ledger. opts: send_host, active, on_settled, adopt (see the class above).
 ---@return LauncherLedger
 function M.new(opts)
   return setmetatable({
     pending = {}, n_pending = 0, seq = 0, waiting = {}, receipts_sent = {},
-    cancelled = {}, cancelled_order = {}, unflushed = {},
-    send_host = opts.send_host, active = opts.active, on_settled = opts.on_settled,
+    cancelled = {}, cancelled_order = {}, unflushed = {}, top_receipt_key = math.mininteger,
+    send_host = opts.send_host, active = opts.active, on_settled = opts.on_settled, adopt = opts.adopt,
   }, Ledger)
 end
 
@@ -72,17 +76,62 @@ local function restart_message(entry, why)
     .. "reasonix_poll before retrying (the call may or may not have taken effect)", entry.label, why)
 end
 
+-- ---- the lane: plain requests relayed in C ----
+
+-- Takes over the lane's requests in flight (their server owns them) and closes it: called before
+-- anything looks at the requests in flight as a whole, or at one of them.
+function Ledger:take_lane()
+  local owner = self.lane_owner
+  if not owner then return end
+  self.lane_owner = nil
+  for _, t in ipairs(self.lane:close()) do
+    local entry = self.adopt(t.line)
+    entry.seq, entry.owner = t.seq, owner
+    self.pending[entry.key] = entry
+    self.n_pending = self.n_pending + 1
+    self.lane:held(entry.id, 1)
+  end
+end
+
+-- Opens the lane on child (the active server that may take host lines now, or nil: closed).
+-- While anything waits for a server, the lane stays closed so that nothing overtakes it.
+function Ledger:sync_lane(child)
+  if not self.lane then return end
+  if child and (child.exited or child.stdin_closed or #self.waiting > 0) then child = nil end
+  if child == self.lane_owner then return end
+  self:take_lane()
+  if child then
+    self.lane:open((child:pipes()), child.n)
+    self.lane_owner = child
+  end
+end
+
+-- The lane relayed a watch or poll with this (integer) id (queued nil), or wrote its result to the
+-- host with queued bytes still unwritten (-1: not written): its receipt is ours (relay below).
+function Ledger:lane_receipt(id, queued)
+  if queued == nil then return self:forget_receipts(id) end
+  local entry = { key = id, id = id }
+  if queued < 0 then return self:report(entry, false) end
+  if queued == 0 then return self:report(entry, true) end
+  self:wait_flush(entry)
+end
+
 -- ---- requests in flight ----
 
 -- Records a host request and sends it to server child, or keeps it for the next ready one (nil).
 function Ledger:record(entry, child)
-  self.seq = self.seq + 1
-  entry.seq = self.seq
+  if self.lane then
+    entry.seq = self.lane:next_seq()
+  else
+    self.seq = self.seq + 1
+    entry.seq = self.seq
+  end
   if entry.receipt then self:forget_receipts(entry.key) end
   if self.pending[entry.key] then
     log.warn("the host reused request id %s while it was in flight; following the newer request", tostring(entry.id))
   else
     self.n_pending = self.n_pending + 1
+    if self.lane then self.lane:held(entry.id, 1) end
   end
   self.pending[entry.key] = entry
   self:dispatch(entry, child)
@@ -105,6 +154,7 @@ end
 
 -- The host request in flight under id_key key, or nil.
 function Ledger:get(key)
+  self:take_lane()
   return self.pending[key]
 end
 
@@ -155,6 +205,7 @@ function Ledger:settle(entry, result_line)
   if left then
     self.pending[entry.key] = nil
     self.n_pending = self.n_pending - 1
+    if self.lane then self.lane:held(entry.id, -1) end
   end
   entry.done = true
   self.on_settled(entry, result_line, left)
@@ -170,11 +221,12 @@ end
 
 -- Number of host requests in flight.
 function Ledger:in_flight()
-  return self.n_pending
+  return self.n_pending + (self.lane and self.lane:count() or 0)
 end
 
 -- Number of in-flight host requests child owns.
 function Ledger:owned(child)
+  self:take_lane()
   local n = 0
   for _, e in pairs(self.pending) do
     if e.owner == child then n = n + 1 end
@@ -184,6 +236,7 @@ end
 
 -- Fails every request child owns with text_of(entry) (and data).
 function Ledger:fail_owned(child, text_of, data)
+  self:take_lane()
   for _, e in pairs(self.pending) do
     if e.owner == child then self:fail(e, text_of(e), data) end
   end
@@ -196,12 +249,14 @@ end
 
 -- Gives up: every request in flight fails with text, nothing waits any more.
 function Ledger:fail_all(text, data)
+  self:take_lane()
   for _, e in pairs(self.pending) do self:fail(e, e.label .. ": " .. text, data) end
   self.waiting = {}
 end
 
 -- Shutting down: the requests waiting for a server fail, nothing waits any more.
 function Ledger:drop_waiting()
+  self:take_lane()
   for _, item in ipairs(self.waiting) do
     if item.entry then self:fail(item.entry, item.entry.label .. ": the MCP server is shutting down") end
   end
@@ -211,6 +266,7 @@ end
 -- Moves the repeatable requests old has to new (a swap): cancelled on old and sent to new in
 -- arrival order (old's answer still counts if it comes first). Returns how many moved.
 function Ledger:move_repeatable(old, new)
+  self:take_lane()
   local moved = {}
   for _, e in pairs(self.pending) do
     if e.owner == old and e.repeatable then moved[#moved + 1] = e end
@@ -245,6 +301,7 @@ end
 -- the receipts it was sent (it may not have passed them on); a retired one's receipts go again
 -- to the active server.
 function Ledger:server_gone(child, role, how)
+  self:take_lane()
   local receipts = self.receipts_sent[child] or {}
   self.receipts_sent[child] = nil
   for _, e in pairs(self.pending) do
@@ -293,9 +350,28 @@ end
 -- agentd give the answer twice; the window is two writes wide). On the wire it is
 -- `$/rmcp/answered {id, delivered, thread_id?}`, as every version writes it.
 function Ledger:report(entry, confirmed)
-  local line = json.encode({ jsonrpc = "2.0", method = "$/rmcp/answered",
-                             params = { id = entry.id, delivered = confirmed, thread_id = entry.thread } })
+  local line
+  self:note_receipt_key(entry.key)
+  if math.type(entry.id) == "integer" and entry.thread == nil then
+    line = '{"jsonrpc":"2.0","method":"$/rmcp/answered","params":{"id":' .. entry.id .. ',"delivered":'
+      .. tostring(confirmed == true) .. "}}"
+  else
+    line = json.encode({ jsonrpc = "2.0", method = "$/rmcp/answered",
+                         params = { id = entry.id, delivered = confirmed, thread_id = entry.thread } })
+  end
   self:send_receipt({ key = entry.key, line = line })
+end
+
+-- Keeps the highest integer key a receipt was made for (or waits for a flush for): a request with
+-- a higher id (hosts count up) has no receipt to forget (forget_receipts).
+function Ledger:note_receipt_key(key)
+  if math.type(key) == "integer" and key > self.top_receipt_key then self.top_receipt_key = key end
+end
+
+-- entry's result waits in our queue to the host: its receipt is made once that is flushed.
+function Ledger:wait_flush(entry)
+  self:note_receipt_key(entry.key)
+  self.unflushed[#self.unflushed + 1] = entry
 end
 
 -- Writes a server's answer (kind "result" or "error") to entry to the host. A receipt request's
@@ -307,7 +383,7 @@ function Ledger:relay(entry, line, kind)
   if not (entry.receipt and kind == "result") then return end
   if queued == nil then return self:report(entry, false) end
   if queued == 0 then return self:report(entry, true) end
-  self.unflushed[#self.unflushed + 1] = entry
+  self:wait_flush(entry)
 end
 
 -- The host's pipe took everything we queued for it: the answers waiting in the queue are confirmed.
@@ -337,6 +413,7 @@ end
 -- queue to the host to flush (the host sends the id again: an old receipt must not confirm the
 -- new request's answer).
 function Ledger:forget_receipts(key)
+  if math.type(key) == "integer" and key > self.top_receipt_key then return end
   local function drop(list, receipt_of)
     for i = #list, 1, -1 do
       local r = receipt_of(list[i])

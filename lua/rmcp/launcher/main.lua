@@ -48,7 +48,7 @@ end
 -- and its stdin draining may let the host be read again.
 local function gated_spawn(L, spawn_child)
   return function(o)
-    return spawn_child{
+    local child, err = spawn_child{
       n = o.n, on_exit = o.on_exit,
       on_line = function(c, line)
         o.on_line(c, line)
@@ -56,6 +56,8 @@ local function gated_spawn(L, spawn_child)
       end,
       on_stdin_drain = function() L.gate:released() end,
     }
+    if child and L.lane then L.lane:watch(child.p, child.n) end
+    return child, err
   end
 end
 
@@ -94,9 +96,22 @@ local function open_stdin(L)
     on_oversize = function(n) L.proxy:host_oversize(n, max_line) end,
     on_eof = function(e) L.proxy:stop(0, e and ("stdin error: " .. tostring(e)) or "the host closed stdin") end,
   })
-  if not L.input then log.error("cannot open stdin: %s", tostring(err)) end
-  if L.input then L.gate:add(L.input) end
-  return L.input ~= nil
+  if not L.input then
+    log.error("cannot open stdin: %s", tostring(err))
+    return false
+  end
+  L.gate:add(L.input)
+  -- plain requests and their answers pass in C; the gates look again when one settles at the limit
+  L.lane = require("rmcp.fastlane").new{
+    host = L.out, input = L.input, max_in_flight = config.limit("max_in_flight"),
+    on_settle = function()
+      L.gate:released()
+      L.answers:check()
+    end,
+    on_receipt = function(id, queued) L.proxy.ledger:lane_receipt(id, queued) end,
+  }
+  L.proxy:use_lane(L.lane)
+  return true
 end
 
 -- Stops the launcher L on TERM, INT and HUP, and swaps its server when the binary changes.

@@ -27,6 +27,7 @@ function M.new(opts)
   self.ledger = ledger_mod.new{
     send_host = opts.send_host,
     active = function() return self.supervisor.active end,
+    adopt = function(line) return self.router:adopt(line) end,
     on_settled = function(entry, result_line, left)
       self.router:forget_token(entry)
       self.supervisor:settled(entry, result_line)
@@ -35,7 +36,10 @@ function M.new(opts)
   }
   self.supervisor = supervisor_mod.new{
     ledger = self.ledger, send_host = opts.send_host, spawn_child = opts.spawn_child, exe = opts.exe,
-    on_line = function(child, line) self.router:from_child(child, line) end,
+    on_line = function(child, line)
+      self.router:from_child(child, line)
+      self:sync_lane()
+    end,
     withdraw = function(child, reason) self.router:withdraw(child, reason) end,
     on_stopping = opts.on_stopping, on_exit = opts.on_exit, on_active = opts.on_active,
   }
@@ -48,9 +52,21 @@ function Proxy:start()
   self.supervisor:start()
 end
 
--- Feeds one line from the host.
+-- Feeds one line from the host (one the lane did not take).
 function Proxy:from_host(line)
   self.router:from_host(line)
+  self:sync_lane()
+end
+
+-- Gives the proxy the launcher's hot path in C (rmcp.fastlane), which sees each line first.
+function Proxy:use_lane(lane)
+  self.ledger.lane = lane
+end
+
+-- The lane relays to the active server while it may take host lines as they come.
+function Proxy:sync_lane()
+  local s = self.supervisor
+  self.ledger:sync_lane(not s.stopping and s.active or nil)
 end
 
 -- Answers a host line that was over the size limit and dropped unread.

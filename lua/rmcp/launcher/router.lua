@@ -72,6 +72,18 @@ end
 
 -- Records a host request in the ledger, which sends it on (or keeps it while no server is ready).
 function Router:host_request(line, msg, id)
+  self.ledger:record(self:entry(line, msg, id), self.supervisor.active)
+end
+
+-- The ledger entry of a host request line the lane relayed (ledger.lua take_lane).
+function Router:adopt(line)
+  local msg = json.decode(line)
+  return self:entry(line, msg, wire.normalize_id(msg.id))
+end
+
+-- The ledger entry of host request line (msg decoded, id normalized); its progress token is
+-- noted for the progress it gets.
+function Router:entry(line, msg, id)
   local params = type(msg.params) == "table" and msg.params or {}
   local meta = type(params._meta) == "table" and params._meta or nil
   local entry = {
@@ -86,7 +98,7 @@ function Router:host_request(line, msg, id)
     entry.token = token
     self.tokens[token] = entry
   end
-  self.ledger:record(entry, self.supervisor.active)
+  return entry
 end
 
 -- Handles a host notification: records notifications/initialized, routes cancellations; `$/rmcp/*`

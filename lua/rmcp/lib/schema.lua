@@ -72,8 +72,37 @@ local function sorted_keys(t)
   return keys
 end
 
+local check
+
+-- Checks member key of object value against schema's properties; returns true or nil, message.
+local function check_member(schema, value, key, path)
+  local sub = schema.properties[key]
+  local where = path == "arguments" and key or (path .. "." .. key)
+  if sub then
+    if value[key] ~= json.null or sub.type == "null" then return check(sub, value[key], where) end
+  elseif schema.additionalProperties == false then
+    return nil, string.format("unknown argument %s (expected one of: %s)", where,
+      table.concat(sorted_keys(schema.properties), ", "))
+  end
+  return true
+end
+
+-- Checks the members of object value; a failure is reported for the first failing member in
+-- sorted order (whichever one failed first here), so the message does not depend on table order.
+local function check_members(schema, value, path)
+  for key in pairs(value) do
+    if not check_member(schema, value, key, path) then
+      for _, k in ipairs(sorted_keys(value)) do
+        local ok, err = check_member(schema, value, k, path)
+        if not ok then return nil, err end
+      end
+    end
+  end
+  return true
+end
+
 -- Checks value against schema; returns true or nil, message (path names the field).
-local function check(schema, value, path)
+function check(schema, value, path)
   local got = json_type(value)
   local types = types_of(schema)
   if types then
@@ -124,31 +153,47 @@ local function check(schema, value, path)
         return nil, string.format("missing required argument %s%s", path == "arguments" and "" or (path .. "."), name)
       end
     end
-    for _, key in ipairs(sorted_keys(value)) do
-      local sub = schema.properties[key]
-      local where = path == "arguments" and key or (path .. "." .. key)
-      if sub then
-        if value[key] ~= json.null or sub.type == "null" then
-          local ok, err = check(sub, value[key], where)
-          if not ok then return nil, err end
-        end
-      elseif schema.additionalProperties == false then
-        return nil, string.format("unknown argument %s (expected one of: %s)", where,
-          table.concat(sorted_keys(schema.properties), ", "))
-      end
-    end
+    return check_members(schema, value, path)
   end
   return true
 end
 
 -- Validates tool arguments against an inputSchema; returns true or nil, message.
 function M.validate(schema, value)
+  -- no arguments where none is required: nothing to check (most calls of list, models, …)
+  if schema.type == "object" and not schema.required and type(value) == "table" and next(value) == nil
+     and not json.is_array(value) then
+    return true
+  end
   return check(schema, value, "arguments")
+end
+
+-- Whether a schema says array anywhere in it, by schema (shared schemas never change).
+local says_array = setmetatable({}, { __mode = "k" })
+
+-- True when schema (a table) or any schema inside it has the type array.
+local function has_array(schema)
+  local known = says_array[schema]
+  if known ~= nil then return known end
+  local found = false
+  for _, t in ipairs(types_of(schema) or {}) do
+    if t == "array" then found = true end
+  end
+  for _, sub in pairs(schema.properties or {}) do
+    if type(sub) == "table" and has_array(sub) then found = true end
+  end
+  local items, extra = schema.items, schema.additionalProperties
+  if type(items) == "table" and has_array(items) then found = true end
+  if type(extra) == "table" and has_array(extra) then found = true end
+  says_array[schema] = found
+  return found
 end
 
 -- Marks empty tables as JSON arrays wherever schema says array, in place; returns value.
 local function conform(schema, value)
-  if type(value) ~= "table" or value == json.null or type(schema) ~= "table" then return value end
+  if type(value) ~= "table" or value == json.null or type(schema) ~= "table" or not has_array(schema) then
+    return value
+  end
   local types = types_of(schema)
   local want_array = false
   if types then

@@ -66,14 +66,26 @@ function Calls:run(server, tool, args, id, meta, reply)
     if err ~= nil then reply(server:with_warnings(view.error(tool.name, err)))
     else reply(server:with_warnings(view.result(tool, result, server.protocol_version))) end
   end
+  local function raised(e)
+    log.error("tool %s%s raised: %s", tool.name, tool.policy and (" (policy " .. tool.policy .. ")") or "", tostring(e))
+    done(nil, (tool.policy and "policy tool failed: " or "internal error in the MCP server: ") .. tostring(e):match("^[^\n]*"))
+  end
+  -- a tool that only passes its arguments to agentd needs no coroutine nor ctx: the call sends them
+  local direct = require("rmcp.tools.common").forwarded(tool.handler)
+  if direct then
+    local params = direct.keep and server.receipts:ask(args, id) or args
+    local ok, e = pcall(tool_ctx.sender(server, call), direct.method, params, true, function(result, err)
+      if result == nil and err == nil then err = "tool " .. tool.name .. " returned no result" end
+      done(result, err)
+    end)
+    if not ok then raised(e) end
+    return
+  end
   async.run(function()
     local result, err = tool.handler(args, tool_ctx.new(server, call))
     if result == nil and err == nil then err = "tool " .. tool.name .. " returned no result" end
     done(result, err)
-  end, function(e)
-    log.error("tool %s%s raised: %s", tool.name, tool.policy and (" (policy " .. tool.policy .. ")") or "", tostring(e))
-    done(nil, (tool.policy and "policy tool failed: " or "internal error in the MCP server: ") .. tostring(e):match("^[^\n]*"))
-  end)
+  end, raised)
 end
 
 -- Cancels the call of host request id (a long one releases its agentd requests); no reply is sent.

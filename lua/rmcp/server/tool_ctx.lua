@@ -4,6 +4,8 @@
 -- the call are cancelled with it and carry its progress.
 local tools_ctx = require "rmcp.tools.ctx"
 
+local M = {}
+
 -- A sender of agentd requests for call on server: each request is recorded on the call while it is
 -- unanswered (a cancel reaches it; with a progress token, its progress lines are routed to it).
 local function sender(server, call)
@@ -17,8 +19,7 @@ local function sender(server, call)
     if aid and not settled then server.calls:track(call, aid, false) end
   end
 end
-
-local M = {}
+M.sender = sender
 
 -- The ctx of tools/call call on server.
 function M.new(server, call)

@@ -4,6 +4,10 @@ local config = require "rmcp.config"
 
 local M = {}
 
+-- The handlers M.forward made that send their arguments as they are (no prepare, or only
+-- keep_answer): {method, keep} (weak keys: a reload makes new ones).
+local plain = setmetatable({}, { __mode = "k" })
+
 -- An object schema: properties, required names; unknown arguments are refused (typos surface).
 function M.object(properties, required, extra)
   local s = { type = "object", properties = properties, additionalProperties = false }
@@ -138,7 +142,7 @@ end
 -- wrote it (json.raw: the server passes it on without decoding it again).
 -- prepare(args, ctx) may adjust the params (returning nil, message refuses the call).
 function M.forward(method, prepare)
-  return function(args, ctx)
+  local handler = function(args, ctx)
     local params = args
     if prepare then
       local p, err = prepare(args, ctx)
@@ -147,6 +151,14 @@ function M.forward(method, prepare)
     end
     return ctx.agentd(method, params, true)
   end
+  if not prepare or prepare == M.keep_answer then plain[handler] = { method = method, keep = prepare ~= nil } end
+  return handler
+end
+
+-- What a handler of M.forward sends, when a caller may send it itself without running the
+-- handler: {method (agentd's), keep (the answer is kept until its receipt: keep_answer)}; else nil.
+function M.forwarded(handler)
+  return plain[handler]
 end
 
 -- True when exactly one of the keys of names is set in args; else nil and a message naming them.

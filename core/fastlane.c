@@ -1,0 +1,506 @@
+/* fastlane.c: rmcp.fastlane, the launcher's hot path (see fastlane.h). Lua opens the lane on the
+ * active server when nothing waits for one, and closes it before it looks at the requests in
+ * flight (a crash, a swap, a cancel, a stop): closing hands back the requests the lane relayed,
+ * which Lua then owns like any other. A host line is taken only when nothing could make the Lua
+ * path act otherwise: a top-level object with "jsonrpc":"2.0", an integer id not in flight, the
+ * method ping, tools/list or tools/call (with a plain params.name) and no _meta; and only while no
+ * peer is behind (the launcher's back-pressure gates, config.lua). The receipt of a watch or poll
+ * answer stays Lua's: on_receipt hears of each such request as it goes out and of its answer. */
+#include <lauxlib.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "channel_lua.h"
+#include "fastlane.h"
+#include "lua_host.h"
+#include "modules.h"
+#include "proc_lua.h"
+
+#define FASTLANE_MT "rmcp.fastlane"
+
+typedef struct {
+  int64_t id;
+  lua_Integer seq;
+  char *line;    /* the host's line: Lua needs it back when the lane closes; NULL for a held id */
+  size_t len;
+  int receipt;   /* a tool of receipt_tools: its answer has a receipt */
+} lane_entry;
+
+typedef struct {
+  lua_State *L;
+  lchannel_t *host;      /* the launcher's stdout */
+  lchannel_t *target;    /* the active server's stdin while open, else NULL */
+  int host_ref, target_ref, on_settle, on_receipt;
+  int target_tag;
+  lua_Integer seq;       /* arrival order, shared with Lua's ledger */
+  lua_Integer max_in_flight;
+  lua_Integer lua_pending; /* host requests in flight in Lua's ledger */
+  lane_entry *e;         /* the lane's requests (line != NULL) and the integer ids Lua holds */
+  size_t n, cap, fast;
+} fastlane_t;
+
+/* The tools whose answers have a receipt (launcher/wire.lua RECEIPT_TOOLS). */
+static const char *const receipt_tools[] = {"reasonix_watch", "reasonix_poll", NULL};
+
+/* ---- a JSON scanner that locates members without decoding ---- */
+
+/* After the whitespace at p. */
+static const char *ws(const char *p, const char *e)
+{
+  while (p < e && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')) p++;
+  return p;
+}
+
+/* After the string whose opening quote is at p, or NULL; *esc tells whether it has escapes. */
+static const char *skip_string(const char *p, const char *e, int *esc)
+{
+  *esc = 0;
+  for (p++; p < e; p++) {
+    if (*p == '\\') {
+      *esc = 1;
+      p++;
+    } else if (*p == '"') {
+      return p + 1;
+    } else if ((unsigned char)*p < 0x20) {
+      return NULL;
+    }
+  }
+  return NULL;
+}
+
+/* After the JSON value at p, or NULL when it is not one (scalars only by their characters). */
+static const char *skip_value(const char *p, const char *e)
+{
+  int esc;
+  if (p >= e) return NULL;
+  if (*p == '"') return skip_string(p, e, &esc);
+  if (*p == '{' || *p == '[') {
+    int depth = 0;
+    while (p < e) {
+      if (*p == '"') {
+        p = skip_string(p, e, &esc);
+        if (!p) return NULL;
+        continue;
+      }
+      if (*p == '{' || *p == '[') depth++;
+      else if (*p == '}' || *p == ']') {
+        if (--depth == 0) return p + 1;
+      }
+      p++;
+    }
+    return NULL;
+  }
+  const char *s = p;
+  while (p < e && strchr("-+.0123456789eEtrufalsn", *p)) p++;
+  return p > s ? p : NULL;
+}
+
+/* Calls fn(key, klen, value, vend, ctx) for each member of the object at p; returns the end of
+ * the object, or NULL when it is not one, a key has escapes, or fn returned 0. */
+static const char *each_member(const char *p, const char *e,
+                               int (*fn)(const char *, size_t, const char *, const char *, void *), void *ctx)
+{
+  int esc;
+  p = ws(p, e);
+  if (p >= e || *p != '{') return NULL;
+  p = ws(p + 1, e);
+  if (p < e && *p == '}') return p + 1;
+  for (;;) {
+    if (p >= e || *p != '"') return NULL;
+    const char *k = p + 1, *kend = skip_string(p, e, &esc);
+    if (!kend || esc) return NULL;
+    p = ws(kend, e);
+    if (p >= e || *p != ':') return NULL;
+    const char *v = ws(p + 1, e), *vend = skip_value(v, e);
+    if (!vend) return NULL;
+    if (!fn(k, (size_t)(kend - 1 - k), v, vend, ctx)) return NULL;
+    p = ws(vend, e);
+    if (p < e && *p == ',') {
+      p = ws(p + 1, e);
+      continue;
+    }
+    if (p < e && *p == '}') return p + 1;
+    return NULL;
+  }
+}
+
+typedef struct {
+  const char *jsonrpc, *id, *id_end, *method, *method_end, *params, *params_end;
+  const char *name, *name_end;
+  int meta;
+} request_t;
+
+/* True when the member (k, n) is the name given. */
+static int key_is(const char *k, size_t n, const char *name)
+{
+  return strlen(name) == n && memcmp(k, name, n) == 0;
+}
+
+/* each_member callback of params: its name (a plain string) and whether it has _meta. */
+static int params_member(const char *k, size_t n, const char *v, const char *vend, void *ctx)
+{
+  request_t *r = ctx;
+  int esc;
+  if (key_is(k, n, "_meta")) r->meta = 1;
+  if (key_is(k, n, "name")) {
+    if (*v != '"' || !skip_string(v, vend, &esc) || esc) return 0;
+    r->name = v + 1;
+    r->name_end = vend - 1;
+  }
+  return 1;
+}
+
+/* each_member callback of the request: its four members, nothing else. */
+static int request_member(const char *k, size_t n, const char *v, const char *vend, void *ctx)
+{
+  request_t *r = ctx;
+  int esc;
+  if (key_is(k, n, "jsonrpc")) {
+    r->jsonrpc = v;
+    return vend - v == 5 && memcmp(v, "\"2.0\"", 5) == 0;
+  }
+  if (key_is(k, n, "id")) {
+    r->id = v;
+    r->id_end = vend;
+    return 1;
+  }
+  if (key_is(k, n, "method")) {
+    if (*v != '"' || !skip_string(v, vend, &esc) || esc) return 0;
+    r->method = v + 1;
+    r->method_end = vend - 1;
+    return 1;
+  }
+  if (key_is(k, n, "params")) {
+    r->params = v;
+    r->params_end = vend;
+    return 1;
+  }
+  return 0;
+}
+
+/* Parses the integer id text [p, e) into *out; 0 when it is not a plain integer. */
+static int parse_id(const char *p, const char *e, int64_t *out)
+{
+  int neg = 0;
+  if (p < e && *p == '-') {
+    neg = 1;
+    p++;
+  }
+  if (p >= e || e - p > 18) return 0;
+  int64_t v = 0;
+  for (; p < e; p++) {
+    if (*p < '0' || *p > '9') return 0;
+    v = v * 10 + (*p - '0');
+  }
+  *out = neg ? -v : v;
+  return 1;
+}
+
+/* True when the span [p, e) equals s. */
+static int span_is(const char *p, const char *e, const char *s)
+{
+  return (size_t)(e - p) == strlen(s) && memcmp(p, s, (size_t)(e - p)) == 0;
+}
+
+/* Whether the lane may take a host line (see the head of this file): 0 no, 1 yes, 2 yes and its
+ * answer has a receipt; *id is its id. */
+static int fast_request(const char *line, size_t len, int64_t *id)
+{
+  request_t r;
+  memset(&r, 0, sizeof r);
+  const char *e = line + len, *end = each_member(line, e, request_member, &r);
+  if (!end || ws(end, e) != e || !r.jsonrpc || !r.id || !r.method) return 0;
+  if (!parse_id(r.id, r.id_end, id)) return 0;
+  if (r.params && !each_member(r.params, r.params_end, params_member, &r)) return 0;
+  if (r.meta) return 0;
+  if (span_is(r.method, r.method_end, "ping") || span_is(r.method, r.method_end, "tools/list")) return 1;
+  if (!span_is(r.method, r.method_end, "tools/call") || !r.name) return 0;
+  for (const char *const *t = receipt_tools; *t; t++)
+    if (span_is(r.name, r.name_end, *t)) return 2;
+  return 1;
+}
+
+/* ---- the requests in flight ---- */
+
+/* Index of the entry of id (fast: one the lane relayed, else one Lua holds), or -1. */
+static long lane_find(const fastlane_t *f, int64_t id, int fast)
+{
+  for (size_t i = 0; i < f->n; i++)
+    if (f->e[i].id == id && (f->e[i].line != NULL) == fast) return (long)i;
+  return -1;
+}
+
+/* Appends an entry; 0 when out of memory. */
+static int lane_add(fastlane_t *f, int64_t id, char *line, size_t len, int receipt)
+{
+  if (f->n == f->cap) {
+    size_t cap = f->cap ? f->cap * 2 : 16;
+    lane_entry *e = realloc(f->e, cap * sizeof *e);
+    if (!e) return 0;
+    f->e = e;
+    f->cap = cap;
+  }
+  f->e[f->n++] = (lane_entry){id, line ? ++f->seq : 0, line, len, receipt};
+  if (line) f->fast++;
+  return 1;
+}
+
+/* Removes entry i, keeping the order of the rest. */
+static void lane_remove(fastlane_t *f, size_t i)
+{
+  if (f->e[i].line) {
+    free(f->e[i].line);
+    f->fast--;
+  }
+  memmove(&f->e[i], &f->e[i + 1], (f->n - i - 1) * sizeof *f->e);
+  f->n--;
+}
+
+/* A channel that is open and not behind by the high-water mark, or NULL. */
+static channel_t *ready(const lchannel_t *u)
+{
+  channel_t *ch = u ? channel_lua_get(u) : NULL;
+  return ch && channel_queued(ch) < CHANNEL_HIGH_WATER ? ch : NULL;
+}
+
+/* Calls Lua's on_receipt(id, queued): a receipt request goes out (queued nil), or its result was
+ * written to the host with queued bytes still unwritten (-1: it could not be written). */
+static void lane_receipt_hook(fastlane_t *f, int64_t id, int with_queued, lua_Integer queued)
+{
+  if (f->on_receipt == LUA_NOREF) return;
+  lua_pushinteger(f->L, (lua_Integer)id);
+  if (with_queued)
+    lua_pushinteger(f->L, queued);
+  else
+    lua_pushnil(f->L);
+  lua_host_call_ref(f->L, f->on_receipt, 2);
+}
+
+/* Host stdin filter: relays a plain request to the active server. */
+static int lane_host_line(void *data, int tag, const char *line, size_t len)
+{
+  (void)tag;
+  fastlane_t *f = data;
+  int64_t id;
+  channel_t *to = ready(f->target);
+  if (!to || !ready(f->host)) return 0;
+  if ((lua_Integer)f->fast + f->lua_pending + 1 >= f->max_in_flight) return 0;
+  int kind = fast_request(line, len, &id);
+  if (!kind || lane_find(f, id, 1) >= 0 || lane_find(f, id, 0) >= 0) return 0;
+  char *copy = malloc(len ? len : 1);
+  if (!copy) return 0;
+  memcpy(copy, line, len);
+  if (!lane_add(f, id, copy, len, kind == 2)) {
+    free(copy);
+    return 0;
+  }
+  if (kind == 2) lane_receipt_hook(f, id, 0, 0);
+  /* a failed write is the server's end: Lua learns it from its exit */
+  if (f->target && channel_lua_get(f->target) == to) channel_write(to, line, len);
+  return 1;
+}
+
+/* Calls Lua's on_settle (the launcher's gates look again). */
+static void lane_settle_hook(fastlane_t *f)
+{
+  if (f->on_settle == LUA_NOREF) return;
+  lua_host_call_ref(f->L, f->on_settle, 0);
+}
+
+/* The length of the method of a notification line from the server, if the host gets it as it
+ * is (launcher/router.lua: not progress, a cancel or private); else 0. */
+static size_t passing_notification(const char *line, size_t len)
+{
+  static const char head[] = "{\"jsonrpc\":\"2.0\",\"method\":\"";
+  size_t h = sizeof head - 1;
+  if (len <= h || memcmp(line, head, h) != 0) return 0;
+  const char *m = line + h, *e = line + len, *q = m;
+  while (q < e && *q != '"' && *q != '\\') q++;
+  if (q >= e || *q != '"' || q == m) return 0;
+  if (span_is(m, q, "notifications/progress") || span_is(m, q, "notifications/cancelled")) return 0;
+  if (q - m >= 7 && memcmp(m, "$/rmcp/", 7) == 0) return 0;
+  return (size_t)(q - m);
+}
+
+/* Server stdout filter: the answer to a request the lane relayed, and the plain notifications of
+ * the active server, go to the host. */
+static int lane_child_line(void *data, int tag, const char *line, size_t len)
+{
+  static const char head[] = "{\"jsonrpc\":\"2.0\",\"id\":";
+  fastlane_t *f = data;
+  if (!f->target || tag != f->target_tag) return 0;
+  channel_t *host = f->host ? channel_lua_get(f->host) : NULL;
+  if (!host) return 0;
+  size_t h = sizeof head - 1;
+  if (len > h && memcmp(line, head, h) == 0) {
+    const char *p = line + h, *e = line + len, *q = p;
+    while (q < e && ((*q >= '0' && *q <= '9') || *q == '-')) q++;
+    int64_t id;
+    if (!parse_id(p, q, &id)) return 0;
+    if (!(e - q > 10 && memcmp(q, ",\"result\":", 10) == 0) && !(e - q > 9 && memcmp(q, ",\"error\":", 9) == 0))
+      return 0;
+    long i = lane_find(f, id, 1);
+    if (i < 0) return 0;
+    int was_full = (lua_Integer)f->fast + f->lua_pending >= f->max_in_flight;
+    int receipt = f->e[i].receipt && q[2] == 'r';
+    lane_remove(f, (size_t)i);
+    int r = channel_write(host, line, len);
+    if (receipt) lane_receipt_hook(f, id, 1, r < 0 ? -1 : (lua_Integer)channel_queued(host));
+    if (was_full || channel_queued(host) >= CHANNEL_HIGH_WATER) lane_settle_hook(f);
+    return 1;
+  }
+  if (!passing_notification(line, len)) return 0;
+  channel_write(host, line, len);
+  if (channel_queued(host) >= CHANNEL_HIGH_WATER) lane_settle_hook(f);
+  return 1;
+}
+
+/* ---- Lua binding ---- */
+
+/* Check arg 1 is a lane. */
+static fastlane_t *lane_check(lua_State *L)
+{
+  return luaL_checkudata(L, 1, FASTLANE_MT);
+}
+
+/* Drops the target (no reference left to the server's stdin). */
+static void lane_drop_target(lua_State *L, fastlane_t *f)
+{
+  f->target = NULL;
+  luaL_unref(L, LUA_REGISTRYINDEX, f->target_ref);
+  f->target_ref = LUA_NOREF;
+}
+
+/* fastlane.new{host = stdout channel, input = stdin channel, max_in_flight = n, on_settle = fn,
+ * on_receipt = fn(id, queued)} -> lane: sees every host line of input first. */
+static int lane_new(lua_State *L)
+{
+  luaL_checktype(L, 1, LUA_TTABLE);
+  lua_host_t *h = lua_host_get(L);
+  if (h == NULL) return luaL_error(L, "rmcp.fastlane needs the reasonix-mcp host");
+  fastlane_t *f = lua_newuserdatauv(L, sizeof *f, 0);
+  memset(f, 0, sizeof *f);
+  f->L = h->L;
+  f->host_ref = f->target_ref = f->on_settle = f->on_receipt = LUA_NOREF;
+  luaL_setmetatable(L, FASTLANE_MT);
+  lua_getfield(L, 1, "max_in_flight");
+  f->max_in_flight = luaL_checkinteger(L, -1);
+  lua_pop(L, 1);
+  f->on_settle = lua_host_checkref(L, 1, "on_settle");
+  f->on_receipt = lua_host_checkref(L, 1, "on_receipt");
+  lua_getfield(L, 1, "host");
+  f->host = channel_lua_check(L, -1);
+  f->host_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  lua_getfield(L, 1, "input");
+  channel_lua_set_filter(channel_lua_check(L, -1), lane_host_line, f, 0);
+  lua_pop(L, 1);
+  /* the channels and processes hold a pointer to it: it lives as long as the process */
+  lua_pushvalue(L, -1);
+  luaL_ref(L, LUA_REGISTRYINDEX);
+  return 1;
+}
+
+/* lane:watch(proc, tag): the lane sees each stdout line of server proc (tag: its number) first. */
+static int lane_watch(lua_State *L)
+{
+  fastlane_t *f = lane_check(L);
+  proc_lua_set_filter(L, 2, lane_child_line, f, (int)luaL_checkinteger(L, 3));
+  return 0;
+}
+
+/* lane:open(stdin channel, tag): plain requests go to that server (its number: tag) from now on. */
+static int lane_open(lua_State *L)
+{
+  fastlane_t *f = lane_check(L);
+  lchannel_t *target = channel_lua_check(L, 2);
+  lua_Integer tag = luaL_checkinteger(L, 3);
+  lane_drop_target(L, f);
+  lua_pushvalue(L, 2);
+  f->target_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  f->target = target;
+  f->target_tag = (int)tag;
+  return 0;
+}
+
+/* lane:close() -> {{line=, seq=}, ...}: nothing is taken any more; the requests the lane relayed
+ * and that are not answered, in arrival order, are Lua's from now on. */
+static int lane_close(lua_State *L)
+{
+  fastlane_t *f = lane_check(L);
+  lane_drop_target(L, f);
+  lua_createtable(L, (int)f->fast, 0);
+  int k = 0;
+  for (size_t i = 0; i < f->n;) {
+    if (!f->e[i].line) {
+      i++;
+      continue;
+    }
+    lua_createtable(L, 0, 2);
+    lua_pushlstring(L, f->e[i].line, f->e[i].len);
+    lua_setfield(L, -2, "line");
+    lua_pushinteger(L, f->e[i].seq);
+    lua_setfield(L, -2, "seq");
+    lua_rawseti(L, -2, ++k);
+    lane_remove(f, i);
+  }
+  return 1;
+}
+
+/* lane:is_open() */
+static int lane_is_open(lua_State *L)
+{
+  lua_pushboolean(L, lane_check(L)->target != NULL);
+  return 1;
+}
+
+/* lane:held(id, delta): Lua's ledger took (1) or let go of (-1) a host request with this id (an
+ * integer id is then never taken by the lane: the ledger decides about a reused id). */
+static int lane_held(lua_State *L)
+{
+  fastlane_t *f = lane_check(L);
+  lua_Integer delta = luaL_checkinteger(L, 3);
+  f->lua_pending += delta;
+  if (!lua_isinteger(L, 2)) return 0;
+  int64_t id = (int64_t)lua_tointeger(L, 2);
+  if (delta > 0) {
+    if (!lane_add(f, id, NULL, 0, 0)) return luaL_error(L, "fastlane: out of memory");
+  } else {
+    long i = lane_find(f, id, 0);
+    if (i >= 0) lane_remove(f, (size_t)i);
+  }
+  return 0;
+}
+
+/* lane:count() -> the requests the lane relayed that are not answered */
+static int lane_count(lua_State *L)
+{
+  lua_pushinteger(L, (lua_Integer)lane_check(L)->fast);
+  return 1;
+}
+
+/* lane:next_seq() -> the next arrival number (the ledger's requests and the lane's share them) */
+static int lane_next_seq(lua_State *L)
+{
+  fastlane_t *f = lane_check(L);
+  lua_pushinteger(L, ++f->seq);
+  return 1;
+}
+
+/* Module loader: require "rmcp.fastlane". */
+int luaopen_rmcp_fastlane(lua_State *L)
+{
+  static const luaL_Reg methods[] = {
+    {"watch", lane_watch}, {"open", lane_open}, {"close", lane_close}, {"is_open", lane_is_open},
+    {"held", lane_held}, {"count", lane_count}, {"next_seq", lane_next_seq}, {NULL, NULL},
+  };
+  if (luaL_newmetatable(L, FASTLANE_MT)) {
+    luaL_newlib(L, methods);
+    lua_setfield(L, -2, "__index");
+  }
+  lua_pop(L, 1);
+  lua_newtable(L);
+  lua_pushcfunction(L, lane_new);
+  lua_setfield(L, -2, "new");
+  return 1;
+}

@@ -1,0 +1,122 @@
+-- The launcher's hot path in C (rmcp.fastlane, core/fastlane.c) on real pipes, with `cat` as the
+-- server (it writes back what it is sent, so the spec plays the server by writing its answers to
+-- cat): which host lines it takes and which it leaves to Lua, answers and plain notifications
+-- back to the host, the requests it hands over when closed, ids the caller holds, and the receipt
+-- hook of a watch or poll.
+local uv = require "luv"
+local channel = require "rmcp.channel"
+local proc = require "rmcp.proc"
+local fastlane = require "rmcp.fastlane"
+
+-- A host pipe pair, the server (cat) and a lane between them. Returns the rig: host(line) writes a
+-- host line; lua_host and lua_server collect the lines the lane left to Lua; to_host what it wrote
+-- to the host; receipts the hook's calls; answer(line) makes the server write line.
+local function rig(t, max_in_flight)
+  local r = { lua_host = {}, lua_server = {}, to_host = {}, receipts = {}, settled = 0 }
+  local host_in, host_out = uv.pipe({ nonblock = true }, { nonblock = true }), uv.pipe({ nonblock = true }, { nonblock = true })
+  local writer = assert(channel.open(host_in.write, { read = false, write = true }))
+  local input = assert(channel.open(host_in.read, { read = true, write = false,
+    on_line = function(line) r.lua_host[#r.lua_host + 1] = line end }))
+  local out = assert(channel.open(host_out.write, { read = false, write = true }))
+  local reader = assert(channel.open(host_out.read, { read = true, write = false,
+    on_line = function(line) r.to_host[#r.to_host + 1] = line end }))
+  r.server = assert(proc.spawn{ file = "cat", stdin = "pipe", stdout = "pipe", stderr = "inherit",
+    stdout_mode = "ndjson", on_line = function(line) r.lua_server[#r.lua_server + 1] = line end,
+    on_exit = function() end })
+  t.defer(function()
+    for _, c in ipairs({ writer, input, out, reader }) do c:close() end
+    r.server:kill("KILL")
+  end)
+  r.lane = fastlane.new{ host = out, input = input, max_in_flight = max_in_flight or 64,
+    on_settle = function() r.settled = r.settled + 1 end,
+    on_receipt = function(id, queued) r.receipts[#r.receipts + 1] = { id, queued } end }
+  r.lane:watch(r.server, 1)
+  function r.host(line) assert(writer:write(line)) end
+  function r.answer(line) assert(r.server.stdin:write(line)) end
+  return r
+end
+
+-- A request line of the host.
+local function request(id, method, params)
+  local p = params and (',"params":' .. params) or ""
+  return '{"jsonrpc":"2.0","id":' .. id .. ',"method":"' .. method .. '"' .. p .. "}"
+end
+
+test("an open lane relays plain requests and their answers; the rest goes to Lua", function(t)
+  local r = rig(t)
+  r.lane:open(r.server.stdin, 1)
+  t.ok(r.lane:is_open())
+  r.host(request(1, "ping"))
+  -- params first, as the SDK writes it
+  r.host('{"method":"tools/call","params":{"name":"reasonix_list","arguments":{"a":[1,{"b":"}"}]}},"jsonrpc":"2.0","id":2}')
+  r.host(request(3, "tools/call", '{"name":"reasonix_send","_meta":{"progressToken":1}}'))
+  r.host(request('"s"', "ping"))
+  r.host(request(4, "initialize", "{}"))
+  r.host('{"jsonrpc":"2.0","method":"notifications/initialized"}')
+  t.wait_for(function() return #r.lua_server == 2 end, 5000, "the relayed requests echoed by the server")
+  t.eq(r.lua_server[1], request(1, "ping"))
+  t.match(r.lua_server[2], '"id":2}$')
+  t.wait_for(function() return #r.lua_host == 4 end, 5000, "the other lines in Lua")
+  t.match(r.lua_host[1], "progressToken")
+  t.eq(r.lua_host[2], request('"s"', "ping"))
+  t.eq(r.lane:count(), 2)
+  r.answer('{"jsonrpc":"2.0","id":2,"result":{"content":[]}}')
+  r.answer('{"jsonrpc":"2.0","method":"notifications/message","params":{}}')
+  r.answer('{"jsonrpc":"2.0","method":"$/rmcp/restart","params":{}}')
+  r.answer('{"jsonrpc":"2.0","id":9,"result":{}}')
+  t.wait_for(function() return #r.to_host == 2 and #r.lua_server == 4 end, 5000, "the answers")
+  t.eq(r.to_host, { '{"jsonrpc":"2.0","id":2,"result":{"content":[]}}',
+    '{"jsonrpc":"2.0","method":"notifications/message","params":{}}' })
+  t.eq(r.lua_server[3], '{"jsonrpc":"2.0","method":"$/rmcp/restart","params":{}}', "private: Lua's")
+  t.eq(r.lua_server[4], '{"jsonrpc":"2.0","id":9,"result":{}}', "not relayed by the lane: Lua's")
+  t.eq(r.lane:count(), 1)
+end)
+
+test("closing hands back the unanswered requests in order; a closed lane takes nothing", function(t)
+  local r = rig(t)
+  local first = r.lane:next_seq()
+  r.lane:open(r.server.stdin, 1)
+  r.host(request(1, "ping"))
+  r.host(request(2, "tools/list"))
+  t.wait_for(function() return #r.lua_server == 2 end, 5000, "both relayed")
+  local taken = r.lane:close()
+  t.eq({ #taken, taken[1].line, taken[2].line }, { 2, request(1, "ping"), request(2, "tools/list") })
+  t.ok(first < taken[1].seq and taken[1].seq < taken[2].seq, "arrival numbers shared with the caller")
+  t.eq({ r.lane:count(), r.lane:is_open() }, { 0, false })
+  r.host(request(3, "ping"))
+  r.answer('{"jsonrpc":"2.0","id":1,"result":{}}')
+  t.wait_for(function() return #r.lua_host == 1 and #r.lua_server == 3 end, 5000, "both lines in Lua")
+  t.eq(#r.to_host, 0)
+end)
+
+test("an id the caller holds and the in-flight limit leave a request to Lua", function(t)
+  local r = rig(t, 3)
+  r.lane:open(r.server.stdin, 1)
+  r.lane:held(5, 1)
+  r.host(request(5, "ping"))
+  r.host(request(6, "ping"))
+  r.host(request(7, "ping")) -- 1 held + 1 relayed + this one reach the limit
+  t.wait_for(function() return #r.lua_host == 2 and #r.lua_server == 1 end, 5000, "the lines")
+  t.eq(r.lua_host, { request(5, "ping"), request(7, "ping") })
+  r.lane:held(7, 1) -- (as the ledger does with what it takes)
+  r.answer('{"jsonrpc":"2.0","id":6,"result":{}}')
+  t.wait_for(function() return #r.to_host == 1 end, 5000, "the answer")
+  t.eq(r.settled, 1, "an answer at the limit tells the caller")
+  r.lane:held(5, -1)
+  r.host(request(5, "ping"))
+  t.wait_for(function() return #r.lua_server == 2 end, 5000, "relayed once let go")
+  t.eq(r.lua_server[2], request(5, "ping"))
+end)
+
+test("a watch or poll goes through the lane and its receipt to the caller", function(t)
+  local r = rig(t)
+  r.lane:open(r.server.stdin, 1)
+  r.host(request(1, "tools/call", '{"name":"reasonix_poll","arguments":{"session_id":"x"}}'))
+  r.host(request(2, "tools/call", '{"name":"reasonix_watch","arguments":{"session_ids":["x"]}}'))
+  t.wait_for(function() return #r.lua_server == 2 end, 5000, "both relayed")
+  t.eq(r.receipts, { { 1 }, { 2 } }, "each request is told as it goes")
+  r.answer('{"jsonrpc":"2.0","id":1,"result":{}}')
+  r.answer('{"jsonrpc":"2.0","id":2,"error":{"code":-32000,"message":"x"}}')
+  t.wait_for(function() return #r.to_host == 2 end, 5000, "the answers")
+  t.eq(r.receipts, { { 1 }, { 2 }, { 1, 0 } }, "a result written in full; an error has no receipt")
+end)
