@@ -87,6 +87,16 @@ function M.spawn(d, owner, project_dir, o, cwd, cb)
   end)
 end
 
+-- Keeps the messages queued for s's failed resume (those a budget stop kept, and those sent while it
+-- started) for the next resume to deliver; returns what its error says of them ("" for none).
+local function keep_queued(s)
+  if #s.rt.queued == 0 then return "" end
+  s.undelivered = s.rt.queued
+  s.rt.queued = {}
+  return string.format("; %d message%s sent to it kept: the next resume delivers them", #s.undelivered,
+    #s.undelivered == 1 and "" or "s")
+end
+
 -- Fields a resume may change (the caller checked them): cwd (confined), keep_alive, idle_timeout,
 -- budget (null removes it).
 local resumable = { cwd = true, keep_alive = true, idle_timeout = true, budget = true }
@@ -139,8 +149,9 @@ function M.resume(d, s, changes, env, cb)
       s.status, s.terminal_pending = previous, was_pending
       s.rt.resuming = nil -- (finished again: it may be parked)
       s.error_text = err.message
+      local kept = keep_queued(s)
       state.persist(d, s)
-      return cb(nil, jsonrpc.error(err.code, "resume failed: " .. err.message))
+      return cb(nil, jsonrpc.error(err.code, "resume failed: " .. err.message .. kept))
     end
     s.status = "idle"
     s.exit_reason = nil
@@ -159,7 +170,9 @@ function M.resume(d, s, changes, env, cb)
   end, function(e)
     s.status, s.terminal_pending = previous, was_pending
     s.rt.resuming = nil
-    cb(nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, "resume failed: " .. tostring(e)))
+    local kept = keep_queued(s)
+    state.persist(d, s)
+    cb(nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, "resume failed: " .. tostring(e) .. kept))
   end)
 end
 
