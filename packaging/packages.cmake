@@ -51,7 +51,7 @@ add_custom_target(packages
   COMMAND ${CMAKE_COMMAND} -E copy ${CMAKE_BINARY_DIR}/npm-package.json ${stage}/package.json
   COMMAND ${CMAKE_COMMAND} -E copy ${CMAKE_SOURCE_DIR}/README.md ${stage}/README.md
   COMMAND ${RMCP_NPM} pack --pack-destination ${RMCP_PACKAGES_DIR} --loglevel=error --silent ${stage}
-  DEPENDS reasonix-mcp
+  DEPENDS reasonix-mcp-installed
   WORKING_DIRECTORY ${CMAKE_BINARY_DIR}
   COMMENT "Packages (.deb, tarball, npm) in ${RMCP_PACKAGES_DIR}"
   VERBATIM)

@@ -226,7 +226,7 @@ M.settings = {
   { "REASONIX_HOME", "~/.reasonix", "The Reasonix config dir the agents use (config.toml, .env with the provider key)." },
   { "REASONIX_BIN", nil, "The reasonix agent binary. Unset: `reasonix` on PATH, else the one installed beside this binary (scripts/install-agent.sh)." },
   { "REASONIX_MCP_AGENT_<NAME>", nil, "A built-in ACP agent's binary (REASONIX_MCP_AGENT_CODEX, …). Unset: .agent/<name>/ beside this build, else PATH." },
-  { "REASONIX_MCP_LUA_DIR", nil, "The lua/ tree the binary runs. Unset: the installed share dir beside the binary, else the source tree it was built from." },
+  { "REASONIX_MCP_LUA_DIR", nil, "The lua/ tree the binary runs. Unset: the installed share dir beside the binary (<bin>/../share/reasonix-mcp/lua), else, for a build tree's binary only, the source tree it was built from." },
   { "REASONIX_MCP_POLICY_PATH", nil, "Colon-separated dirs of user policy files. Unset: $REASONIX_MCP_HOME/policy (docs/policies.md)." },
   { "REASONIX_MCP_WORKTREE_DIR", "$REASONIX_MCP_HOME/worktrees", "Where isolated agents' git worktrees are made." },
   { "REASONIX_MCP_WORKTREE_BRANCH_PREFIX", "reasonix/", "The branch of an isolated agent: this prefix and its session id." },
