@@ -122,7 +122,7 @@ function M.checks(start_agents)
     local bin = spec and agents.binary(spec)
     if not spec then -- (not in this install)
     elseif not bin then
-      add("agent " .. name, nil, "not installed (scripts/install-agent.sh " .. name .. "): a spawn naming it is refused")
+      add("agent " .. name, nil, "not installed (" .. config.agent_install_hint(name, spec) .. "): a spawn naming it is refused")
     elseif start_agents then -- (a note when it does not start: a default spawn does not run it)
       local ok, detail = M.profile_check(name)
       add("agent " .. name, ok or nil, detail)

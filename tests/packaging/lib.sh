@@ -46,16 +46,16 @@ mcp_probe() {
   echo "ok: $* answers initialize and tools/list"
 }
 
-# Runs `reasonix-mcp doctor` (the binary given) and fails unless it exits 0 with no FAIL and the agent
+# Runs `reasonix-mcp doctor` (the command given, "$@") and fails unless it exits 0 with no FAIL and the agent
 # started; prints its report, which stays in $out.
 doctor_passes() {
-  out=$("$1" doctor 2>&1) || fail "$1 doctor exited $?:
+  out=$("$@" doctor 2>&1) || fail "$* doctor exited $?:
 $out"
-  printf "%s\n" "$out" | grep -q '^\[FAIL\]' && fail "$1 doctor printed a FAIL:
+  printf "%s\n" "$out" | grep -q '^\[FAIL\]' && fail "$* doctor printed a FAIL:
 $out"
-  printf "%s\n" "$out" | grep -q '^\[ok  \] agent profile ' || fail "$1 doctor did not start the agent:
+  printf "%s\n" "$out" | grep -q '^\[ok  \] agent profile ' || fail "$* doctor did not start the agent:
 $out"
-  echo "ok: $1 doctor passes"
+  echo "ok: $* doctor passes"
   printf "%s\n" "$out" | sed 's/^/    /'
 }
 
@@ -75,4 +75,31 @@ no_process_from() {
       "$1"/*) fail "process ${exe#/proc/} left behind: $(tr '\0' ' ' <"${exe%/exe}/cmdline")" ;;
     esac
   done
+}
+
+# Starts tests/provider/mock_provider.py (python3) on a free port answering a task holding QUICK with
+# "$2"; its pid in provider_pid, and writes an agent config for it under $1 (private_homes's).
+start_provider() {
+  private_homes "$1"
+  printf '{"rules":[{"last_role":"user","user_contains":"QUICK","text":"%s"}]}\n' "$2" >"$work/scenario.json"
+  mkfifo "$work/provider.out"
+  python3 "$RMCP_SOURCE_DIR/tests/provider/mock_provider.py" --port 0 --scenario "$work/scenario.json" >"$work/provider.out" &
+  provider_pid=$!
+  exec 3<"$work/provider.out" # held open: the provider never writes into a closed pipe
+  read -r line <&3 || fail "the mock provider did not report its port"
+  port=$(printf '%s\n' "$line" | sed -n 's/.*"port": *\([0-9]*\).*/\1/p')
+  sed -i "s|http://127.0.0.1:9/v1|http://127.0.0.1:$port/v1|" "$REASONIX_HOME/config.toml"
+}
+
+# Spawns an agent through the reasonix-mcp command given ("$@", e.g. npx reasonix-mcp) and watches it
+# to the end of its first turn, which must end with end_turn and the provider's text "$reply".
+spawn_and_watch() {
+  out=$("$@" ctl --json spawn "QUICK say hello" 2>&1) || fail "$* ctl spawn failed: $out"
+  sid=$(printf '%s\n' "$out" | sed -n 's/.*"session_id": *"\([^"]*\)".*/\1/p' | head -1)
+  [ -n "$sid" ] || fail "$* ctl spawn gave no session id: $out"
+  out=$("$@" ctl --json watch "$sid" 2>&1) || fail "$* ctl watch $sid failed: $out"
+  printf '%s\n' "$out" | grep -q '"stop_reason": *"end_turn"' || fail "$sid did not end its turn: $out"
+  printf '%s\n' "$out" | grep -qF "$reply" || fail "$sid did not answer $reply: $out"
+  "$@" ctl shutdown >/dev/null 2>&1 || fail "$* ctl shutdown failed"
+  echo "ok: $* spawned $sid, which ended its first turn (end_turn: $reply)"
 }
