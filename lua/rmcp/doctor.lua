@@ -32,6 +32,7 @@ M.CODEX_PASSES = { "HOME", "LOGNAME", "PATH", "SHELL", "USER", "LANG", "LC_ALL",
 function M.host_env()
   local codex_env = {}
   for _, name in ipairs(M.CODEX_PASSES) do codex_env[name] = config.env(name) end
+  for name in pairs(envfile.names) do codex_env[name] = config.env(name) end -- the server applies the file under Codex too
   local lost, covered = {}, 0
   for name in pairs(uv.os_environ()) do
     if name:match("^REASONIX") then

@@ -215,8 +215,9 @@ test("no agent: setup says how to install it and fails; --install-agent runs npm
   t.eq(out:find("scripts/install-agent.sh", 1, true), nil, "a binary outside a checkout names no checkout script")
   t.match(out, "install it with `reasonix%-mcp setup codex %-%-install%-agent` %(npm install " .. config.AGENT_PACKAGE:gsub("%p", "%%%0"))
   t.eq(code, 1, "no agent: setup does not pretend it is done")
-  out = run({ "codex", "--install-agent" })
+  out = run({ "codex", "--install-agent" }) -- (exits 1: the stand-in agent is no real one)
   local dir = home .. "/.local/share/reasonix-mcp/agent"
+  t.match(out, "under Codex the agent would be: " .. dir:gsub("%p", "%%%0"), "the env file's REASONIX_BIN reaches Codex too")
   t.eq(files.read(home .. "/npm.args"), "install --prefix " .. dir .. " --no-audit --no-fund --loglevel=error " .. config.AGENT_PACKAGE .. "\n")
   t.match(out, "reasonix v0%-test")
   t.eq(files.read(home .. "/.config/reasonix-mcp/env"), "REASONIX_BIN=" .. dir .. "/node_modules/@reasonix/cli-linux-x64/bin/reasonix\n")
