@@ -77,18 +77,32 @@ no_process_from() {
   done
 }
 
-# Starts tests/provider/mock_provider.py (python3) on a free port answering a task holding QUICK with
-# "$2"; its pid in provider_pid, and writes an agent config for it under $1 (private_homes's).
+# Starts a server ("$@") that prints {"port": N} as its first line on stdout, reading it from a pipe
+# this shell holds open (fd 9, so the server never writes into a closed pipe; one server at a time
+# per fd); sets server_pid and server_port.
+start_server() {
+  rm -f "$work/server.out"
+  mkfifo "$work/server.out"
+  "$@" >"$work/server.out" &
+  server_pid=$!
+  exec 9<"$work/server.out"
+  read -r line <&9 || fail "$* did not report its port"
+  server_port=$(printf '%s\n' "$line" | sed -n 's/.*"port": *\([0-9]*\).*/\1/p')
+  [ -n "$server_port" ] || fail "$* reported no port: $line"
+}
+
+# Starts tests/provider/mock_provider.py (python3) on a free port, answering a task holding QUICK
+# with "$1"; sets provider_pid and provider_port.
 start_provider() {
-  private_homes "$1"
-  printf '{"rules":[{"last_role":"user","user_contains":"QUICK","text":"%s"}]}\n' "$2" >"$work/scenario.json"
-  mkfifo "$work/provider.out"
-  python3 "$RMCP_SOURCE_DIR/tests/provider/mock_provider.py" --port 0 --scenario "$work/scenario.json" >"$work/provider.out" &
-  provider_pid=$!
-  exec 3<"$work/provider.out" # held open: the provider never writes into a closed pipe
-  read -r line <&3 || fail "the mock provider did not report its port"
-  port=$(printf '%s\n' "$line" | sed -n 's/.*"port": *\([0-9]*\).*/\1/p')
-  sed -i "s|http://127.0.0.1:9/v1|http://127.0.0.1:$port/v1|" "$REASONIX_HOME/config.toml"
+  printf '{"rules":[{"last_role":"user","user_contains":"QUICK","text":"%s"}]}\n' "$1" >"$work/scenario.json"
+  start_server python3 "$RMCP_SOURCE_DIR/tests/provider/mock_provider.py" --port 0 --scenario "$work/scenario.json"
+  provider_pid=$server_pid provider_port=$server_port
+  exec 8<&9 9<&-
+}
+
+# Points the agent config of private_homes at the mock provider.
+use_provider() {
+  sed -i "s|http://127.0.0.1:9/v1|http://127.0.0.1:$provider_port/v1|" "$REASONIX_HOME/config.toml"
 }
 
 # Spawns an agent through the reasonix-mcp command given ("$@", e.g. npx reasonix-mcp) and watches it
@@ -102,4 +116,22 @@ spawn_and_watch() {
   printf '%s\n' "$out" | grep -qF "$reply" || fail "$sid did not answer $reply: $out"
   "$@" ctl shutdown >/dev/null 2>&1 || fail "$* ctl shutdown failed"
   echo "ok: $* spawned $sid, which ended its first turn (end_turn: $reply)"
+}
+
+# Unpacks a fresh Debian 12 root into $work/root from the cached tarball build/packaging-cache/$1
+# (made by mmdebstrap's apt variant with the packages "$2" includes, comma-separated, when it is not
+# there; delete it for a new one), with the host's resolv.conf. Sets cache and root.
+debian_root() {
+  cache=$RMCP_BUILD_DIR/packaging-cache
+  mkdir -p "$cache/apt-archives"
+  if [ ! -s "$cache/$1" ]; then
+    started=$(date +%s)
+    mmdebstrap --quiet --variant=apt ${2:+--include="$2"} --format=tar bookworm "$cache/$1.part" || fail "mmdebstrap failed"
+    mv "$cache/$1.part" "$cache/$1"
+    echo "made a Debian 12 root in $(($(date +%s) - started)) s"
+  fi
+  root=$work/root
+  mkdir "$root"
+  tar -C "$root" -xf "$cache/$1"
+  cp -L /etc/resolv.conf "$root/etc/resolv.conf"
 }

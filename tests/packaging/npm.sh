@@ -16,7 +16,9 @@ tgz=$1/reasonix-mcp-$RMCP_VERSION.tgz
 [ -f "$tgz" ] || fail "no npm package $tgz"
 npm_config_cache=$(npm config get cache)
 reply="npm fleet reply"
-start_provider "$work" "$reply"
+private_homes "$work"
+start_provider "$reply"
+use_provider
 export npm_config_cache npm_config_userconfig="$work/npmrc" npm_config_prefer_offline=true
 mkdir "$work/project"
 cd "$work/project"
