@@ -11,7 +11,7 @@
 set -eu
 . "$RMCP_SOURCE_DIR/tests/packaging/lib.sh"
 work=$(mktemp -d)
-trap 'kill "${provider_pid:-}" 2>/dev/null; rm -rf "$work"' EXIT
+trap 'kill ${provider_pid:-} 2>/dev/null || true; rm -rf "$work"' EXIT
 tgz=$1/reasonix-mcp-$RMCP_VERSION.tgz
 [ -f "$tgz" ] || fail "no npm package $tgz"
 npm_config_cache=$(npm config get cache)
