@@ -21,9 +21,8 @@
 
 #define FLUSH_TIMEOUT_MS 2000
 
-#ifndef RMCP_SOURCE_LUA_DIR
-#define RMCP_SOURCE_LUA_DIR "lua"
-#endif
+/* RMCP_SOURCE_LUA_DIR is defined for the build tree's binary only (edit Lua, rerun, no install);
+ * the installed binary (CMake's reasonix-mcp-installed) carries no path of the build machine. */
 
 /* The rmcp.* modules this binary has, handed to the host as preloads. */
 static const luaL_Reg main_modules[] = {
@@ -53,14 +52,14 @@ static void main_fix_stdio(void)
 }
 
 /* Where the lua/ tree is: $REASONIX_MCP_LUA_DIR, the installed share dir beside exe (the binary's
- * real path, or NULL), or the source tree. */
+ * real path, or NULL), else the source tree (build tree's binary) or NULL (an install without it). */
 static char *main_lua_dir(const char *exe)
 {
   const char *env = getenv("REASONIX_MCP_LUA_DIR");
   if (env && *env) return strdup(env);
+  char cand[PATH_MAX + 64] = "<exe dir>/../share/reasonix-mcp/lua";
   char *dir = exe ? strdup(exe) : NULL;
   if (dir) {
-    char cand[PATH_MAX + 64];
     char probe[PATH_MAX + 96];
     snprintf(cand, sizeof(cand), "%s/../share/reasonix-mcp/lua", dirname(dir));
     snprintf(probe, sizeof(probe), "%s/rmcp/main.lua", cand);
@@ -70,7 +69,13 @@ static char *main_lua_dir(const char *exe)
       return real ? real : strdup(cand);
     }
   }
+#ifdef RMCP_SOURCE_LUA_DIR
   return strdup(RMCP_SOURCE_LUA_DIR);
+#else
+  fprintf(stderr, "reasonix-mcp: its Lua tree is missing: no %s/rmcp/main.lua beside the binary (reinstall the "
+    "package, or set REASONIX_MCP_LUA_DIR to a lua/ tree)\n", cand);
+  return NULL;
+#endif
 }
 
 /* uv_walk callback for the final sweep. */
@@ -142,11 +147,16 @@ int main(int argc, char **argv)
     return 1;
   }
   char *exe = realpath("/proc/self/exe", NULL);
+  char *lua_dir = main_lua_dir(exe);
+  if (lua_dir == NULL) { /* said why */
+    free(exe);
+    uv_loop_close(&loop);
+    return 1;
+  }
   char *invoked = exe ? exepath_invoked(argv[0], exe) : NULL;
   /* the launcher (no subcommand) starts its first server before its own Lua loads */
   if (invoked && (argc < 2 || strcmp(argv[1], "launcher") == 0)) first_server_start(invoked);
-  char *lua_dir = main_lua_dir(exe);
-  lua_host_t *host = lua_dir ? lua_host_new(&loop, lua_dir, exe, invoked, main_modules) : NULL;
+  lua_host_t *host = lua_host_new(&loop, lua_dir, exe, invoked, main_modules);
   free(lua_dir);
   free(invoked);
   free(exe);

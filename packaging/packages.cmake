@@ -38,6 +38,14 @@ set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "git, bubblewrap, tzdata")
 include(CPack)
 
+# The agent the npm package brings along (npx installs it beside us; config.agent_beside finds it),
+# at the version lua/rmcp/config.lua pins.
+file(STRINGS ${CMAKE_SOURCE_DIR}/lua/rmcp/config.lua agent_pin REGEX "^M.AGENT_PACKAGE = \"reasonix@[^\"]+\"$")
+string(REGEX REPLACE ".*@([^\"]+)\"$" "\\1" RMCP_AGENT_VERSION "${agent_pin}")
+if(NOT RMCP_AGENT_VERSION MATCHES "^[0-9]+\\.[0-9]+\\.[0-9]+$")
+  message(FATAL_ERROR "no AGENT_PACKAGE pin in lua/rmcp/config.lua: '${agent_pin}'")
+endif()
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/lua/rmcp/config.lua)
 configure_file(${CMAKE_CURRENT_LIST_DIR}/npm/package.json.in ${CMAKE_BINARY_DIR}/npm-package.json @ONLY)
 find_program(RMCP_NPM npm)
 set(stage ${CMAKE_BINARY_DIR}/npm-stage)
@@ -51,7 +59,7 @@ add_custom_target(packages
   COMMAND ${CMAKE_COMMAND} -E copy ${CMAKE_BINARY_DIR}/npm-package.json ${stage}/package.json
   COMMAND ${CMAKE_COMMAND} -E copy ${CMAKE_SOURCE_DIR}/README.md ${stage}/README.md
   COMMAND ${RMCP_NPM} pack --pack-destination ${RMCP_PACKAGES_DIR} --loglevel=error --silent ${stage}
-  DEPENDS reasonix-mcp
+  DEPENDS reasonix-mcp-installed
   WORKING_DIRECTORY ${CMAKE_BINARY_DIR}
   COMMENT "Packages (.deb, tarball, npm) in ${RMCP_PACKAGES_DIR}"
   VERBATIM)

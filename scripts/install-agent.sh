@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the pinned agents into the git-ignored .agent/ beside this checkout.
-#   scripts/install-agent.sh            reasonix (npm reasonix@1.38.11), the default agent, whose wire
-#                                       behaviour shared/reasonix-acp-notes.md measured
+#   scripts/install-agent.sh            reasonix (npm, the version lua/rmcp/config.lua's AGENT_PACKAGE
+#                                       pins), the default agent, whose wire behaviour
+#                                       shared/reasonix-acp-notes.md measured
 #   scripts/install-agent.sh NAME…      the built-in ACP agents named (claude, codex, gemini, opencode:
 #                                       lua/rmcp/rules/agents/NAME.lua), each from its pinned lock in
 #                                       scripts/agents/NAME/ (its package.json names the binary:
@@ -14,7 +15,9 @@ command -v npm >/dev/null || { echo "install-agent: npm not found (apt-get insta
 
 # reasonix, pinned.
 install_reasonix() {
-  local version=1.38.11
+  local version
+  version=$(sed -n 's/^M.AGENT_PACKAGE = "reasonix@\([^"]*\)"$/\1/p' lua/rmcp/config.lua)
+  [ -n "$version" ] || { echo "install-agent: no AGENT_PACKAGE pin in lua/rmcp/config.lua" >&2; exit 1; }
   local bin="$PWD/.agent/node_modules/@reasonix/cli-linux-x64/bin/reasonix"
   have() { [ -x "$bin" ] && [ "$("$bin" --version 2>/dev/null)" = "reasonix v$version" ]; }
   if ! have; then

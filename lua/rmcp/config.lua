@@ -174,20 +174,48 @@ end
 M.which = which
 
 -- Where an install keeps the agent beside our binary, relative to the binary's directory: a
--- `reasonix` next to it, or the pinned one scripts/install-agent.sh puts in the checkout's .agent/.
-M.AGENT_BESIDE = { "reasonix", "../.agent/node_modules/@reasonix/cli-linux-x64/bin/reasonix" }
+-- `reasonix` next to it; the npm package's dependency (hoisted beside node_modules/reasonix-mcp as
+-- `npm i`/npx put it, or nested under it as `npm i -g` does); the pinned one scripts/install-agent.sh
+-- puts in a checkout's .agent/.
+M.AGENT_BESIDE = { "reasonix", "../../@reasonix/cli-linux-x64/bin/reasonix", "../node_modules/@reasonix/cli-linux-x64/bin/reasonix",
+  "../.agent/node_modules/@reasonix/cli-linux-x64/bin/reasonix" }
 
--- The agent version this release is made for (scripts/install-agent.sh installs the same), as npm
--- names it: what `setup --install-agent` installs and what a missing agent is installed with.
+-- The agent version this release is made for, as npm names it: the one place it is pinned
+-- (scripts/install-agent.sh and the npm package's dependency read it from this line): what `setup
+-- --install-agent` installs and what a missing agent is installed with.
 M.AGENT_PACKAGE = "reasonix@1.38.11"
+
+-- The directory of our binary (exe: default ours).
+local function exe_dir(exe)
+  return (exe or require("rmcp.host").exe):match("^(.*)/[^/]*$") or "."
+end
+
+-- The source checkout our binary runs from (exe: default ours; a build tree's binary sits one
+-- level below the checkout's scripts/), or nil for an installed package.
+function M.checkout(exe)
+  local root = exe_dir(exe) .. "/.."
+  if require("luv").fs_access(root .. "/scripts/install-agent.sh", "r") then return root end
+  return nil
+end
+
+-- How to install agent name (default reasonix; spec: a built-in agent's {package, version}) from
+-- where our binary (exe: default ours) runs: the checkout's script, else what a package user has.
+function M.agent_install_hint(name, spec, exe)
+  name = name or "reasonix"
+  if M.checkout(exe) then return "scripts/install-agent.sh" .. (name == "reasonix" and "" or " " .. name) .. " in this checkout" end
+  if name == "reasonix" then
+    return "`reasonix-mcp setup claude|codex --install-agent`, or `npm install -g " .. M.AGENT_PACKAGE .. "`"
+  end
+  return "`npm install -g " .. spec.package .. "@" .. spec.version .. "`"
+end
 
 -- The agent installed beside our binary, or nil: found without any environment, as a host that
 -- passes its MCP servers only a few variables (Codex) runs us.
 function M.agent_beside()
-  local dir = require("rmcp.host").exe:match("^(.*)/[^/]*$") or "."
+  local dir = exe_dir()
   for _, rel in ipairs(M.AGENT_BESIDE) do
     local p = dir .. "/" .. rel
-    if require("luv").fs_access(p, "x") then return p end
+    if require("luv").fs_access(p, "x") then return require("luv").fs_realpath(p) or p end
   end
   return nil
 end
@@ -198,7 +226,7 @@ function M.agent_bin(e)
   local bin = env_of(e, "REASONIX_BIN") or which("reasonix", e) or M.agent_beside()
   if bin then return bin end
   return nil, "reasonix not found: put it on PATH, set REASONIX_BIN (with Codex: `codex mcp add --env "
-    .. "REASONIX_BIN=...`), or run scripts/install-agent.sh beside this build"
+    .. "REASONIX_BIN=...`), or install it: " .. M.agent_install_hint()
 end
 
 -- The environment list ("K=V") an agent runs with: base (an orchestrator's environment map, default
@@ -224,9 +252,9 @@ M.settings = {
   { group = "Where things are" },
   { "REASONIX_MCP_HOME", "~/.reasonix-mcp", "The runtime dir (0700): agentd's socket, lock and log, sessions, routines, the spend ledger, worktrees, sandboxes, and cache/lua (compiled Lua chunks, safe to delete)." },
   { "REASONIX_HOME", "~/.reasonix", "The Reasonix config dir the agents use (config.toml, .env with the provider key)." },
-  { "REASONIX_BIN", nil, "The reasonix agent binary. Unset: `reasonix` on PATH, else the one installed beside this binary (scripts/install-agent.sh)." },
+  { "REASONIX_BIN", nil, "The reasonix agent binary. Unset: `reasonix` on PATH, else the one installed beside this binary (the npm package's dependency, or scripts/install-agent.sh in a checkout)." },
   { "REASONIX_MCP_AGENT_<NAME>", nil, "A built-in ACP agent's binary (REASONIX_MCP_AGENT_CODEX, …). Unset: .agent/<name>/ beside this build, else PATH." },
-  { "REASONIX_MCP_LUA_DIR", nil, "The lua/ tree the binary runs. Unset: the installed share dir beside the binary, else the source tree it was built from." },
+  { "REASONIX_MCP_LUA_DIR", nil, "The lua/ tree the binary runs. Unset: the installed share dir beside the binary (<bin>/../share/reasonix-mcp/lua), else, for a build tree's binary only, the source tree it was built from." },
   { "REASONIX_MCP_POLICY_PATH", nil, "Colon-separated dirs of user policy files. Unset: $REASONIX_MCP_HOME/policy (docs/policies.md)." },
   { "REASONIX_MCP_WORKTREE_DIR", "$REASONIX_MCP_HOME/worktrees", "Where isolated agents' git worktrees are made." },
   { "REASONIX_MCP_WORKTREE_BRANCH_PREFIX", "reasonix/", "The branch of an isolated agent: this prefix and its session id." },

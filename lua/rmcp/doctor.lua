@@ -32,6 +32,7 @@ M.CODEX_PASSES = { "HOME", "LOGNAME", "PATH", "SHELL", "USER", "LANG", "LC_ALL",
 function M.host_env()
   local codex_env = {}
   for _, name in ipairs(M.CODEX_PASSES) do codex_env[name] = config.env(name) end
+  for name in pairs(envfile.names) do codex_env[name] = config.env(name) end -- the server applies the file under Codex too
   local lost, covered = {}, 0
   for name in pairs(uv.os_environ()) do
     if name:match("^REASONIX") then
@@ -140,7 +141,7 @@ function M.checks(start_agents)
     local bin = spec and agents.binary(spec)
     if not spec then -- (not in this install)
     elseif not bin then
-      add("agent " .. name, nil, "not installed (scripts/install-agent.sh " .. name .. "): a spawn naming it is refused")
+      add("agent " .. name, nil, "not installed (" .. config.agent_install_hint(name, spec) .. "): a spawn naming it is refused")
     elseif start_agents then -- (a note when it does not start: a default spawn does not run it)
       local ok, detail = M.profile_check(name)
       add("agent " .. name, ok or nil, detail)

@@ -110,9 +110,25 @@ test("env file: this shell's REASONIX* settings the file lacks are added once; t
   t.eq(env_lines.remove("A=1\nREASONIX_HOME=/r\nB=2\n", lines), "A=1\nB=2\n")
 end)
 
-test("the agent setup installs is the version scripts/install-agent.sh pins", function(t)
-  local script = files.read(here .. "../../scripts/install-agent.sh")
-  t.eq("reasonix@" .. script:match("local version=(%S+)"), config.AGENT_PACKAGE)
+test("the agent's version is pinned once: install-agent.sh and the npm package read config.AGENT_PACKAGE", function(t)
+  t.match(config.AGENT_PACKAGE, "^reasonix@%d+%.%d+%.%d+$")
+  t.match(files.read(here .. "../../scripts/install-agent.sh"), "M%.AGENT_PACKAGE = \"reasonix@")
+  t.match(files.read(here .. "../../packaging/packages.cmake"), "M%.AGENT_PACKAGE = \\\"reasonix@")
+  t.match(files.read(here .. "../../packaging/npm/package.json.in"), '"reasonix": "@RMCP_AGENT_VERSION@"')
+end)
+
+test("install hints: a checkout's script from a build tree, the setup flag and the npm pin from a package", function(t)
+  t.ok(config.checkout(), "the specs run the build tree's binary")
+  t.match(config.agent_install_hint(), "^scripts/install%-agent%.sh in this checkout$")
+  local spec = { package = "@x/claude-acp", version = "1.2.3" }
+  t.match(config.agent_install_hint("claude", spec), "^scripts/install%-agent%.sh claude in this checkout$")
+  local installed = "/usr/bin/reasonix-mcp"
+  t.eq(config.checkout(installed), nil)
+  local hint = config.agent_install_hint(nil, nil, installed)
+  t.match(hint, "reasonix%-mcp setup claude|codex %-%-install%-agent")
+  t.match(hint, "npm install %-g " .. config.AGENT_PACKAGE:gsub("%p", "%%%0"))
+  t.eq(hint:find("scripts/", 1, true), nil, "no checkout script for a package")
+  t.eq(config.agent_install_hint("claude", spec, installed), "`npm install -g @x/claude-acp@1.2.3`")
 end)
 
 -- Runs `reasonix-mcp setup args…` in home with no host on PATH (an empty dir: a host installed on
@@ -196,10 +212,12 @@ test("no agent: setup says how to install it and fails; --install-agent runs npm
   end
   local out, code = run({ "codex" })
   t.match(out, "Agent:\n  not found: reasonix not found")
+  t.eq(out:find("scripts/install-agent.sh", 1, true), nil, "a binary outside a checkout names no checkout script")
   t.match(out, "install it with `reasonix%-mcp setup codex %-%-install%-agent` %(npm install " .. config.AGENT_PACKAGE:gsub("%p", "%%%0"))
   t.eq(code, 1, "no agent: setup does not pretend it is done")
-  out = run({ "codex", "--install-agent" })
+  out = run({ "codex", "--install-agent" }) -- (exits 1: the stand-in agent is no real one)
   local dir = home .. "/.local/share/reasonix-mcp/agent"
+  t.match(out, "under Codex the agent would be: " .. dir:gsub("%p", "%%%0"), "the env file's REASONIX_BIN reaches Codex too")
   t.eq(files.read(home .. "/npm.args"), "install --prefix " .. dir .. " --no-audit --no-fund --loglevel=error " .. config.AGENT_PACKAGE .. "\n")
   t.match(out, "reasonix v0%-test")
   t.eq(files.read(home .. "/.config/reasonix-mcp/env"), "REASONIX_BIN=" .. dir .. "/node_modules/@reasonix/cli-linux-x64/bin/reasonix\n")

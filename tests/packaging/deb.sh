@@ -9,20 +9,9 @@ set -eu
 . "$RMCP_SOURCE_DIR/tests/packaging/lib.sh"
 deb=$1/reasonix-mcp_${RMCP_VERSION}_$(dpkg --print-architecture).deb
 [ -f "$deb" ] || fail "no package $deb"
-cache=$RMCP_BUILD_DIR/packaging-cache
-mkdir -p "$cache/apt-archives"
-if [ ! -s "$cache/bookworm.tar" ]; then
-  started=$(date +%s)
-  mmdebstrap --quiet --variant=apt --format=tar bookworm "$cache/bookworm.tar.part" || fail "mmdebstrap failed"
-  mv "$cache/bookworm.tar.part" "$cache/bookworm.tar"
-  echo "made a Debian 12 root in $(($(date +%s) - started)) s"
-fi
 work=$(mktemp -d "$RMCP_BUILD_DIR/packaging-deb.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-root=$work/root
-mkdir "$root"
-tar -C "$root" -xf "$cache/bookworm.tar"
-cp -L /etc/resolv.conf "$root/etc/resolv.conf"
+debian_root bookworm.tar
 mkdir "$root/pkgtest" "$root/src"
 cp "$deb" "$RMCP_SOURCE_DIR/tests/packaging/lib.sh" "$RMCP_SOURCE_DIR/tests/packaging/deb_root.sh" "$root/pkgtest/"
 # the pinned agent, a static binary, runs in the root as it is

@@ -39,6 +39,11 @@ $out"; fi
 printf '%s\n' "$out" | grep -q '^\[FAIL\] agent binary  *reasonix not found: put it on PATH' ||
   fail "doctor with no agent does not say so:
 $out"
+printf '%s\n' "$out" | grep '^\[FAIL\] agent binary' | grep -q 'reasonix-mcp setup claude|codex --install-agent`, or `npm install -g reasonix@' ||
+  fail "doctor from the package does not name the package's ways to install the agent:
+$out"
+printf '%s\n' "$out" | grep -q 'scripts/install-agent' && fail "doctor from the package names a checkout's script:
+$out"
 echo "ok: doctor with no agent fails on it: $(printf '%s\n' "$out" | grep '^\[FAIL\] agent binary')"
 cp /pkgtest/reasonix /usr/local/bin/reasonix # where `npm install -g reasonix` puts it
 doctor_passes /usr/bin/reasonix-mcp

@@ -46,16 +46,16 @@ mcp_probe() {
   echo "ok: $* answers initialize and tools/list"
 }
 
-# Runs `reasonix-mcp doctor` (the binary given) and fails unless it exits 0 with no FAIL and the agent
+# Runs `reasonix-mcp doctor` (the command given, "$@") and fails unless it exits 0 with no FAIL and the agent
 # started; prints its report, which stays in $out.
 doctor_passes() {
-  out=$("$1" doctor 2>&1) || fail "$1 doctor exited $?:
+  out=$("$@" doctor 2>&1) || fail "$* doctor exited $?:
 $out"
-  printf "%s\n" "$out" | grep -q '^\[FAIL\]' && fail "$1 doctor printed a FAIL:
+  printf "%s\n" "$out" | grep -q '^\[FAIL\]' && fail "$* doctor printed a FAIL:
 $out"
-  printf "%s\n" "$out" | grep -q '^\[ok  \] agent profile ' || fail "$1 doctor did not start the agent:
+  printf "%s\n" "$out" | grep -q '^\[ok  \] agent profile ' || fail "$* doctor did not start the agent:
 $out"
-  echo "ok: $1 doctor passes"
+  echo "ok: $* doctor passes"
   printf "%s\n" "$out" | sed 's/^/    /'
 }
 
@@ -75,4 +75,63 @@ no_process_from() {
       "$1"/*) fail "process ${exe#/proc/} left behind: $(tr '\0' ' ' <"${exe%/exe}/cmdline")" ;;
     esac
   done
+}
+
+# Starts a server ("$@") that prints {"port": N} as its first line on stdout, reading it from a pipe
+# this shell holds open (fd 9, so the server never writes into a closed pipe; one server at a time
+# per fd); sets server_pid and server_port.
+start_server() {
+  rm -f "$work/server.out"
+  mkfifo "$work/server.out"
+  "$@" >"$work/server.out" &
+  server_pid=$!
+  exec 9<"$work/server.out"
+  read -r line <&9 || fail "$* did not report its port"
+  server_port=$(printf '%s\n' "$line" | sed -n 's/.*"port": *\([0-9]*\).*/\1/p')
+  [ -n "$server_port" ] || fail "$* reported no port: $line"
+}
+
+# Starts tests/provider/mock_provider.py (python3) on a free port, answering a task holding QUICK
+# with "$1"; sets provider_pid and provider_port.
+start_provider() {
+  printf '{"rules":[{"last_role":"user","user_contains":"QUICK","text":"%s"}]}\n' "$1" >"$work/scenario.json"
+  start_server python3 "$RMCP_SOURCE_DIR/tests/provider/mock_provider.py" --port 0 --scenario "$work/scenario.json"
+  provider_pid=$server_pid provider_port=$server_port
+  exec 8<&9 9<&-
+}
+
+# Points the agent config of private_homes at the mock provider.
+use_provider() {
+  sed -i "s|http://127.0.0.1:9/v1|http://127.0.0.1:$provider_port/v1|" "$REASONIX_HOME/config.toml"
+}
+
+# Spawns an agent through the reasonix-mcp command given ("$@", e.g. npx reasonix-mcp) and watches it
+# to the end of its first turn, which must end with end_turn and the provider's text "$reply".
+spawn_and_watch() {
+  out=$("$@" ctl --json spawn "QUICK say hello" 2>&1) || fail "$* ctl spawn failed: $out"
+  sid=$(printf '%s\n' "$out" | sed -n 's/.*"session_id": *"\([^"]*\)".*/\1/p' | head -1)
+  [ -n "$sid" ] || fail "$* ctl spawn gave no session id: $out"
+  out=$("$@" ctl --json watch "$sid" 2>&1) || fail "$* ctl watch $sid failed: $out"
+  printf '%s\n' "$out" | grep -q '"stop_reason": *"end_turn"' || fail "$sid did not end its turn: $out"
+  printf '%s\n' "$out" | grep -qF "$reply" || fail "$sid did not answer $reply: $out"
+  "$@" ctl shutdown >/dev/null 2>&1 || fail "$* ctl shutdown failed"
+  echo "ok: $* spawned $sid, which ended its first turn (end_turn: $reply)"
+}
+
+# Unpacks a fresh Debian 12 root into $work/root from the cached tarball build/packaging-cache/$1
+# (made by mmdebstrap's apt variant with the packages "$2" includes, comma-separated, when it is not
+# there; delete it for a new one), with the host's resolv.conf. Sets cache and root.
+debian_root() {
+  cache=$RMCP_BUILD_DIR/packaging-cache
+  mkdir -p "$cache/apt-archives"
+  if [ ! -s "$cache/$1" ]; then
+    started=$(date +%s)
+    mmdebstrap --quiet --variant=apt ${2:+--include="$2"} --format=tar bookworm "$cache/$1.part" || fail "mmdebstrap failed"
+    mv "$cache/$1.part" "$cache/$1"
+    echo "made a Debian 12 root in $(($(date +%s) - started)) s"
+  fi
+  root=$work/root
+  mkdir "$root"
+  tar -C "$root" -xf "$cache/$1"
+  cp -L /etc/resolv.conf "$root/etc/resolv.conf"
 }

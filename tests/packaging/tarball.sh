@@ -1,7 +1,8 @@
 #!/bin/sh
 # The relocatable tarball, unpacked into a random temp dir and run from another dir with no
 # REASONIX_MCP_LUA_DIR: it finds the Lua tree beside it, answers initialize and tools/list, and its
-# doctor passes with the pinned agent on PATH. usage: tarball.sh PACKAGES_DIR
+# doctor passes with the pinned agent on PATH; it carries no path of the build tree, so with its Lua
+# tree moved away it says so and where it looked instead of running another tree. usage: tarball.sh PACKAGES_DIR
 # needs: agent
 set -eu
 . "$RMCP_SOURCE_DIR/tests/packaging/lib.sh"
@@ -23,3 +24,9 @@ mkdir "$work/bin"  # the agent on PATH, where a user installs it (then a Codex r
 ln -s "${REASONIX_BIN:-$RMCP_SOURCE_DIR/.agent/node_modules/@reasonix/cli-linux-x64/bin/reasonix}" "$work/bin/reasonix"
 PATH=$work/bin:$PATH doctor_passes "$top/bin/reasonix-mcp"
 no_process_from "$top"
+grep -qF "$RMCP_SOURCE_DIR" "$top/bin/reasonix-mcp" && fail "the binary carries the build tree's path $RMCP_SOURCE_DIR"
+mv "$top/share" "$work/share-moved"
+if out=$("$top/bin/reasonix-mcp" --version 2>&1); then fail "ran with its Lua tree moved away: $out"; fi
+printf '%s\n' "$out" | grep -qF "its Lua tree is missing: no $top/bin/../share/reasonix-mcp/lua/rmcp/main.lua" ||
+  fail "with its Lua tree moved away it does not say so: $out"
+echo "ok: no build path inside; without its Lua tree: $out"

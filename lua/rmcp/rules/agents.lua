@@ -56,8 +56,8 @@ function M.binary(spec, e)
   if require("luv").fs_access(beside, "x") then return beside end
   local found = config.which(spec.bin, e)
   if found then return found end
-  return nil, string.format("agent %s (%s@%s) is not installed: scripts/install-agent.sh %s, put %s on PATH, or set %s",
-    spec.name, spec.package, spec.version, spec.name, spec.bin, var)
+  return nil, string.format("agent %s (%s@%s) is not installed: %s, put %s on PATH, or set %s",
+    spec.name, spec.package, spec.version, config.agent_install_hint(spec.name, spec), spec.bin, var)
 end
 
 -- The argv and profile spec of agent name (not reasonix) for environment map e: a policy's
