@@ -192,6 +192,22 @@ test("setup all without the hosts installed: dry run, write, again, remove", fun
   t.match(out, "remove the file %(setup created it%)")
 end, { timeout = 240000 })
 
+test("a registration the user made over ours is what --remove puts back, not the one the first setup replaced", function(t)
+  local home = t.tmpdir("rmcp-setup")
+  assert(files.mkdir_p(home .. "/.codex"))
+  local before = '[mcp_servers.reasonix]\ncommand = "/old/x"\n'
+  assert(files.write_atomic(home .. "/.codex/config.toml", before))
+  setup(home, { "codex" })
+  local exe = require("rmcp.host").exe
+  local text = files.read(home .. "/.codex/config.toml")
+  t.ok(codex_toml.is_ours(text, exe), text)
+  local theirs = '[mcp_servers.reasonix]\ncommand = "/their/y"\n'
+  assert(files.write_atomic(home .. "/.codex/config.toml", theirs))
+  t.match(setup(home, { "codex" }), "replacing the registration that runs /their/y")
+  setup(home, { "--remove" })
+  t.eq(files.read(home .. "/.codex/config.toml"), theirs, "the user's own registration is back")
+end, { timeout = 240000 })
+
 test("no agent: setup says how to install it and fails; --install-agent runs npm with the pin, --remove takes it away", function(t)
   local home = t.tmpdir("rmcp-setup-agent")
   -- a copy of the binary with no agent beside it, and an npm that records its arguments and

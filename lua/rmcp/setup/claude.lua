@@ -26,7 +26,11 @@ function M.register(run, exe, rec)
   local entry, raw = claude_json.entry(text)
   if claude_json.is_ours(entry, exe) then return run:say("  already registered: runs " .. exe) end
   if entry then run:say("  replacing the registration that runs " .. tostring(entry.command or entry.url or raw)) end
-  local new = { exe = exe, file = file, previous = rec.previous or raw, created = rec.created or not exists, edits = {} }
+  -- what --remove puts back: what an earlier setup replaced while one of ours is still there, else
+  -- the entry there now (a registration the user made since is theirs to get back)
+  local previous = raw
+  if entry ~= nil and rec.exe ~= nil and entry.command == rec.exe then previous = rec.previous end
+  local new = { exe = exe, file = file, previous = previous, created = rec.created or not exists, edits = {} }
   local bin = config.which("claude")
   local ok
   if bin then

@@ -42,17 +42,19 @@ function M.register(run, exe, rec)
   local text, exists = steps.read(file)
   local found = codex_toml.inspect(text)
   if codex_toml.is_ours(text, exe) then return run:say("  already registered: runs " .. exe) end
-  local new = { exe = exe, file = file, previous = rec.previous, created = rec.created or not exists, edits = {} }
+  -- what --remove puts back: what an earlier setup replaced while one of ours is still there, else
+  -- the table there now (a registration the user made since is theirs to get back)
+  local ours_there = found and (found.command == rec.exe or found.command == exe)
+  local previous
+  if ours_there then previous = rec.previous elseif found then previous = found.text end
+  local new = { exe = exe, file = file, previous = previous, created = rec.created or not exists, edits = {} }
   local bin = config.which("codex")
   local ok
   if found and found.command == exe and (found.args == nil or found.args:match("^%[%s*%]$")) then
     new.mode, new.edits = rec.mode or "kept", rec.edits or {}
     ok = settle(run, file, new.edits)
   else
-    if found then
-      run:say("  replacing the registration that runs " .. tostring(found.command))
-      new.previous = new.previous or found.text
-    end
+    if found then run:say("  replacing the registration that runs " .. tostring(found.command)) end
     if bin then
       new.mode = "command"
       ok = run:step("run: codex mcp add reasonix -- " .. exe, function() return steps.run(bin, { "mcp", "add", "reasonix", "--", exe }) end)

@@ -6,8 +6,10 @@ local splice = require "rmcp.setup.splice"
 
 local M = {}
 
--- Names never carried: test seams are a test's, not a user's setting.
-M.SKIP = { REASONIX_MCP_TEST_SEAMS = true }
+-- Names never carried: test seams are a test's, not a user's setting; the others are one process's
+-- (its launcher, a daemon's handover, the orchestrator a host session is), never every process's.
+M.SKIP = { REASONIX_MCP_TEST_SEAMS = true, REASONIX_MCP_LAUNCHER_PID = true, REASONIX_MCP_HANDOVER = true,
+           REASONIX_MCP_LIVE_HANDOVER = true, REASONIX_MCP_ORCHESTRATOR_ID = true }
 
 -- The REASONIX* settings of environ (name → value) that did not come from the env file (applied:
 -- the names it set): a list of {name, value} sorted by name.
@@ -16,7 +18,8 @@ function M.carry(environ, applied)
   for _, n in ipairs(applied or {}) do from_file[n] = true end
   local out = {}
   for name, value in pairs(environ) do
-    if name:match("^REASONIX") and value ~= "" and not from_file[name] and not M.SKIP[name] then
+    -- (a value of more than one line cannot be a line of the file)
+    if name:match("^REASONIX") and value ~= "" and not value:find("\n", 1, true) and not from_file[name] and not M.SKIP[name] then
       out[#out + 1] = { name = name, value = value }
     end
   end

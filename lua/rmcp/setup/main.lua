@@ -153,7 +153,9 @@ local function unregister_host(run, name)
   local host, rec = M.HOSTS[name], (run.record.hosts or {})[name]
   run:say(host.NAME .. " (" .. (rec and rec.file or host.file()) .. "):")
   if not rec then return run:say("  setup registered nothing here: nothing to undo") end
-  if host.unregister(run, rec) and not run.dry then run.record.hosts[name] = nil end
+  local done = host.unregister(run, rec)
+  if done and not run.dry then run.record.hosts[name] = nil end
+  return done
 end
 
 -- Runs doctor as a user would and prints what it says; returns whether it passed (coroutine).
@@ -221,8 +223,7 @@ local function remove(run, o)
   local left = {}
   for name in pairs(run.record.hosts or {}) do left[name] = true end
   for _, name in ipairs(hosts) do
-    unregister_host(run, name)
-    left[name] = nil
+    if unregister_host(run, name) then left[name] = nil end -- (a host still registered keeps the shared pieces)
   end
   if run.record.hosts and next(run.record.hosts) == nil then run.record.hosts = nil end
   if next(left) == nil then remove_shared(run) end
