@@ -208,6 +208,22 @@ test("a registration the user made over ours is what --remove puts back, not the
   t.eq(files.read(home .. "/.codex/config.toml"), theirs, "the user's own registration is back")
 end, { timeout = 240000 })
 
+test("codex: a server of ours written as an inline table or dotted keys is refused, not defined twice", function(t)
+  t.eq(codex_toml.unsupported(CODEX), nil)
+  t.eq(codex_toml.unsupported('[mcp_servers.reasonix]\ncommand = "x"\n[mcp_servers.reasonix.env]\nK = "v"\n'), nil, "our table form")
+  t.match(codex_toml.unsupported('[mcp_servers]\nreasonix = { command = "x" }\n'), "a key of %[mcp_servers%]")
+  t.match(codex_toml.unsupported('mcp_servers.reasonix.command = "x"\n'), "dotted keys")
+  t.match(codex_toml.unsupported('[mcp_servers]\n"reasonix".command = "x"\n'), "a key of %[mcp_servers%]")
+  local home = t.tmpdir("rmcp-setup")
+  assert(files.mkdir_p(home .. "/.codex"))
+  local inline = '[mcp_servers]\nreasonix = { command = "/x" }\n'
+  assert(files.write_atomic(home .. "/.codex/config.toml", inline))
+  local out, code = setup(home, { "codex" })
+  t.match(out, "cannot register: .*write it as a %[mcp_servers%.reasonix%] table")
+  t.eq(code, 1)
+  t.eq(files.read(home .. "/.codex/config.toml"), inline, "left as it was")
+end, { timeout = 240000 })
+
 test("no agent: setup says how to install it and fails; --install-agent runs npm with the pin, --remove takes it away", function(t)
   local home = t.tmpdir("rmcp-setup-agent")
   -- a copy of the binary with no agent beside it, and an npm that records its arguments and

@@ -40,6 +40,12 @@ end
 function M.register(run, exe, rec)
   local file = M.file()
   local text, exists = steps.read(file)
+  local unsupported = codex_toml.unsupported(text)
+  if unsupported then
+    run:say("  cannot register: " .. file .. ": " .. unsupported)
+    run.failed = run.failed + 1
+    return nil
+  end
   local found = codex_toml.inspect(text)
   if codex_toml.is_ours(text, exe) then return run:say("  already registered: runs " .. exe) end
   -- what --remove puts back: what an earlier setup replaced while one of ours is still there, else

@@ -77,6 +77,28 @@ function M.keys(text, span)
   return out
 end
 
+-- Why text defines our server in a form this module does not edit — an inline table or dotted keys
+-- (`reasonix = {…}` under [mcp_servers], `mcp_servers.reasonix.… =` above it): a table of ours added
+-- beside it would define the server twice and Codex would not load the file — or nil.
+function M.unsupported(text)
+  local section = ""
+  for _, l in ipairs(lines(text)) do
+    local name = header_name(l.text)
+    if name then
+      section = name
+    elseif section ~= M.TABLE and section:sub(1, #M.TABLE + 1) ~= M.TABLE .. "." then -- (our table's own keys)
+      local key = l.text:match("^%s*([%w_%-%.\"' ]-)%s*=")
+      key = key and key:gsub("[%s\"']", "")
+      local full = key and (section == "" and key or section .. "." .. key)
+      if full and (full == M.TABLE or full:sub(1, #M.TABLE + 1) == M.TABLE .. ".") then
+        return string.format("%s defines [%s] as %s (line: %s); write it as a [%s] table, or remove it, and run setup again",
+          "config.toml", M.TABLE, section == "" and "dotted keys" or "a key of [" .. section .. "]", l.text, M.TABLE)
+      end
+    end
+  end
+  return nil
+end
+
 -- What the registration in text runs and lacks: nil when there is none, else {command (nil when
 -- not a plain string), args (its raw value or nil), missing = the settings not as README says}.
 function M.inspect(text)
