@@ -53,7 +53,7 @@ local CANCELLED_KEPT = 64
 ---@field on_settled fun(entry: LauncherRequest, result_line: string?, left: boolean)
 ---@field lane userdata?              the hot path in C (rmcp.fastlane): plain requests it relays itself
 ---@field lane_owner LauncherChild?   the server the lane relays to while open
----@field adopt fun(line: string): LauncherRequest  the entry of a host request line (router.lua)
+---@field adopt fun(line: string): LauncherRequest?  the entry of a host request line (router.lua; nil: not JSON)
 local Ledger = {}
 Ledger.__index = Ledger
 
@@ -86,10 +86,12 @@ function Ledger:take_lane()
   self.lane_owner = nil
   for _, t in ipairs(self.lane:close()) do
     local entry = self.adopt(t.line)
-    entry.seq, entry.owner = t.seq, owner
-    self.pending[entry.key] = entry
-    self.n_pending = self.n_pending + 1
-    self.lane:held(entry.id, 1)
+    if entry then -- (every line the lane took is handed back, even one it should not have taken)
+      entry.seq, entry.owner = t.seq, owner
+      self.pending[entry.key] = entry
+      self.n_pending = self.n_pending + 1
+      self.lane:held(entry.id, 1)
+    end
   end
 end
 

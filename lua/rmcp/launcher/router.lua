@@ -75,9 +75,11 @@ function Router:host_request(line, msg, id)
   self.ledger:record(self:entry(line, msg, id), self.supervisor.active)
 end
 
--- The ledger entry of a host request line the lane relayed (ledger.lua take_lane).
+-- The ledger entry of a host request line the lane relayed (ledger.lua take_lane), or nil when the
+-- line is not a JSON object (the server answered it with a parse error: nothing to own).
 function Router:adopt(line)
   local msg = json.decode(line)
+  if type(msg) ~= "table" then return nil end
   return self:entry(line, msg, wire.normalize_id(msg.id))
 end
 
