@@ -112,8 +112,13 @@ end
 -- host with queued bytes still unwritten (-1: not written): its receipt is ours (relay below).
 function Ledger:lane_receipt(id, queued)
   if queued == nil then return self:forget_receipts(id) end
-  local entry = { key = id, id = id }
-  if queued < 0 then return self:report(entry, false) end
+  self:confirm_taken({ key = id, id = id }, queued)
+end
+
+-- Confirms the receipt of entry's answer once the host's pipe has taken it all; queued: what its
+-- write left queued (0: all taken; nil or below 0: the write failed, the answer is lost).
+function Ledger:confirm_taken(entry, queued)
+  if queued == nil or queued < 0 then return self:report(entry, false) end
   if queued == 0 then return self:report(entry, true) end
   self:wait_flush(entry)
 end
@@ -382,10 +387,7 @@ end
 -- cannot be written at all is lost.
 function Ledger:relay(entry, line, kind)
   local queued = self.send_host(line)
-  if not (entry.receipt and kind == "result") then return end
-  if queued == nil then return self:report(entry, false) end
-  if queued == 0 then return self:report(entry, true) end
-  self:wait_flush(entry)
+  if entry.receipt and kind == "result" then self:confirm_taken(entry, queued) end
 end
 
 -- The host's pipe took everything we queued for it: the answers waiting in the queue are confirmed.
