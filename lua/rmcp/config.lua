@@ -177,8 +177,10 @@ M.which = which
 -- `reasonix` next to it; the npm package's dependency (hoisted beside node_modules/reasonix-mcp as
 -- `npm i`/npx put it, or nested under it as `npm i -g` does); the pinned one scripts/install-agent.sh
 -- puts in a checkout's .agent/.
-M.AGENT_BESIDE = { "reasonix", "../../@reasonix/cli-linux-x64/bin/reasonix", "../node_modules/@reasonix/cli-linux-x64/bin/reasonix",
-  "../.agent/node_modules/@reasonix/cli-linux-x64/bin/reasonix" }
+-- The agent's native binary in a node_modules dir, as npm installs the pinned package.
+M.AGENT_IN_MODULES = "@reasonix/cli-linux-x64/bin/reasonix"
+M.AGENT_BESIDE = { "reasonix", "../../" .. M.AGENT_IN_MODULES, "../node_modules/" .. M.AGENT_IN_MODULES,
+  "../.agent/node_modules/" .. M.AGENT_IN_MODULES }
 
 -- The agent version this release is made for, as npm names it: the one place it is pinned
 -- (scripts/install-agent.sh and the npm package's dependency read it from this line): what `setup

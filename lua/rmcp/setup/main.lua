@@ -80,7 +80,7 @@ end
 -- Where --install-agent puts the agent, and the binary it then runs.
 function M.agent_dir()
   local dir = config.user_home() .. "/.local/share/reasonix-mcp/agent"
-  return dir, dir .. "/node_modules/@reasonix/cli-linux-x64/bin/reasonix"
+  return dir, dir .. "/node_modules/" .. config.AGENT_IN_MODULES
 end
 
 -- Finds the agent, or installs it when asked; returns the settings it needs in the env file
