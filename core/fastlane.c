@@ -204,20 +204,25 @@ static int span_is(const char *p, const char *e, const char *s)
 }
 
 /* Whether the lane may take a host line (see the head of this file): 0 no, 1 yes, 2 yes and its
- * answer has a receipt; *id is its id. */
-static int fast_request(const char *line, size_t len, int64_t *id)
+ * answer has a receipt; *r is what it found. */
+int fastlane_scan(const char *line, size_t len, fastlane_request *r)
 {
-  request_t r;
-  memset(&r, 0, sizeof r);
-  const char *e = line + len, *end = each_member(line, e, request_member, &r);
-  if (!end || ws(end, e) != e || !r.jsonrpc || !r.id || !r.method) return 0;
-  if (!parse_id(r.id, r.id_end, id)) return 0;
-  if (r.params && !each_member(r.params, r.params_end, params_member, &r)) return 0;
-  if (r.meta) return 0;
-  if (span_is(r.method, r.method_end, "ping") || span_is(r.method, r.method_end, "tools/list")) return 1;
-  if (!span_is(r.method, r.method_end, "tools/call") || !r.name) return 0;
+  request_t q;
+  memset(&q, 0, sizeof q);
+  memset(r, 0, sizeof *r);
+  const char *e = line + len, *end = each_member(line, e, request_member, &q);
+  if (!end || ws(end, e) != e || !q.jsonrpc || !q.id || !q.method) return 0;
+  if (!parse_id(q.id, q.id_end, &r->id)) return 0;
+  if (q.params && !each_member(q.params, q.params_end, params_member, &q)) return 0;
+  if (q.meta) return 0;
+  r->method = q.method;
+  r->method_len = (size_t)(q.method_end - q.method);
+  r->name = q.name;
+  r->name_len = q.name ? (size_t)(q.name_end - q.name) : 0;
+  if (span_is(q.method, q.method_end, "ping") || span_is(q.method, q.method_end, "tools/list")) return 1;
+  if (!span_is(q.method, q.method_end, "tools/call") || !q.name) return 0;
   for (const char *const *t = receipt_tools; *t; t++)
-    if (span_is(r.name, r.name_end, *t)) return 2;
+    if (span_is(q.name, q.name_end, *t)) return 2;
   return 1;
 }
 
@@ -282,11 +287,12 @@ static int lane_host_line(void *data, int tag, const char *line, size_t len)
 {
   (void)tag;
   fastlane_t *f = data;
-  int64_t id;
+  fastlane_request r;
   channel_t *to = ready(f->target);
   if (!to || !ready(f->host)) return 0;
   if ((lua_Integer)f->fast + f->lua_pending + 1 >= f->max_in_flight) return 0;
-  int kind = fast_request(line, len, &id);
+  int kind = fastlane_scan(line, len, &r);
+  int64_t id = r.id;
   if (!kind || lane_find(f, id, 1) >= 0 || lane_find(f, id, 0) >= 0) return 0;
   char *copy = malloc(len ? len : 1);
   if (!copy) return 0;
