@@ -52,48 +52,100 @@ static const char *ws(const char *p, const char *e)
   return p;
 }
 
-/* After the string whose opening quote is at p, or NULL; *esc tells whether it has escapes. */
+/* Nesting the scanner follows; a deeper line goes to Lua (cjson decodes up to 1,000 levels). */
+#define SCAN_MAX_DEPTH 64
+
+/* After the four hex digits at p as a code unit in *u, or NULL. */
+static const char *hex4(const char *p, const char *e, unsigned *u)
+{
+  *u = 0;
+  for (int i = 0; i < 4; i++, p++) {
+    if (p >= e || !strchr("0123456789abcdefABCDEF", *p) || *p == '\0') return NULL;
+    *u = *u * 16 + (unsigned)(*p <= '9' ? *p - '0' : (*p | 0x20) - 'a' + 10);
+  }
+  return p;
+}
+
+/* After the string whose opening quote is at p, or NULL when cjson would refuse it (a control
+ * character, an unknown escape, a lone surrogate); *esc tells whether it has escapes. */
 static const char *skip_string(const char *p, const char *e, int *esc)
 {
+  unsigned u, lo;
   *esc = 0;
   for (p++; p < e; p++) {
-    if (*p == '\\') {
-      *esc = 1;
-      p++;
-    } else if (*p == '"') {
-      return p + 1;
-    } else if ((unsigned char)*p < 0x20) {
-      return NULL;
+    if (*p == '"') return p + 1;
+    if ((unsigned char)*p < 0x20) return NULL;
+    if (*p != '\\') continue;
+    *esc = 1;
+    if (++p >= e || !strchr("\"\\/bfnrtu", *p) || *p == '\0') return NULL;
+    if (*p != 'u') continue;
+    if (!(p = hex4(p + 1, e, &u))) return NULL;
+    if (u >= 0xdc00 && u <= 0xdfff) return NULL;
+    if (u >= 0xd800 && u <= 0xdbff) {
+      if (e - p < 2 || p[0] != '\\' || p[1] != 'u' || !(p = hex4(p + 2, e, &lo))) return NULL;
+      if (lo < 0xdc00 || lo > 0xdfff) return NULL;
     }
+    p--;
   }
   return NULL;
 }
 
-/* After the JSON value at p, or NULL when it is not one (scalars only by their characters). */
-static const char *skip_value(const char *p, const char *e)
+/* After the digits at p (at least one), or NULL. */
+static const char *skip_digits(const char *p, const char *e)
+{
+  const char *s = p;
+  while (p < e && *p >= '0' && *p <= '9') p++;
+  return p > s ? p : NULL;
+}
+
+/* After the JSON number at p (RFC 8259's grammar), or NULL. */
+static const char *skip_number(const char *p, const char *e)
+{
+  if (p < e && *p == '-') p++;
+  if (p < e && *p == '0')
+    p++;
+  else if (!(p = skip_digits(p, e)))
+    return NULL;
+  if (p < e && *p == '.' && !(p = skip_digits(p + 1, e))) return NULL;
+  if (p < e && (*p == 'e' || *p == 'E')) {
+    p++;
+    if (p < e && (*p == '+' || *p == '-')) p++;
+    return skip_digits(p, e);
+  }
+  return p;
+}
+
+/* After the JSON value at p, nested depth levels down, or NULL when cjson would refuse it. */
+static const char *skip_value(const char *p, const char *e, int depth)
 {
   int esc;
   if (p >= e) return NULL;
   if (*p == '"') return skip_string(p, e, &esc);
   if (*p == '{' || *p == '[') {
-    int depth = 0;
-    while (p < e) {
-      if (*p == '"') {
-        p = skip_string(p, e, &esc);
-        if (!p) return NULL;
-        continue;
+    char close = *p == '{' ? '}' : ']';
+    if (depth >= SCAN_MAX_DEPTH) return NULL;
+    p = ws(p + 1, e);
+    if (p < e && *p == close) return p + 1;
+    for (;;) {
+      if (close == '}') {
+        if (p >= e || *p != '"' || !(p = skip_string(p, e, &esc))) return NULL;
+        p = ws(p, e);
+        if (p >= e || *p != ':') return NULL;
+        p = ws(p + 1, e);
       }
-      if (*p == '{' || *p == '[') depth++;
-      else if (*p == '}' || *p == ']') {
-        if (--depth == 0) return p + 1;
-      }
-      p++;
+      if (!(p = skip_value(p, e, depth + 1))) return NULL;
+      p = ws(p, e);
+      if (p < e && *p == close) return p + 1;
+      if (p >= e || *p != ',') return NULL;
+      p = ws(p + 1, e);
     }
-    return NULL;
   }
-  const char *s = p;
-  while (p < e && strchr("-+.0123456789eEtrufalsn", *p)) p++;
-  return p > s ? p : NULL;
+  static const char *const literals[] = {"true", "false", "null", NULL};
+  for (const char *const *l = literals; *l; l++) {
+    size_t n = strlen(*l);
+    if ((size_t)(e - p) >= n && memcmp(p, *l, n) == 0) return p + n;
+  }
+  return skip_number(p, e);
 }
 
 /* Calls fn(key, klen, value, vend, ctx) for each member of the object at p; returns the end of
@@ -112,7 +164,8 @@ static const char *each_member(const char *p, const char *e,
     if (!kend || esc) return NULL;
     p = ws(kend, e);
     if (p >= e || *p != ':') return NULL;
-    const char *v = ws(p + 1, e), *vend = skip_value(v, e);
+    /* depth 1: params' members were checked at their depth as the request's value */
+    const char *v = ws(p + 1, e), *vend = skip_value(v, e, 1);
     if (!vend) return NULL;
     if (!fn(k, (size_t)(kend - 1 - k), v, vend, ctx)) return NULL;
     p = ws(vend, e);
@@ -179,7 +232,8 @@ static int request_member(const char *k, size_t n, const char *v, const char *ve
   return 0;
 }
 
-/* Parses the integer id text [p, e) into *out; 0 when it is not a plain integer. */
+/* Parses the integer id text [p, e) into *out; 0 when it is not a plain integer of at most 15
+ * digits (cjson reads numbers as doubles: past 2^53 the id Lua sees would not be this one). */
 static int parse_id(const char *p, const char *e, int64_t *out)
 {
   int neg = 0;
@@ -187,7 +241,7 @@ static int parse_id(const char *p, const char *e, int64_t *out)
     neg = 1;
     p++;
   }
-  if (p >= e || e - p > 18) return 0;
+  if (p >= e || e - p > 15) return 0;
   int64_t v = 0;
   for (; p < e; p++) {
     if (*p < '0' || *p > '9') return 0;
@@ -204,20 +258,25 @@ static int span_is(const char *p, const char *e, const char *s)
 }
 
 /* Whether the lane may take a host line (see the head of this file): 0 no, 1 yes, 2 yes and its
- * answer has a receipt; *id is its id. */
-static int fast_request(const char *line, size_t len, int64_t *id)
+ * answer has a receipt; *r is what it found. */
+int fastlane_scan(const char *line, size_t len, fastlane_request *r)
 {
-  request_t r;
-  memset(&r, 0, sizeof r);
-  const char *e = line + len, *end = each_member(line, e, request_member, &r);
-  if (!end || ws(end, e) != e || !r.jsonrpc || !r.id || !r.method) return 0;
-  if (!parse_id(r.id, r.id_end, id)) return 0;
-  if (r.params && !each_member(r.params, r.params_end, params_member, &r)) return 0;
-  if (r.meta) return 0;
-  if (span_is(r.method, r.method_end, "ping") || span_is(r.method, r.method_end, "tools/list")) return 1;
-  if (!span_is(r.method, r.method_end, "tools/call") || !r.name) return 0;
+  request_t q;
+  memset(&q, 0, sizeof q);
+  memset(r, 0, sizeof *r);
+  const char *e = line + len, *end = each_member(line, e, request_member, &q);
+  if (!end || ws(end, e) != e || !q.jsonrpc || !q.id || !q.method) return 0;
+  if (!parse_id(q.id, q.id_end, &r->id)) return 0;
+  if (q.params && !each_member(q.params, q.params_end, params_member, &q)) return 0;
+  if (q.meta) return 0;
+  r->method = q.method;
+  r->method_len = (size_t)(q.method_end - q.method);
+  r->name = q.name;
+  r->name_len = q.name ? (size_t)(q.name_end - q.name) : 0;
+  if (span_is(q.method, q.method_end, "ping") || span_is(q.method, q.method_end, "tools/list")) return 1;
+  if (!span_is(q.method, q.method_end, "tools/call") || !q.name) return 0;
   for (const char *const *t = receipt_tools; *t; t++)
-    if (span_is(r.name, r.name_end, *t)) return 2;
+    if (span_is(q.name, q.name_end, *t)) return 2;
   return 1;
 }
 
@@ -282,11 +341,12 @@ static int lane_host_line(void *data, int tag, const char *line, size_t len)
 {
   (void)tag;
   fastlane_t *f = data;
-  int64_t id;
+  fastlane_request r;
   channel_t *to = ready(f->target);
   if (!to || !ready(f->host)) return 0;
   if ((lua_Integer)f->fast + f->lua_pending + 1 >= f->max_in_flight) return 0;
-  int kind = fast_request(line, len, &id);
+  int kind = fastlane_scan(line, len, &r);
+  int64_t id = r.id;
   if (!kind || lane_find(f, id, 1) >= 0 || lane_find(f, id, 0) >= 0) return 0;
   char *copy = malloc(len ? len : 1);
   if (!copy) return 0;
