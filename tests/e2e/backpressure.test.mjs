@@ -12,7 +12,7 @@ import { writeFileSync, readFileSync, openSync, readSync, closeSync, existsSync 
 import { join } from 'node:path';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { makeSandbox, removeSandbox, serverEnv, waitNoLeftovers, killLeftovers, shutdownAgentd, agentdPid, printAgentdLog, BIN, REPO, until, withTimeout } from './helpers.mjs';
+import { makeSandbox, serverEnv, endSandbox, agentdPid, printAgentdLog, BIN, REPO, until, withTimeout } from './helpers.mjs';
 
 // Each answer is ~1 MB (the task cut to fit a result of 500,000 bytes, twice in a CallToolResult):
 // 200 of them piled up would be 200 MB, 1000 of them 1 GB.
@@ -27,11 +27,7 @@ const FLAT_SLACK_KIB = 16 * 1024;
 const sb = makeSandbox();
 afterEach((t) => { if (t.passed === false) printAgentdLog(sb); });
 after(async () => {
-  await shutdownAgentd(sb).catch(() => false);
-  const left = await waitNoLeftovers(10000, sb);
-  killLeftovers(sb);
-  removeSandbox(sb);
-  assert.deepEqual(left, [], 'no process of this test may be left');
+  assert.deepEqual(await endSandbox(sb), [], 'no process of this test may be left');
 });
 
 // The fake agent behind the name `reasonix`, run by our own binary; it echoes a prompt in 1 MiB chunks.

@@ -215,10 +215,7 @@ export async function fixture({ scenario = {}, config = {} } = {}) {
       for (const c of clients) { try { await c.client.close(); } catch { /* already gone */ } }
       await shutdownAgentd(sb).catch(() => false);
       await provider.stop();
-      const left = await waitNoLeftovers(10000, sb);
-      killLeftovers(sb);
-      removeSandbox(sb);
-      return left;
+      return endSandbox(sb);
     },
   };
   return fx;
@@ -389,6 +386,16 @@ export async function waitNoLeftovers(ms = 10000, sb) {
     await new Promise((r) => setTimeout(r, 50));
     left = leftovers(sb);
   }
+  return left;
+}
+
+// Ends sandbox sb: its agentd shut down, what is left of its processes killed, its dirs removed.
+// Returns the processes that were still alive after the wait (a test asserts there are none).
+export async function endSandbox(sb) {
+  await shutdownAgentd(sb).catch(() => false);
+  const left = await waitNoLeftovers(10000, sb);
+  killLeftovers(sb);
+  removeSandbox(sb);
   return left;
 }
 

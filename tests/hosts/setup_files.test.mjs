@@ -7,7 +7,7 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { BIN, RUN_ID, makeSandbox, shutdownAgentd, waitNoLeftovers, killLeftovers, removeSandbox, execFileSync } from '../e2e/helpers.mjs';
+import { BIN, RUN_ID, makeSandbox, endSandbox, execFileSync } from '../e2e/helpers.mjs';
 
 const HOSTS = join(process.cwd(), 'tests', 'hosts', 'node_modules', '.bin');
 const sb = makeSandbox();
@@ -25,11 +25,7 @@ const codexFile = join(env.CODEX_HOME, 'config.toml');
 const claudeFile = join(env.CLAUDE_CONFIG_DIR, '.claude.json');
 
 after(async () => {
-  await shutdownAgentd(sb).catch(() => false);
-  const left = await waitNoLeftovers(10000, sb);
-  killLeftovers(sb);
-  removeSandbox(sb);
-  assert.deepEqual(left, [], 'no process of this test may be left');
+  assert.deepEqual(await endSandbox(sb), [], 'no process of this test may be left');
 });
 
 // Runs `reasonix-mcp setup ARGS…` with no host on PATH (an empty dir: a host installed on this
