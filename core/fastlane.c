@@ -547,6 +547,17 @@ static int lane_next_seq(lua_State *L)
   return 1;
 }
 
+/* __gc (at the state's close: the registry holds every lane): frees the entries and their lines. */
+static int lane_gc(lua_State *L)
+{
+  fastlane_t *f = lane_check(L);
+  for (size_t i = 0; i < f->n; i++) free(f->e[i].line);
+  free(f->e);
+  f->e = NULL;
+  f->n = f->cap = f->fast = 0;
+  return 0;
+}
+
 /* Module loader: require "rmcp.fastlane". */
 int luaopen_rmcp_fastlane(lua_State *L)
 {
@@ -557,6 +568,8 @@ int luaopen_rmcp_fastlane(lua_State *L)
   if (luaL_newmetatable(L, FASTLANE_MT)) {
     luaL_newlib(L, methods);
     lua_setfield(L, -2, "__index");
+    lua_pushcfunction(L, lane_gc);
+    lua_setfield(L, -2, "__gc");
   }
   lua_pop(L, 1);
   lua_newtable(L);

@@ -57,7 +57,6 @@ let created;
 
 test('initialize, session/new, two turns, a permission, usage only in the prompt result', async () => {
   const a = agent();
-  created = Date.now();
   const init = await a.request('initialize', INIT);
   assert.equal(init.protocolVersion, 1);
   assert.equal(init.agentInfo.name, 'gemini-cli');
@@ -75,6 +74,7 @@ test('initialize, session/new, two turns, a permission, usage only in the prompt
 
   let before = a.lines.length;
   const r1 = await a.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'TURN-ONE go' }] });
+  created = Date.now(); // (the session was made before: its minute is this one's or an earlier one)
   assert.equal(r1.stopReason, 'end_turn');
   assert.equal(text(a.lines.slice(before)), 'first answer');
   // input = promptTokenCount, output = candidatesTokenCount; cached and thoughts are not reported
@@ -138,7 +138,8 @@ test('a message during a running turn cancels it; session/cancel ends a turn', a
 
 test('session/load in a new process replays and keeps the history', { timeout: 120000 }, async () => {
   assert.ok(sessionId, 'the first test made the session');
-  // 0.61.0 loses a session loaded in the minute it was made (its chat file is named by minute)
+  // 0.61.0 loses a session loaded in the minute it was made (its chat file is named by minute):
+  // wait for a minute after the one the first turn ended in
   await nextMinute(created);
   const a = agent();
   await a.request('initialize', INIT);

@@ -325,6 +325,9 @@ test('a live handover keeps a strict agent, and its network: the gate opens agai
   renameSync(tmp, exe);
   const ino = statSync(exe).ino;
   await until(() => statSync(`/proc/${daemon}/exe`).ino === ino, 20000, 'agentd to re-execute the new file');
+  // (the exe link turns before the kernel has set the new image's command line and environment up,
+  // where agentdPid reads them: an ASan build's larger image widens that window)
+  await until(() => agentdPid(fx.sb) !== null, 20000, 'the new image to be set up');
   assert.equal(agentdPid(fx.sb), daemon, 'same daemon pid');
   await tool(client, 'reasonix_send', { session_id: a.session_id, message: 'AFTER-HANDOVER are you there' });
   const r = (await watchUntil(client, [a.session_id], idle))[a.session_id];
