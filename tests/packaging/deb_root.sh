@@ -62,9 +62,21 @@ $(cat "$work/demo.out")"
 grep -q '^== fleet: 3 session(s)' "$work/demo.out" || fail "the demo did not end with its fleet of 3:
 $(cat "$work/demo.out")"
 echo "ok: the demo fleet runs from /usr/bin/reasonix-mcp: $(grep '^== fleet' "$work/demo.out")"
-for pid in /proc/[0-9]*; do
-  pid=${pid#/proc/}
-  [ "$pid" = 1 ] || [ "$pid" = $$ ] || fail "process $pid left behind: $(tr '\0' ' ' </proc/"$pid"/cmdline)"
+# The demo asks agentd to shut down as it ends; the daemon (not its child) exits on its own soon
+# after: wait for that, bounded, before anything still running counts as left behind. (No command
+# substitution here: its own subshell would count.)
+running() {
+  left=""
+  for pid in /proc/[0-9]*; do
+    pid=${pid#/proc/}
+    [ "$pid" = 1 ] || [ "$pid" = $$ ] || left="$left $pid"
+  done
+}
+tries=0
+running
+while [ -n "$left" ] && [ $tries -lt 100 ]; do sleep 0.1; tries=$((tries + 1)); running; done
+for pid in $left; do
+  [ -e /proc/"$pid" ] && fail "process $pid left behind: $(tr '\0' ' ' </proc/"$pid"/cmdline)"
 done
 
 dpkg -r reasonix-mcp >/dev/null || fail "dpkg -r failed"

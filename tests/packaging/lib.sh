@@ -68,13 +68,23 @@ lua_dir_is() {
   echo "ok: $1 finds its Lua tree $got"
 }
 
-# Fails when a process still runs a binary under dir.
-no_process_from() {
+# Sets found to a process (/proc/PID) that runs a binary under dir $1, or to "".
+process_from() {
+  found=""
   for exe in /proc/[0-9]*/exe; do
     case $(readlink "$exe" 2>/dev/null) in
-      "$1"/*) fail "process ${exe#/proc/} left behind: $(tr '\0' ' ' <"${exe%/exe}/cmdline")" ;;
+      "$1"/*) found=${exe%/exe} ;;
     esac
   done
+}
+
+# Fails when a process still runs a binary under dir $1 after a bounded wait (a daemon asked to
+# shut down exits on its own shortly after the answer).
+no_process_from() {
+  tries=0
+  process_from "$1"
+  while [ -n "$found" ] && [ $tries -lt 100 ]; do sleep 0.1; tries=$((tries + 1)); process_from "$1"; done
+  [ -z "$found" ] || fail "process ${found#/proc/} left behind: $(tr '\0' ' ' <"$found/cmdline" 2>/dev/null)"
 }
 
 # Starts a server ("$@") that prints {"port": N} as its first line on stdout, reading it from a pipe

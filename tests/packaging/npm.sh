@@ -10,6 +10,7 @@
 # needs: npm python3
 set -eu
 . "$RMCP_SOURCE_DIR/tests/packaging/lib.sh"
+unset REASONIX_BIN # (the agent must be the one the package brought, not the checkout's the test run names)
 work=$(mktemp -d)
 trap 'kill ${provider_pid:-} 2>/dev/null || true; rm -rf "$work"' EXIT
 tgz=$1/reasonix-mcp-$RMCP_VERSION.tgz
