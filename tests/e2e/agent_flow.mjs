@@ -44,6 +44,14 @@ async function reconfigure(client, sid, c) {
   await c.reached();
 }
 
+// Asserts that sent (the text of the resumed turn's model request) carries every earlier turn of a
+// flow whose messages and answers are the shared TURN-ONE … queued answer ones (gemini, opencode).
+export function assertHistoryKept(sent) {
+  for (const t of ['TURN-ONE go', 'first answer', 'TURN-TWO go', 'second answer', 'written', 'QUEUED-MSG', 'queued answer']) {
+    assert.ok(sent.includes(t), `history kept across the resume: ${t}`);
+  }
+}
+
 // Runs the flow through agentd and returns the ms from spawn to the first turn's end. o: agent, client
 // (its MCP name), env, spawn (extra spawn args), say {one, two, write, slow, queued, resume} (the
 // messages), answers {one, two, wrote, queued, resume} (regexes), target and content (the write),
