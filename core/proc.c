@@ -248,21 +248,38 @@ static struct rlimit proc_inherited_nofile;
 static int proc_nofile_raised;
 
 /* Raise our soft RLIMIT_NOFILE to the hard limit (a daemon with a thousand agents holds several
- * thousand pipes; the usual soft limit is 1024); children still start with the limit we had. */
-int proc_raise_nofile(struct rlimit *before, struct rlimit *after)
+ * thousand pipes; the usual soft limit is 1024); children still start with the limit we had, or with
+ * soft *children_soft when given: what an earlier image of this process started with (exec keeps
+ * the raised one). */
+int proc_raise_nofile(const rlim_t *children_soft, struct rlimit *before, struct rlimit *after)
 {
   if (getrlimit(RLIMIT_NOFILE, before) < 0) return -errno;
-  if (!proc_nofile_raised) proc_inherited_nofile = *before;
-  *after = *before;
-  if (before->rlim_cur == before->rlim_max) return 0;
-  after->rlim_cur = before->rlim_max;
-  if (setrlimit(RLIMIT_NOFILE, after) < 0) {
-    int e = errno;
-    *after = *before;
-    return -e;
+  if (children_soft) {
+    proc_inherited_nofile = *before;
+    if (*children_soft < before->rlim_max) proc_inherited_nofile.rlim_cur = *children_soft;
+  } else if (!proc_nofile_raised) {
+    proc_inherited_nofile = *before;
   }
-  proc_nofile_raised = 1;
+  *after = *before;
+  if (before->rlim_cur != before->rlim_max) {
+    after->rlim_cur = before->rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, after) < 0) {
+      int e = errno;
+      *after = *before;
+      return -e;
+    }
+  }
+  proc_nofile_raised = proc_inherited_nofile.rlim_cur != after->rlim_cur;
   return 0;
+}
+
+/* The soft RLIMIT_NOFILE children start with when it is not ours (proc_raise_nofile raised ours):
+ * 1 and *soft, else 0 (a handover passes it to the next image). */
+int proc_children_nofile(rlim_t *soft)
+{
+  if (!proc_nofile_raised) return 0;
+  *soft = proc_inherited_nofile.rlim_cur;
+  return 1;
 }
 
 /* Set up the child and exec; never returns (clone's entry point). */

@@ -51,7 +51,8 @@ typedef struct proc_opts {
 } proc_opts;
 
 int proc_spawn(uv_loop_t *loop, const proc_opts *opts, proc_t **out, const char **failed_step);
-int proc_raise_nofile(struct rlimit *before, struct rlimit *after);
+int proc_raise_nofile(const rlim_t *children_soft, struct rlimit *before, struct rlimit *after);
+int proc_children_nofile(rlim_t *soft);
 int proc_start(const proc_opts *opts, pid_t *pid, int parent[3], const char **failed_step);
 pid_t proc_pid(const proc_t *p);
 channel_t *proc_stdio(const proc_t *p, int i);

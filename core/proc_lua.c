@@ -305,21 +305,43 @@ static int lproc_adopt(lua_State *L)
   return 1;
 }
 
-/* proc.raise_nofile() -> soft before, soft now, hard (RLIMIT_NOFILE; children keep the one before),
- * or nil, message when the limit cannot be read or raised. */
+/* A limit for Lua: -1 stands for RLIM_INFINITY. */
+static lua_Integer lproc_limit(rlim_t v)
+{
+  return v == RLIM_INFINITY ? -1 : (lua_Integer)v;
+}
+
+/* proc.raise_nofile([children_soft]) -> soft before, soft now, hard (RLIMIT_NOFILE; children keep the
+ * one before, or children_soft: what an earlier image of ours started with), or nil, message when
+ * the limit cannot be read or raised. */
 static int lproc_raise_nofile(lua_State *L)
 {
   struct rlimit before, after;
-  int r = proc_raise_nofile(&before, &after);
+  int given = !lua_isnoneornil(L, 1);
+  lua_Integer v = given ? luaL_checkinteger(L, 1) : 0;
+  rlim_t children_soft = v < 0 ? RLIM_INFINITY : (rlim_t)v;
+  int r = proc_raise_nofile(given ? &children_soft : NULL, &before, &after);
   if (r < 0) {
     lua_pushnil(L);
     lua_pushstring(L, strerror(-r));
     return 2;
   }
-  lua_pushinteger(L, before.rlim_cur == RLIM_INFINITY ? -1 : (lua_Integer)before.rlim_cur);
-  lua_pushinteger(L, after.rlim_cur == RLIM_INFINITY ? -1 : (lua_Integer)after.rlim_cur);
-  lua_pushinteger(L, after.rlim_max == RLIM_INFINITY ? -1 : (lua_Integer)after.rlim_max);
+  lua_pushinteger(L, lproc_limit(before.rlim_cur));
+  lua_pushinteger(L, lproc_limit(after.rlim_cur));
+  lua_pushinteger(L, lproc_limit(after.rlim_max));
   return 3;
+}
+
+/* proc.children_nofile() -> the soft RLIMIT_NOFILE children start with when raise_nofile raised ours
+ * above it, else nil (they get ours). */
+static int lproc_children_nofile(lua_State *L)
+{
+  rlim_t soft;
+  if (proc_children_nofile(&soft))
+    lua_pushinteger(L, lproc_limit(soft));
+  else
+    lua_pushnil(L);
+  return 1;
 }
 
 /* proc.take_first_server() -> pid, stdin fd, stdout fd | nil: the launcher's first server, started
@@ -457,5 +479,7 @@ int luaopen_rmcp_proc(lua_State *L)
   lua_setfield(L, -2, "take_first_server");
   lua_pushcfunction(L, lproc_raise_nofile);
   lua_setfield(L, -2, "raise_nofile");
+  lua_pushcfunction(L, lproc_children_nofile);
+  lua_setfield(L, -2, "children_nofile");
   return 1;
 }

@@ -309,7 +309,7 @@ static void test_raise_nofile(uv_loop_t *loop)
   }
   struct rlimit low = {.rlim_cur = 256, .rlim_max = rl.rlim_max};
   REQUIRE(setrlimit(RLIMIT_NOFILE, &low) == 0);
-  REQUIRE(proc_raise_nofile(&before, &after) == 0);
+  REQUIRE(proc_raise_nofile(NULL, &before, &after) == 0);
   CHECK(before.rlim_cur == 256 && after.rlim_cur == rl.rlim_max && after.rlim_max == rl.rlim_max);
   struct rlimit now;
   CHECK(getrlimit(RLIMIT_NOFILE, &now) == 0 && now.rlim_cur == rl.rlim_max);
@@ -321,6 +321,16 @@ static void test_raise_nofile(uv_loop_t *loop)
   REQUIRE(proc_spawn(loop, &o, &p, NULL) == 0);
   CHECK(run_until(loop, &r.exited, 10000));
   CHECKF(strcmp(r.lines, "256|") == 0, "%s", r.lines);
+
+  TEST("raise_nofile after an exec: children get the soft limit the earlier image started with");
+  rlim_t earlier = 300, soft;
+  REQUIRE(proc_raise_nofile(&earlier, &before, &after) == 0); /* ours is already at the hard limit */
+  CHECK(before.rlim_cur == rl.rlim_max && after.rlim_cur == rl.rlim_max);
+  CHECK(proc_children_nofile(&soft) == 1 && soft == 300);
+  o = sh_opts(argv, "ulimit -Sn", &r);
+  REQUIRE(proc_spawn(loop, &o, &p, NULL) == 0);
+  CHECK(run_until(loop, &r.exited, 10000));
+  CHECKF(strcmp(r.lines, "300|") == 0, "%s", r.lines);
 }
 
 static void test_stdin_and_fds(uv_loop_t *loop)

@@ -4,8 +4,9 @@
 -- new one needs to $REASONIX_MCP_HOME/agentd.handover.json (each live session's runtime state and
 -- the health sampler's bookkeeping of its agent, the agent's pid, pipe fds, next request id, the
 -- in-flight session/prompt and the agent's open permission requests; the lock fd; the watch and poll
--- answers held until their receipt, which arrive lost), clears CLOEXEC on those fds and execs
--- `<binary> agentd` with REASONIX_MCP_HANDOVER naming the file. The new image keeps the lock,
+-- answers held until their receipt, which arrive lost; the open-file limit agents start with, as
+-- exec keeps our raised one), clears CLOEXEC on those fds and execs `<binary> agentd` with
+-- REASONIX_MCP_HANDOVER naming the file. The new image keeps the lock,
 -- restores sessions as usual, then adopts the agents (rmcp.proc.adopt) and re-attaches the prompt,
 -- the decisions and the held answers.
 -- Opt-in: REASONIX_MCP_LIVE_HANDOVER=1 (a queued reload then waits only for what cannot be moved).
@@ -16,6 +17,7 @@ local log = require "rmcp.lib.log"
 local after_reply = require "rmcp.lib.after_reply"
 local config = require "rmcp.config"
 local sys = require "rmcp.sys"
+local proc = require "rmcp.proc"
 local session = require "rmcp.agentd.session"
 local store = require "rmcp.agentd.store"
 local files = require "rmcp.lib.files"
@@ -83,7 +85,9 @@ end
 -- an agent has a partial line buffered (then every agent reads again).
 function M.collect(d)
   -- (`kept`: the held answers' name in the state file, which images of every version read)
-  local st = { version = M.VERSION, lock_fd = d.lock, sessions = {}, from_pid = d.pid, kept = receipts.export(d) }
+  -- (`nofile_soft`: the open-file limit agents start with; exec keeps our raised one)
+  local st = { version = M.VERSION, lock_fd = d.lock, sessions = {}, from_pid = d.pid, kept = receipts.export(d),
+               nofile_soft = proc.children_nofile() }
   local paused = {}
   local function undo(why)
     for _, a in ipairs(paused) do a:set_reading(true) end

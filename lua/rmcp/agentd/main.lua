@@ -84,8 +84,9 @@ end
 
 -- Raises the soft limit on open files to the hard one: each agent holds three pipes here, so the
 -- usual soft limit of 1024 ends a fleet near 300 agents (`doctor` says when the hard one is low).
-local function raise_fd_limit()
-  local before, now, hard = require("rmcp.proc").raise_nofile()
+-- Agents start with the limit agentd started with, which a handover (handed) brings along.
+local function raise_fd_limit(handed)
+  local before, now, hard = require("rmcp.proc").raise_nofile(handed and math.tointeger(handed.nofile_soft))
   if not before then
     log.warn("cannot raise the open-file limit: %s", tostring(now))
   elseif now ~= before then
@@ -232,7 +233,7 @@ function M.main(_)
     log.error("sessions dir: %s", tostring(serr))
     return sys.stop(1)
   end
-  raise_fd_limit()
+  raise_fd_limit(handed)
   local d = daemon.new(paths, lock)
   wire(d)
   -- Lua hot reload of policies and stateless modules (lib/reload.lua); cleanup timers follow the new rules.
