@@ -96,11 +96,12 @@ local function stamp(path)
 end
 
 M.CACHE_MS = 30000
-local cache = {} -- key -> { at = uv.now(), posture } or { waiters = {cb...} } while a probe runs
+local cache = {} -- key -> { at = uv.now(), posture (or its failure) } or { waiters = {cb...} } while a probe runs
 
--- Like M.probe, but a fleet of spawns pays for doctor once: a successful posture is reused for
--- CACHE_MS per (doctor argv, cwd, env, agent binary, Reasonix user config, project reasonix.toml),
--- and spawns that ask while a probe for the same key runs share its answer. Failures are not kept.
+-- Like M.probe, but a fleet of spawns pays for doctor once: a posture is reused for CACHE_MS per
+-- (doctor argv, cwd, env, agent binary, Reasonix user config, project reasonix.toml), and spawns
+-- that ask while a probe for the same key runs share its answer. A failure is kept the same way (an
+-- agent without doctor would otherwise cost a process per spawn); a changed binary is a new key.
 function M.probe_cached(bin, cwd, env, cb, timeout_ms)
   local argv = type(bin) == "table" and bin or { bin }
   if not argv[1] then return M.probe(bin, cwd, env, cb, timeout_ms) end
@@ -116,7 +117,7 @@ function M.probe_cached(bin, cwd, env, cb, timeout_ms)
   e = { waiters = { cb } }
   cache[key] = e
   M.probe(bin, cwd, env, function(p)
-    if p.error then cache[key] = nil else cache[key] = { at = uv.now(), posture = p } end
+    cache[key] = { at = uv.now(), posture = p }
     for _, w in ipairs(e.waiters) do w(copy(p)) end
   end, timeout_ms)
 end
