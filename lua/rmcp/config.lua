@@ -38,6 +38,7 @@ M.limits = {
   reload_settle_ms = 250,     -- agentd: a new binary must stay unchanged this long before it counts
   reload_poll_ms = 2000,      -- agentd: stat poll of its binary (inotify on the dir is the fast path)
   reload_check_ms = 200,      -- agentd: how often a queued reload re-checks what it waits for
+  launcher_poll_ms = 2000,    -- launcher: stat poll of its binary (inotify on the dir is the fast path)
 }
 
 -- Back-pressure (lib/flow.lua): a peer that stops reading costs each process a bounded number of
@@ -319,7 +320,7 @@ M.settings = {
   { "REASONIX_MCP_LAUNCHER_START_TIMEOUT_MS", 15000, "A new server must answer the replayed initialize within this." },
   { "REASONIX_MCP_LAUNCHER_DRAIN_MS", 10000, "How long a replaced server may take to finish its calls." },
   { "REASONIX_MCP_LAUNCHER_STOP_GRACE_MS", 2000, "After closing a server's stdin: TERM, then KILL as long again later." },
-  { "REASONIX_MCP_LAUNCHER_POLL_MS", 2000, "How often the launcher stats its binary for an upgrade." },
+  { "REASONIX_MCP_LAUNCHER_POLL_MS", M.limits.launcher_poll_ms, "How often the launcher stats its binary for an upgrade." },
   { group = "The dashboard" },
   { "REASONIX_MCP_DASHBOARD_PORT", 8746, "Its port." },
   { "REASONIX_MCP_DASHBOARD_HOST", "127.0.0.1", "Its address: loopback only (another address is refused)." },

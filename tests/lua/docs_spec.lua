@@ -1,7 +1,8 @@
 -- The documentation a newcomer reads stays true: the generated pages of docs/ match their sources
 -- (scripts/gen-docs.lua), the README keeps its promised shape (at most 150 lines, the set-up lines
 -- other tests and CI run), every relative link of README.md and docs/ leads to a file, and every
--- setting the code reads is in lua/rmcp/config.lua's settings list (the source of configuration.md).
+-- setting the code reads is in lua/rmcp/config.lua's settings list (the source of
+-- configuration.md), with its default written there once.
 local config = require "rmcp.config"
 local src = require "lua_source"
 
@@ -97,4 +98,12 @@ test("every default, limit and REASONIX_* name the code reads is a documented se
     end
   end
   t.eq(missing, {}, "settings the code reads that lua/rmcp/config.lua's settings list lacks")
+end)
+
+test("a limit's default is written once, in config.lua's limits, never again where it is read", function(t)
+  local inline = {}
+  for _, path in ipairs(files("lua", ".lua")) do
+    for call in read(path):gmatch("config%.limit%b()%s+or%s+[%d.]+") do inline[#inline + 1] = path .. ": " .. call end
+  end
+  t.eq(inline, {}, "a default beside config.limit (put it in config.limits, which the settings list shows)")
 end)

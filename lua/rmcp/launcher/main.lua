@@ -122,7 +122,7 @@ local function watch_signals_and_binary(L, exe)
     L.signals[#L.signals + 1] = sig
   end
   L.watcher = require("rmcp.lib.binwatch").watch(exe, function() L.proxy:swap("the binary changed on disk") end,
-    { poll_ms = config.limit("launcher_poll_ms") or 2000 })
+    { poll_ms = config.limit("launcher_poll_ms") })
 end
 
 -- Runs the launcher on this process's stdio; returns at once (the loop does the work).
