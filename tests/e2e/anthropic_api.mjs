@@ -7,6 +7,7 @@
 import { createServer } from 'node:http';
 import { once } from 'node:events';
 import { servedSums } from './served_usage.mjs';
+import { readJsonBody } from './http_body.mjs';
 
 // Writes one server-sent event.
 function sse(res, event, data) {
@@ -74,36 +75,33 @@ export async function startAnthropicApi(rules, opts = {}) {
   const api = { requests: [] };
   api.served = (filter) => servedSums(api.requests, USAGE_KEYS, filter);
   let n = 0;
-  const server = createServer((req, res) => {
-    let raw = '';
-    req.on('data', (d) => { raw += d; });
-    req.on('end', async () => {
-      let body = {};
-      try { body = JSON.parse(raw || '{}'); } catch { /* kept raw */ }
-      const path = req.url.split('?')[0];
-      const record = { path, body };
-      api.requests.push(record);
-      n += 1;
-      if (path.endsWith('/count_tokens')) {
-        res.writeHead(200, { 'content-type': 'application/json' });
-        return res.end(JSON.stringify({ input_tokens: 10 }));
-      }
-      if (!path.endsWith('/messages')) { res.writeHead(404); return res.end('{}'); }
-      const last = newest(body);
-      const main = Array.isArray(body.tools) && body.tools.length > 0;
-      const rule = main ? rules.find((r) => (r.afterTool ? last.toolResult === r.afterTool : !last.toolResult && last.text.includes(r.contains))) : undefined;
-      const action = rule ?? { text: 'ok' };
-      const usage = action.usage ? Object.fromEntries(USAGE_KEYS.map((k) => [k, action.usage[k] ?? 0])) : { ...DEFAULT_USAGE };
-      const model = opts.model ?? body.model ?? 'scripted';
-      record.usage = usage;
-      record.main = main;
-      if (body.stream === false) {
-        res.writeHead(200, { 'content-type': 'application/json' });
-        return res.end(JSON.stringify({ id: `msg_${n}`, type: 'message', role: 'assistant', model,
-          content: [{ type: 'text', text: action.text ?? 'ok' }], stop_reason: 'end_turn', usage }));
-      }
-      await stream(res, action, n, model, usage);
-    });
+  const server = createServer(async (req, res) => {
+    const got = await readJsonBody(req, res);
+    if (!got) return;
+    const { body } = got;
+    const path = req.url.split('?')[0];
+    const record = { path, body };
+    api.requests.push(record);
+    n += 1;
+    if (path.endsWith('/count_tokens')) {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      return res.end(JSON.stringify({ input_tokens: 10 }));
+    }
+    if (!path.endsWith('/messages')) { res.writeHead(404); return res.end('{}'); }
+    const last = newest(body);
+    const main = Array.isArray(body.tools) && body.tools.length > 0;
+    const rule = main ? rules.find((r) => (r.afterTool ? last.toolResult === r.afterTool : !last.toolResult && last.text.includes(r.contains))) : undefined;
+    const action = rule ?? { text: 'ok' };
+    const usage = action.usage ? Object.fromEntries(USAGE_KEYS.map((k) => [k, action.usage[k] ?? 0])) : { ...DEFAULT_USAGE };
+    const model = opts.model ?? body.model ?? 'scripted';
+    record.usage = usage;
+    record.main = main;
+    if (body.stream === false) {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      return res.end(JSON.stringify({ id: `msg_${n}`, type: 'message', role: 'assistant', model,
+        content: [{ type: 'text', text: action.text ?? 'ok' }], stop_reason: 'end_turn', usage }));
+    }
+    await stream(res, action, n, model, usage);
   });
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');

@@ -7,6 +7,7 @@
 import { createServer } from 'node:http';
 import { once } from 'node:events';
 import { servedSums } from './served_usage.mjs';
+import { readJsonBody } from './http_body.mjs';
 
 // The usageMetadata keys a response reports, and its value when a rule names none.
 const DEFAULT_USAGE = { promptTokenCount: 10, candidatesTokenCount: 5, cachedContentTokenCount: 0, thoughtsTokenCount: 0 };
@@ -60,50 +61,47 @@ function chunks(action, usage, model) {
 export async function startGeminiApi(rules, opts = {}) {
   const api = { requests: [] };
   api.served = (filter = () => true) => servedSums(api.requests, USAGE_KEYS, (r) => r.complete && filter(r));
-  const server = createServer((req, res) => {
-    let raw = '';
-    req.on('data', (d) => { raw += d; });
-    req.on('end', async () => {
-      let body = {};
-      try { body = JSON.parse(raw || '{}'); } catch { /* kept raw */ }
-      const path = req.url.split('?')[0];
-      const record = { method: req.method, path, body };
-      res.on('close', () => { record.complete = res.writableFinished; });
-      api.requests.push(record);
-      const json = (status, value) => { res.writeHead(status, { 'content-type': 'application/json' }); res.end(JSON.stringify(value)); };
-      const m = /\/models\/([^/:]+):(streamGenerateContent|generateContent|countTokens|embedContent)$/.exec(path);
-      if (!m) {
-        if (/\/models$/.test(path)) return json(200, { models: [] });
-        return json(404, { error: { code: 404, message: `scripted API: no ${req.method} ${path}`, status: 'NOT_FOUND' } });
-      }
-      const [, model, verb] = m;
-      if (verb === 'countTokens') return json(200, { totalTokens: 10 });
-      if (verb === 'embedContent') return json(200, { embedding: { values: [0] } });
-      const last = newest(body);
-      const main = Array.isArray(body.tools) && body.tools.length > 0;
-      const rule = main ? rules.find((r) => (r.afterTool ? last.toolResult === r.afterTool : !last.toolResult && last.text.includes(r.contains))) : undefined;
-      const wantsJson = body.generationConfig?.responseMimeType === 'application/json';
-      const action = rule ?? { text: wantsJson ? '{}' : 'ok' };
-      const usage = action.usage ? Object.fromEntries(USAGE_KEYS.map((k) => [k, action.usage[k] ?? 0])) : { ...DEFAULT_USAGE };
-      record.main = main;
-      record.model = model;
-      record.usage = usage;
-      record.rule = rule ? (rule.contains ?? `after ${rule.afterTool}`) : null;
-      const out = chunks(action, usage, opts.model ?? model);
-      if (verb === 'generateContent') {
-        const whole = { ...out[out.length - 1] };
-        const text = out.map((c) => c.candidates[0].content.parts[0].text ?? '').join('');
-        if (!action.tool) whole.candidates = [{ ...whole.candidates[0], content: { role: 'model', parts: [{ text }] } }];
-        return json(200, whole);
-      }
-      res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-      for (const c of out) {
-        if (res.destroyed) break;
-        res.write(`data: ${JSON.stringify(c)}\r\n\r\n`);
-        if (action.delayMs) await new Promise((r) => setTimeout(r, action.delayMs));
-      }
-      res.end();
-    });
+  const server = createServer(async (req, res) => {
+    const got = await readJsonBody(req, res);
+    if (!got) return;
+    const { body } = got;
+    const path = req.url.split('?')[0];
+    const record = { method: req.method, path, body };
+    res.on('close', () => { record.complete = res.writableFinished; });
+    api.requests.push(record);
+    const json = (status, value) => { res.writeHead(status, { 'content-type': 'application/json' }); res.end(JSON.stringify(value)); };
+    const m = /\/models\/([^/:]+):(streamGenerateContent|generateContent|countTokens|embedContent)$/.exec(path);
+    if (!m) {
+      if (/\/models$/.test(path)) return json(200, { models: [] });
+      return json(404, { error: { code: 404, message: `scripted API: no ${req.method} ${path}`, status: 'NOT_FOUND' } });
+    }
+    const [, model, verb] = m;
+    if (verb === 'countTokens') return json(200, { totalTokens: 10 });
+    if (verb === 'embedContent') return json(200, { embedding: { values: [0] } });
+    const last = newest(body);
+    const main = Array.isArray(body.tools) && body.tools.length > 0;
+    const rule = main ? rules.find((r) => (r.afterTool ? last.toolResult === r.afterTool : !last.toolResult && last.text.includes(r.contains))) : undefined;
+    const wantsJson = body.generationConfig?.responseMimeType === 'application/json';
+    const action = rule ?? { text: wantsJson ? '{}' : 'ok' };
+    const usage = action.usage ? Object.fromEntries(USAGE_KEYS.map((k) => [k, action.usage[k] ?? 0])) : { ...DEFAULT_USAGE };
+    record.main = main;
+    record.model = model;
+    record.usage = usage;
+    record.rule = rule ? (rule.contains ?? `after ${rule.afterTool}`) : null;
+    const out = chunks(action, usage, opts.model ?? model);
+    if (verb === 'generateContent') {
+      const whole = { ...out[out.length - 1] };
+      const text = out.map((c) => c.candidates[0].content.parts[0].text ?? '').join('');
+      if (!action.tool) whole.candidates = [{ ...whole.candidates[0], content: { role: 'model', parts: [{ text }] } }];
+      return json(200, whole);
+    }
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    for (const c of out) {
+      if (res.destroyed) break;
+      res.write(`data: ${JSON.stringify(c)}\r\n\r\n`);
+      if (action.delayMs) await new Promise((r) => setTimeout(r, action.delayMs));
+    }
+    res.end();
   });
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');

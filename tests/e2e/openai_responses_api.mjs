@@ -8,6 +8,7 @@
 import { createServer } from 'node:http';
 import { once } from 'node:events';
 import { servedSums } from './served_usage.mjs';
+import { readJsonBody } from './http_body.mjs';
 
 // Writes one server-sent event.
 function sse(res, event, data) {
@@ -112,10 +113,9 @@ export async function startResponsesApi(rules, opts = {}) {
   api.served = (filter) => servedSums(api.requests, USAGE_KEYS, filter);
   let n = 0;
   const server = createServer(async (req, res) => {
-    let raw = '';
-    for await (const d of req) raw += d;
-    let body = {};
-    try { body = JSON.parse(raw || '{}'); } catch { /* kept raw */ }
+    const got = await readJsonBody(req, res);
+    if (!got) return;
+    const { body } = got;
     const path = req.url.split('?')[0];
     const record = { method: req.method, path, body };
     api.requests.push(record);
