@@ -140,4 +140,33 @@ function M.restore(d, rec)
   return s
 end
 
+-- Restores every record of records (store.load_all's) into d: live ones come back orphaned, and
+-- saved so. Returns how many were restored, and how many of them were orphaned now.
+function M.records(d, records)
+  local n, orphaned = 0, 0
+  for _, rec in ipairs(records) do
+    local was = rec.status
+    local s = M.restore(d, rec)
+    n = n + 1
+    if s.status == "orphaned" and was ~= "orphaned" then
+      orphaned = orphaned + 1
+      state.persist(d, s)
+    end
+  end
+  return n, orphaned
+end
+
+-- Brings back finished session e from the session index (index.lua: an entry checked whole, its
+-- record's fields but park.PARKED and the journal's path), parked on its record as restore parks a
+-- finished one read from it: nothing else is read.
+function M.from_index(d, e)
+  local s = e
+  s.plan = s.plan or json.array()
+  s.transcript_path = store.journal_path(d.paths.sessions, s.id)
+  s.pending = {}
+  s.parked = "record"
+  order.put(d, s.id, s)
+  return s
+end
+
 return M
