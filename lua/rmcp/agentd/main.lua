@@ -1,6 +1,12 @@
 -- `reasonix-mcp agentd`: the detached daemon that owns the agents. Holds $REASONIX_MCP_HOME/agentd.lock
 -- for its whole life (a second daemon exits quietly), serves agentd.sock, logs to agentd.log (bounded,
 -- rotated once to .1), restores persisted sessions, and shuts down cleanly on SIGTERM or request.
+
+-- Loading the daemon's code leaves garbage (chunks, their text) that would set an idle daemon's
+-- size: while the requires below run, the collector starts a cycle as soon as one ends (pause 100,
+-- not Lua's 200), and on while M.main starts the policies and reload watch; it sets Lua's own back
+-- before the sessions are read (a history of 10,000 would be traversed over and over).
+collectgarbage("incremental", 100)
 local uv = require "luv"
 local sock = require "rmcp.sock"
 local sys = require "rmcp.sys"
@@ -239,6 +245,7 @@ function M.main(_)
   opts.role, opts.watch, opts.on_swap = "agentd", true, function() session.policy_changed(d) end
   require("rmcp.lib.reload").init(opts)
   require("rmcp.policy.loader").init{ role = "agentd" }
+  collectgarbage("incremental", 200) -- (see the top: the code is loaded)
   restore(d)
   if handed then handover.adopt_all(d, handed) end
   health.start(d)

@@ -155,12 +155,14 @@
 local lazy = require "rmcp.lib.lazy"
 local state = require "rmcp.agentd.session.state"
 local restore = require "rmcp.agentd.session.restore"
-local events = require "rmcp.agentd.session.events"
-local turns = require "rmcp.agentd.session.turns"
+-- (what the agent sends, its turns and options, and the sandbox and worktree code behind them:
+-- loaded with the first agent, turn or answer, so an idle daemon does not carry them)
+local events = lazy "rmcp.agentd.session.events"
+local turns = lazy "rmcp.agentd.session.turns"
 -- (with start.lua, loaded on the first spawn, resume, handover or shutdown with agents: an idle
 -- daemon stays small)
 local setup = lazy "rmcp.agentd.session.setup"
-local configure = require "rmcp.agentd.session.configure"
+local configure = lazy "rmcp.agentd.session.configure"
 local isolate = require "rmcp.agentd.session.isolate"
 -- (read at a start that finds the index a clean shutdown left, written at the shutdown)
 local index = lazy "rmcp.agentd.session.index"
@@ -196,20 +198,20 @@ return {
   end,
   write_index = function(d) index.write(d) end,
   persist = state.persist,
-  policy_changed = turns.policy_changed,
+  policy_changed = function(...) return turns.policy_changed(...) end,
   kill_all = function(...) return setup.kill_all(...) end,
   -- verbs of the API
   spawn = function(...) return setup.spawn(...) end,
   resume = function(...) return setup.resume(...) end,
-  configure = configure.configure,
+  configure = function(...) return configure.configure(...) end,
   set_budget = function(d, s, budget)
     usage.set_budget(d, s, budget)
     if usage.must_stop(s) then turns.stop(d, s, "budget") end
   end,
   usage_line = usage.line,
-  send = turns.send,
-  respond = events.respond,
-  stop = turns.stop,
+  send = function(...) return turns.send(...) end,
+  respond = function(...) return events.respond(...) end,
+  stop = function(...) return turns.stop(...) end,
   drain = state.drain,
   current_work = state.current_work,
   newest_first = require("rmcp.agentd.session.order").newest_first,
