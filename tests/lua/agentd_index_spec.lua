@@ -41,6 +41,21 @@ local function kill9(t, c)
   t.wait_for(function() return not support.alive(pid) end, 2000, "agentd gone")
 end
 
+-- A daemon home of case t whose agents are the fake one: ctx, and a client (the daemon autostarts).
+local function daemon(t)
+  local ctx = support.setup(t, { env = { REASONIX_BIN = support.fake_agent(t) } })
+  return ctx, ctx.client()
+end
+
+-- Shuts ctx's daemon down cleanly (after spoil(), if given, spoils what it left): a client of the
+-- next daemon, and the size of the log before it started.
+local function restart(ctx, spoil)
+  ctx.shutdown()
+  if spoil then spoil() end
+  local _, at = log_after(ctx, 0)
+  return ctx.client(), at
+end
+
 -- The index's two files of ctx.
 local function index_paths(ctx)
   local body = ctx.mcp_home .. "/sessions.index"
@@ -48,17 +63,14 @@ local function index_paths(ctx)
 end
 
 test("a clean shutdown writes the index; the next start takes its sessions from it and answers as before", function(t)
-  local ctx = support.setup(t, { env = { REASONIX_BIN = support.fake_agent(t) } })
-  local c = ctx.client()
+  local ctx, c = daemon(t)
   local ids = finished(ctx, c, { "one", "two", "three" })
   local live = ctx.call(c, "spawn", { task = "live at the shutdown", keep_alive = true }).session_id
   ctx.watch_each(c, { live }, support.settled)
   local before = rows(ctx, c)
-  ctx.shutdown()
   local body, head = index_paths(ctx)
-  t.ok(uv.fs_stat(body) and uv.fs_stat(head), "the index written")
-  local _, at = log_after(ctx, 0)
-  c = ctx.client()
+  local at
+  c, at = restart(ctx, function() t.ok(uv.fs_stat(body) and uv.fs_stat(head), "the index written") end)
   local after = rows(ctx, c)
   for _, id in ipairs(ids) do t.eq(after[id], before[id], "finished session " .. id .. " as it was") end
   t.match(after[live], "^orphaned", "the live one came back orphaned, read from its record")
@@ -72,23 +84,19 @@ test("a clean shutdown writes the index; the next start takes its sessions from 
   ctx.call(c, "stop", { session_id = ids[3] })
   ctx.watch_each(c, { ids[3] }, function(_, r) return r.status == "exited" end)
   before = rows(ctx, c)
-  ctx.shutdown()
-  c = ctx.client()
+  c = restart(ctx)
   t.eq(rows(ctx, c), before, "what changed was added to the index: the next start shows it")
 end)
 
 test("a missing, older, unreadable or stale index is not used: every record is read, nothing lost", function(t)
-  local ctx = support.setup(t, { env = { REASONIX_BIN = support.fake_agent(t) } })
-  local c = ctx.client()
+  local ctx, c = daemon(t)
   finished(ctx, c, { "a", "b" })
   local expect = rows(ctx, c)
   local body, head = index_paths(ctx)
   -- Shuts down cleanly, spoils the index with spoil(), starts again: every record read, for why.
   local function restart_with(spoil, why)
-    ctx.shutdown()
-    spoil()
-    local _, at = log_after(ctx, 0)
-    c = ctx.client()
+    local at
+    c, at = restart(ctx, spoil)
     t.eq(rows(ctx, c), expect, "every session as it was: " .. why)
     t.match(log_after(ctx, at), "session index not used %(" .. why)
   end
@@ -115,36 +123,32 @@ test("a missing, older, unreadable or stale index is not used: every record is r
 end)
 
 test("a body line found broken puts every session back to its record", function(t)
-  local ctx = support.setup(t, { env = { REASONIX_BIN = support.fake_agent(t) } })
-  local c = ctx.client()
+  local ctx, c = daemon(t)
   finished(ctx, c, { "x", "y" })
   local expect = rows(ctx, c)
-  ctx.shutdown()
   local body = index_paths(ctx)
-  local text = assert(files.read(body))
-  -- same size and inode (the head's check passes): a flipped byte inside the first entry
-  local f = assert(io.open(body, "r+b"))
-  f:seek("set", 10)
-  f:write("#")
-  f:close()
-  t.eq(#assert(files.read(body)), #text)
-  local _, at = log_after(ctx, 0)
-  c = ctx.client()
+  local at
+  c, at = restart(ctx, function()
+    local size = #assert(files.read(body))
+    -- same size and inode (the head's check passes): a flipped byte inside the first entry
+    local f = assert(io.open(body, "r+b"))
+    f:seek("set", 10)
+    f:write("#")
+    f:close()
+    t.eq(#assert(files.read(body)), size)
+  end)
   t.eq(rows(ctx, c), expect)
   t.match(log_after(ctx, at), "session index body unusable")
-  ctx.shutdown()
-  c = ctx.client()
+  c = restart(ctx)
   t.eq(rows(ctx, c), expect, "the next shutdown wrote the index whole again")
 end)
 
 test("kill -9 at any point leaves no index to trust; a head from before later writes is stale", function(t)
-  local ctx = support.setup(t, { env = { REASONIX_BIN = support.fake_agent(t) } })
-  local c = ctx.client()
+  local ctx, c = daemon(t)
   local ids = finished(ctx, c, { "first" })
-  ctx.shutdown()
   local body, head = index_paths(ctx)
-  local saved_head, saved_body = files.read(head), files.read(body)
-  c = ctx.client()
+  local saved_head, saved_body
+  c = restart(ctx, function() saved_head, saved_body = files.read(head), files.read(body) end)
   local newer = finished(ctx, c, { "after the index" })[1]
   ctx.call(c, "resume", { session_id = ids[1] })
   local expect = rows(ctx, c)
@@ -166,21 +170,16 @@ test("kill -9 at any point leaves no index to trust; a head from before later wr
 end)
 
 test("retention prunes sessions taken from the index, and the index forgets them", function(t)
-  local ctx = support.setup(t, { env = { REASONIX_BIN = support.fake_agent(t) } })
-  local c = ctx.client()
+  local ctx, c = daemon(t)
   finished(ctx, c, { "old", "middle", "new" })
-  ctx.shutdown()
-  uv.os_setenv("REASONIX_MCP_RETAIN_MAX", "1")
   t.defer(function() uv.os_unsetenv("REASONIX_MCP_RETAIN_MAX") end)
-  c = ctx.client()
+  c = restart(ctx, function() uv.os_setenv("REASONIX_MCP_RETAIN_MAX", "1") end)
   local kept = rows(ctx, c)
   local n = 0
   for _ in pairs(kept) do n = n + 1 end
   t.eq(n, 1, "the start's prune kept the newest")
-  ctx.shutdown()
-  uv.os_unsetenv("REASONIX_MCP_RETAIN_MAX")
-  local _, at = log_after(ctx, 0)
-  c = ctx.client()
+  local at
+  c, at = restart(ctx, function() uv.os_unsetenv("REASONIX_MCP_RETAIN_MAX") end)
   t.eq(rows(ctx, c), kept, "the pruned ones stay gone")
   t.match(log_after(ctx, at), "took 1 finished session%(s%) from the session index")
 end)
