@@ -12,7 +12,9 @@
 -- request other than hello comes first. Any record saved, added or removed changes the sessions
 -- dir's mtime (a save is tmp + rename), so a stale index is known: a missing, stale, older or
 -- unreadable head is not used at all (every record is read), and a body line found broken while it
--- is taken in puts back every session taken from it and reads every record instead.
+-- is taken in puts back every session taken from it and reads every record instead. (A record
+-- rewritten in place by hand while no daemon runs leaves the dir's mtime as it was: removing the
+-- head makes the next start read every record.)
 local uv = require "luv"
 local json = require "rmcp.lib.json"
 local log = require "rmcp.lib.log"
