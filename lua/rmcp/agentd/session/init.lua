@@ -166,7 +166,7 @@ local configure = lazy "rmcp.agentd.session.configure"
 local isolate = require "rmcp.agentd.session.isolate"
 -- (read at a start that finds the index a clean shutdown left, written at the shutdown)
 local index = lazy "rmcp.agentd.session.index"
-local usage = require "rmcp.agentd.session.usage"
+local usage = lazy "rmcp.agentd.session.usage"
 
 -- The start took a usable index: its sessions are taken in after it listens (index.lua).
 local indexed = false
@@ -208,7 +208,7 @@ return {
     usage.set_budget(d, s, budget)
     if usage.must_stop(s) then turns.stop(d, s, "budget") end
   end,
-  usage_line = usage.line,
+  usage_line = function(...) return usage.line(...) end,
   send = function(...) return turns.send(...) end,
   respond = function(...) return events.respond(...) end,
   stop = function(...) return turns.stop(...) end,

@@ -9,7 +9,7 @@ local state = require "rmcp.agentd.session.state"
 local order = require "rmcp.agentd.session.order"
 local runtime = require "rmcp.agentd.session.runtime"
 local park = require "rmcp.agentd.session.park"
-local usage = require "rmcp.agentd.session.usage"
+local usage = require "rmcp.lib.lazy" "rmcp.agentd.session.usage" -- (a live session's spend, caught up)
 
 local M = {}
 
