@@ -18,13 +18,24 @@ local function rows(ctx, c)
   return out
 end
 
--- Spawns one session per task, waits until each turn ended, stops them and collects each exit.
+-- Waits until each of ids is parked on its file (a shutdown saves a finished session that is not
+-- yet, and so moves its updated_at).
+local function parked(ctx, ids)
+  for _, id in ipairs(ids) do
+    ctx.t.wait_for(function() return uv.fs_stat(ctx.mcp_home .. "/sessions/" .. id .. ".parked.json") ~= nil end,
+      5000, id .. " to be parked", 5)
+  end
+end
+
+-- Spawns one session per task, waits until each turn ended, stops them, collects each exit and
+-- waits until they are parked.
 local function finished(ctx, c, tasks)
   local ids = {}
   for i, task in ipairs(tasks) do ids[i] = ctx.call(c, "spawn", { task = task }).session_id end
   ctx.watch_each(c, ids, support.settled)
   for _, id in ipairs(ids) do ctx.call(c, "stop", { session_id = id }) end
   ctx.watch_each(c, ids, function(_, r) return r.status == "exited" end)
+  parked(ctx, ids)
   return ids
 end
 
@@ -83,6 +94,7 @@ test("a clean shutdown writes the index; the next start takes its sessions from 
   t.eq(ctx.call(c, "resume", { session_id = ids[3] }).status, "idle", "resumed from its record")
   ctx.call(c, "stop", { session_id = ids[3] })
   ctx.watch_each(c, { ids[3] }, function(_, r) return r.status == "exited" end)
+  parked(ctx, { ids[1], ids[3] })
   before = rows(ctx, c)
   c = restart(ctx)
   t.eq(rows(ctx, c), before, "what changed was added to the index: the next start shows it")
