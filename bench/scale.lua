@@ -172,7 +172,7 @@ end
 -- Restart time (shutdown, then a client's autostart until hello) and list time (the default view,
 -- and all=true's first page) of a daemon over each retained history, against the smallest.
 local function retained_rows(b, Z, template_dir, template_id)
-  local restart, stop, list_all, list_view, killed = {}, {}, {}, {}, 0
+  local restart, stop, list_all, list_view, first_list, killed = {}, {}, {}, {}, {}, 0
   for _, count in ipairs(Z.retained) do
     local home = string.format("%s/r%d", b.DIR, count)
     forge_history(template_dir, template_id, home, count)
@@ -186,7 +186,9 @@ local function retained_rows(b, Z, template_dir, template_id)
       c = b.connect(home, b.WS, "bench-scale")
       best = math.min(best, b.now_s() - t0)
     end
+    local t_first = b.now_s()
     local got = b.call(c, "list", { all = true })
+    first_list[count] = b.now_s() - t_first
     local total = 0
     for _, n in pairs(got.counts or {}) do total = total + n end
     assert(total == count, string.format("a daemon over %d retained sessions lists %d", count, total))
@@ -222,6 +224,10 @@ local function retained_rows(b, Z, template_dir, template_id)
   b.note("scale restart: shutdown, then a client's autostart until its hello is answered; retained sessions are "
     .. "copies of one finished fake session (record and journal), REASONIX_MCP_RETAIN_MAX raised so all are kept; "
     .. "shutdown: the shutdown request until the pid is gone (%d daemons did not exit within 5 s and were killed)", killed)
+  local firsts = {}
+  for _, n in ipairs(Z.retained) do firsts[#firsts + 1] = string.format("%d: %.1f ms", n, first_list[n] * 1e3) end
+  b.note("scale restart: the first list all=true after the last restart (it waits for the finished sessions a start "
+    .. "takes in after hello), by retained count: %s", table.concat(firsts, ", "))
 end
 
 -- The agent command of the scale daemon: run.lua's fake agent wrapper, answering `doctor --json` as

@@ -151,6 +151,8 @@ function M.paths(home)
     lock = home .. "/agentd.lock",
     log = home .. "/agentd.log",
     sessions = home .. "/sessions",
+    sessions_index = home .. "/sessions.index", -- the finished sessions, for a quick start (agentd/session/index.lua)
+    sessions_index_head = home .. "/sessions.index.head", -- and what of it a start may trust
     routines = home .. "/routines",
     usage = home .. "/usage", -- the spend ledger, a file a day (agentd/usage_ledger.lua)
     integrations = home .. "/integrations", -- the merge queues (agentd/integrate/queue.lua)

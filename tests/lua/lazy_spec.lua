@@ -36,8 +36,11 @@ test("the MCP server answers initialize without loading the tool modules", funct
   t.eq(package.loaded[tools_name], nil, "the tool modules were not loaded to answer initialize")
 end)
 
-test("agentd starts without the agent setup, models, transcript, fleet and routine modules", function(t)
-  local late = { "rmcp.agentd.session.setup", "rmcp.acp.client", "rmcp.agentd.posture", "rmcp.agentd.models",
+test("agentd starts without the agent setup, turns, events, sandbox, models, transcript, fleet and routine modules", function(t)
+  local late = { "rmcp.agentd.session.setup", "rmcp.agentd.session.turns", "rmcp.agentd.session.events",
+                 "rmcp.agentd.session.configure", "rmcp.agentd.session.sandbox", "rmcp.agentd.worktree",
+                 "rmcp.agentd.sandbox_git", "rmcp.rules.acp_options", "rmcp.rules.usage_report",
+                 "rmcp.agentd.session.index", "rmcp.agentd.session.usage", "rmcp.acp.client", "rmcp.agentd.posture", "rmcp.agentd.models",
                  "rmcp.agentd.transcript", "rmcp.rules.fleet", "rmcp.agentd.routines.scheduler",
                  "rmcp.agentd.routines.store", "rmcp.rules.routine_templates", "rmcp.lib.swap", "rmcp.rules.fit",
                  "rmcp.agentd.methods.worktree", "rmcp.agentd.methods.fleet", "rmcp.agentd.methods.observe",

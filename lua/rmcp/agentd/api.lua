@@ -14,6 +14,7 @@ local config = require "rmcp.config"
 local watch = require "rmcp.agentd.watch"
 local observe = require "rmcp.agentd.observe"
 local upgrade = require "rmcp.agentd.upgrade"
+local session = require "rmcp.agentd.session"
 
 local M = {}
 
@@ -118,6 +119,10 @@ function M.emit(d, s, event, extra)
   end)
 end
 
+-- The methods that do not read the finished sessions a start takes in after it listens
+-- (agentd/session/index.lua): every other one waits until they are all in.
+M.WITHOUT_HISTORY = { hello = true, ping = true, shutdown = true }
+
 -- The error for a method no module handles.
 local function not_found(method)
   return jsonrpc.error(jsonrpc.METHOD_NOT_FOUND, "method not found: " .. method)
@@ -136,6 +141,7 @@ local function dispatch(d, conn, method, params, reply)
     return reply(nil, jsonrpc.error(M.HELLO_REQUIRED, "hello required: send hello {protocol: 1, orchestrator_id, project_dir} first"))
   end
   if type(params) ~= "table" or params[1] ~= nil then return reply(nil, bad("params must be an object")) end
+  if not M.WITHOUT_HISTORY[method] then session.complete_history(d) end
   -- Hot reload: a changed policy or module applies to this very call; a failed reload is reported
   -- (once) to the next MCP server that asked for warnings in hello, ahead of its reply.
   reload.check()

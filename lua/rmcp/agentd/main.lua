@@ -1,6 +1,13 @@
 -- `reasonix-mcp agentd`: the detached daemon that owns the agents. Holds $REASONIX_MCP_HOME/agentd.lock
 -- for its whole life (a second daemon exits quietly), serves agentd.sock, logs to agentd.log (bounded,
 -- rotated once to .1), restores persisted sessions, and shuts down cleanly on SIGTERM or request.
+
+-- Loading the daemon's code leaves garbage (chunks, their text) that would set an idle daemon's
+-- size: while the requires below run, and while M.main starts the policies and reload watch, the
+-- collector starts a cycle when the heap grew 5% past what the last one left (pause 105, not Lua's
+-- 200; at exactly 100 Lua 5.4 collects without end, a start taking 0.5 s); M.main sets Lua's own
+-- back before the sessions are read (a history of 10,000 would be traversed over and over).
+collectgarbage("incremental", 105)
 local uv = require "luv"
 local sock = require "rmcp.sock"
 local sys = require "rmcp.sys"
@@ -94,19 +101,16 @@ local function raise_fd_limit(handed)
   end
 end
 
--- Loads persisted sessions into d (live ones come back orphaned).
+-- Loads persisted sessions into d (live ones come back orphaned): with the session index a clean
+-- shutdown left (agentd/session/index.lua), the records it names; the finished sessions it holds
+-- follow once the daemon listens (load_history). Without a usable one, every record.
 local function restore(d)
-  local n, orphaned = 0, 0
-  for _, rec in ipairs(store.load_all(d.paths.sessions)) do
-    local was = rec.status
-    local s = session.restore(d, rec)
-    n = n + 1
-    if s.status == "orphaned" and was ~= "orphaned" then
-      orphaned = orphaned + 1
-      session.persist(d, s)
-    end
-  end
-  log.info("restored %d session(s), %d orphaned by the previous daemon", n, orphaned)
+  local dir = d.paths.sessions
+  local index, why = session.read_index(d)
+  if not index then log.info("session index not used (%s): reading every session record", why) end
+  local n, orphaned = session.restore_records(d, index and store.load_ids(dir, index.read) or store.load_all(dir))
+  log.info("restored %d session(s), %d orphaned by the previous daemon%s", n, orphaned,
+    index and "; the finished ones of the session index follow" or "")
 end
 
 -- Stops everything and exits: agents end (stdin closed, then killed), sessions persisted, socket removed.
@@ -142,6 +146,8 @@ local function shutdown(d, reason)
     after_reply.flush() -- the agent_events still waiting go out before the connections close
     for conn in pairs(d.conns) do api.close(d, conn) end
     store.close_journals()
+    store.flush()
+    session.write_index(d) -- last: no record is written after it
     for _, sig in ipairs(d.signals) do sig:close() end
     log.info("agentd %d exits", d.pid)
     if d.lock then sys.unlock(d.lock) end
@@ -241,13 +247,10 @@ function M.main(_)
   opts.role, opts.watch, opts.on_swap = "agentd", true, function() session.policy_changed(d) end
   require("rmcp.lib.reload").init(opts)
   require("rmcp.policy.loader").init{ role = "agentd" }
+  collectgarbage("incremental", 200) -- (see the top: the code is loaded)
   restore(d)
   if handed then handover.adopt_all(d, handed) end
-  recover_worktrees(d)
-  retention.start(d)
   health.start(d)
-  start_routines(d)
-  recover_integrations(d)
   os.remove(paths.sock) -- we hold the lock, so any socket file left here is stale
   local srv, lerr = sock.listen(paths.sock, function(fd, peer_uid, peer_pid) api.accept(d, fd, peer_uid, peer_pid) end)
   if not srv then
@@ -256,6 +259,13 @@ function M.main(_)
     return sys.stop(1)
   end
   d.server = srv
+  -- what reads the whole history waits for it (a request other than hello takes it in at once)
+  session.load_history(d, function()
+    recover_worktrees(d)
+    retention.start(d)
+    start_routines(d)
+    recover_integrations(d)
+  end)
   upgrade.init(d)
   idle_exit.start(d, d.shutdown)
   handle_signals(d)

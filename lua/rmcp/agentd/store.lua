@@ -115,6 +115,25 @@ local function write_now(path, s, fsync, extra)
   return ok == true, werr
 end
 
+-- The ids of the sessions whose record this daemon saved or removed (id -> true), so the session
+-- index (agentd/session/index.lua) appends what changed, not the whole history; nil once more than
+-- MAX_CHANGED did (a daemon that ran long: the index is written whole).
+local changed, changed_n = {}, 0
+local MAX_CHANGED = 4096
+
+-- Notes that the record of session id was saved or removed.
+local function note_changed(id)
+  if not changed or changed[id] then return end
+  changed[id], changed_n = true, changed_n + 1
+  if changed_n > MAX_CHANGED then changed = nil end
+end
+
+-- The ids whose record this daemon saved or removed since it started (the caller must not change
+-- it), or nil when too many did to name them.
+function M.changed_ids()
+  return changed
+end
+
 -- Writes every deferred save (each session once, however often it changed in the iteration); a
 -- failure goes to the on_error its save gave.
 local function flush_deferred()
@@ -136,6 +155,7 @@ end
 -- (a parked session's).
 function M.save(dir, s, now, on_error, extra)
   local path = M.meta_path(dir, s.id)
+  note_changed(s.id)
   if now then
     deferred[path] = nil
     return write_now(path, s, true, extra)
@@ -172,6 +192,7 @@ end
 -- Removes the metadata file of session id (a spawn that failed); a deferred save is dropped.
 function M.remove(dir, id)
   local path = M.meta_path(dir, id)
+  note_changed(id)
   deferred[path] = nil
   M.close_journal(id)
   os.remove(path)
@@ -308,6 +329,36 @@ local function unusable(text, id)
   return nil, rec
 end
 
+-- The record of session id read from dir as a load takes it: its metadata file's, or for a file
+-- that cannot be read (or is missing while its journal is there) a damaged record built from what
+-- remains (see damaged_record); nil when neither file is there.
+local function load_one(dir, id)
+  local path = M.meta_path(dir, id)
+  local f = io.open(path, "r")
+  local text = f and f:read("a")
+  if f then f:close() end
+  if not f and not uv.fs_stat(path) then
+    return uv.fs_stat(M.journal_path(dir, id)) and damaged_record(dir, id, nil, "missing") or nil
+  end
+  local why, rec = unusable(text, id)
+  return rec or damaged_record(dir, id, text, why)
+end
+
+-- The records of a load that can be listed: one unreadable is logged, one naming no owner is
+-- logged and left out.
+local function listable(dir, records)
+  local kept = {}
+  for _, rec in ipairs(records) do
+    if rec.unreadable then log.warn("session %s: %s", rec.id, rec.damaged) end
+    if rec.owner then
+      kept[#kept + 1] = rec
+    else
+      log.warn("session %s names no owner: not listed; its files are kept as they are in %s", rec.id, dir)
+    end
+  end
+  return kept
+end
+
 -- Loads every session in dir: one record per metadata file, and for a file that cannot be read
 -- (or a journal whose metadata file is missing) a damaged record built from what remains (see
 -- damaged_record; one with no owner is logged and left out). Returns a list of plain tables.
@@ -325,11 +376,7 @@ function M.load_all(dir)
       os.remove(dir .. "/" .. name) -- a previous daemon's parked runtime: a session's runtime starts afresh
     elseif id and M.valid_id(id) then
       seen[id] = true
-      local f = io.open(dir .. "/" .. name, "r")
-      local text = f and f:read("a")
-      if f then f:close() end
-      local why, rec = unusable(text, id)
-      out[#out + 1] = rec or damaged_record(dir, id, text, why)
+      out[#out + 1] = load_one(dir, id)
     elseif jid and M.valid_id(jid) then
       journals_only[#journals_only + 1] = jid
     end
@@ -337,16 +384,15 @@ function M.load_all(dir)
   for _, id in ipairs(journals_only) do
     if not seen[id] then out[#out + 1] = damaged_record(dir, id, nil, "missing") end
   end
-  local kept = {}
-  for _, rec in ipairs(out) do
-    if rec.unreadable then log.warn("session %s: %s", rec.id, rec.damaged) end
-    if rec.owner then
-      kept[#kept + 1] = rec
-    else
-      log.warn("session %s names no owner: not listed; its files are kept as they are in %s", rec.id, dir)
-    end
-  end
-  return kept
+  return listable(dir, out)
+end
+
+-- Loads the sessions ids of dir (the session index names them: agentd/session/index.lua) as
+-- load_all loads each; an id with neither file is left out.
+function M.load_ids(dir, ids)
+  local out = {}
+  for _, id in ipairs(ids) do out[#out + 1] = load_one(dir, id) end
+  return listable(dir, out)
 end
 
 return M

@@ -10,7 +10,8 @@ local jsonl = require "rmcp.lib.jsonl"
 local log = require "rmcp.lib.log"
 local files = require "rmcp.lib.files"
 local rules = require "rmcp.rules.usage"
-local report = require "rmcp.rules.usage_report"
+-- (sums by hour and day: loaded with the first spend or report, an idle daemon does not carry it)
+local report = require "rmcp.lib.lazy" "rmcp.rules.usage_report"
 
 local M = {}
 

@@ -4,10 +4,12 @@
 -- still applies it).
 local jsonrpc = require "rmcp.lib.jsonrpc"
 local log = require "rmcp.lib.log"
+local lazy = require "rmcp.lib.lazy"
 local rules_spawn = require "rmcp.rules.spawn"
-local acp_options = require "rmcp.rules.acp_options"
 local state = require "rmcp.agentd.session.state"
-local events = require "rmcp.agentd.session.events"
+-- (used when an agent is configured or answered: an idle daemon does not load them)
+local acp_options = lazy "rmcp.rules.acp_options"
+local events = lazy "rmcp.agentd.session.events"
 
 local M = {}
 

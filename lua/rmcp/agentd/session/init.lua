@@ -9,6 +9,7 @@
 --   setup.lua   the verbs on the agent process: spawn, resume, adopt (handover), kill all
 --   configure.lua  options changed after spawn: now, before the next turn, or at the resume
 --   isolate.lua the session's git worktree record: made at spawn, removed on request, recovered at start
+--   index.lua   the index of finished sessions a clean shutdown writes, so a start reads no record for them
 --   park.lua    a finished session's runtime and long fields held on disk until a verb needs them
 --   order.lua   d.sessions' one writer, and each orchestrator's sessions newest first (kept sorted)
 --   sandbox.lua the sandbox its agent starts in: the plan, its private home, its network gate
@@ -154,14 +155,21 @@
 local lazy = require "rmcp.lib.lazy"
 local state = require "rmcp.agentd.session.state"
 local restore = require "rmcp.agentd.session.restore"
-local events = require "rmcp.agentd.session.events"
-local turns = require "rmcp.agentd.session.turns"
+-- (what the agent sends, its turns and options, and the sandbox and worktree code behind them:
+-- loaded with the first agent, turn or answer, so an idle daemon does not carry them)
+local events = lazy "rmcp.agentd.session.events"
+local turns = lazy "rmcp.agentd.session.turns"
 -- (with start.lua, loaded on the first spawn, resume, handover or shutdown with agents: an idle
 -- daemon stays small)
 local setup = lazy "rmcp.agentd.session.setup"
-local configure = require "rmcp.agentd.session.configure"
+local configure = lazy "rmcp.agentd.session.configure"
 local isolate = require "rmcp.agentd.session.isolate"
-local usage = require "rmcp.agentd.session.usage"
+-- (read at a start that finds the index a clean shutdown left, written at the shutdown)
+local index = lazy "rmcp.agentd.session.index"
+local usage = lazy "rmcp.agentd.session.usage"
+
+-- The start took a usable index: its sessions are taken in after it listens (index.lua).
+local indexed = false
 
 return {
   -- reading
@@ -174,22 +182,36 @@ return {
   turn_thought = state.turn_thought,
   handover_state = function(...) return setup.handover_state(...) end,
   -- the daemon's life
-  restore = restore.restore,
+  restore_records = restore.records,
+  read_index = function(d)
+    if not require("luv").fs_stat(d.paths.sessions_index_head) then return nil, "missing" end
+    local head, why = index.read(d)
+    indexed = head ~= nil
+    return head, why
+  end,
+  load_history = function(d, on_done)
+    if not indexed then return on_done() end
+    index.load_later(d, on_done)
+  end,
+  complete_history = function(d)
+    if indexed then index.complete(d) end
+  end,
+  write_index = function(d) index.write(d) end,
   persist = state.persist,
-  policy_changed = turns.policy_changed,
+  policy_changed = function(...) return turns.policy_changed(...) end,
   kill_all = function(...) return setup.kill_all(...) end,
   -- verbs of the API
   spawn = function(...) return setup.spawn(...) end,
   resume = function(...) return setup.resume(...) end,
-  configure = configure.configure,
+  configure = function(...) return configure.configure(...) end,
   set_budget = function(d, s, budget)
     usage.set_budget(d, s, budget)
     if usage.must_stop(s) then turns.stop(d, s, "budget") end
   end,
-  usage_line = usage.line,
-  send = turns.send,
-  respond = events.respond,
-  stop = turns.stop,
+  usage_line = function(...) return usage.line(...) end,
+  send = function(...) return turns.send(...) end,
+  respond = function(...) return events.respond(...) end,
+  stop = function(...) return turns.stop(...) end,
   drain = state.drain,
   current_work = state.current_work,
   newest_first = require("rmcp.agentd.session.order").newest_first,

@@ -45,6 +45,9 @@ local function runtime_copy(rt)
   return out
 end
 
+-- The ids of the sessions parked on a file (s.parked == "file"): id -> true.
+local on_file = {}
+
 -- Parks s now when it can be (its file written first); returns true when it is parked.
 function M.park(d, s)
   if s.parked then return true end
@@ -63,6 +66,7 @@ function M.park(d, s)
   store.save_waiting(dir, s) -- a save that waits encodes what is leaving now
   for _, k in ipairs(M.PARKED) do s[k] = nil end
   s.rt, s.parked = nil, "file"
+  on_file[s.id] = true
   return true
 end
 
@@ -147,12 +151,21 @@ function M.unpark(d, s)
   end
   for _, k in ipairs(M.PARKED) do s[k] = held.fields[k] end
   if s.parked == "file" then os.remove(store.parked_path(d.paths.sessions, s.id)) end
+  on_file[s.id] = nil
   s.rt, s.parked = rt, nil
+end
+
+-- Removes the parked files this daemon wrote (it exits: the next one starts every runtime afresh
+-- and, started from the session index, does not look for them).
+function M.drop_files(d)
+  for id in pairs(on_file) do os.remove(store.parked_path(d.paths.sessions, id)) end
+  on_file = {}
 end
 
 -- Removes what parked session s holds on disk (the session is being forgotten).
 function M.forget(d, s)
   waiting[s] = nil
+  on_file[s.id] = nil
   if s.parked == "file" then os.remove(store.parked_path(d.paths.sessions, s.id)) end
 end
 

@@ -9,7 +9,7 @@ local state = require "rmcp.agentd.session.state"
 local order = require "rmcp.agentd.session.order"
 local runtime = require "rmcp.agentd.session.runtime"
 local park = require "rmcp.agentd.session.park"
-local usage = require "rmcp.agentd.session.usage"
+local usage = require "rmcp.lib.lazy" "rmcp.agentd.session.usage" -- (a live session's spend, caught up)
 
 local M = {}
 
@@ -137,6 +137,35 @@ function M.restore(d, rec)
   undrained_turns(s, records)
   order.put(d, s.id, s)
   if not was_live then park.park_on_record(d, s) end
+  return s
+end
+
+-- Restores every record of records (store.load_all's) into d: live ones come back orphaned, and
+-- saved so. Returns how many were restored, and how many of them were orphaned now.
+function M.records(d, records)
+  local n, orphaned = 0, 0
+  for _, rec in ipairs(records) do
+    local was = rec.status
+    local s = M.restore(d, rec)
+    n = n + 1
+    if s.status == "orphaned" and was ~= "orphaned" then
+      orphaned = orphaned + 1
+      state.persist(d, s)
+    end
+  end
+  return n, orphaned
+end
+
+-- Brings back finished session e from the session index (index.lua: an entry checked whole, its
+-- record's fields but park.PARKED and the journal's path), parked on its record as restore parks a
+-- finished one read from it: nothing else is read.
+function M.from_index(d, e)
+  local s = e
+  s.plan = s.plan or json.array()
+  s.transcript_path = store.journal_path(d.paths.sessions, s.id)
+  s.pending = {}
+  s.parked = "record"
+  order.put(d, s.id, s)
   return s
 end
 

@@ -13,7 +13,8 @@ local caps = require "rmcp.rules.caps"
 local state = require "rmcp.agentd.session.state"
 local runtime = require "rmcp.agentd.session.runtime"
 local configure = require "rmcp.agentd.session.configure"
-local sandbox = require "rmcp.agentd.session.sandbox"
+-- (a turn's end syncs a sandbox's git: loaded with the first one, an idle daemon does not carry it)
+local sandbox = require "rmcp.lib.lazy" "rmcp.agentd.session.sandbox"
 local usage = require "rmcp.agentd.session.usage"
 
 local M = {}
