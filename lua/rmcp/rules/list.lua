@@ -1,7 +1,6 @@
 -- List shaping: one compact row per session and counts by status.
 local json = require "rmcp.lib.json"
 local caps = require "rmcp.rules.caps"
-local usage = require "rmcp.rules.usage"
 
 local M = {}
 
@@ -167,31 +166,66 @@ local function cut_row(s, opts, room)
   return json.encode(row)
 end
 
--- Adds figure u (nil: none) into total (the list's sum over every session given).
-local function add_spent(total, u)
+-- A tally of no session: {counts = {status → n}, total = the spend summed as M.spent shows it}.
+function M.new_tally()
+  return { counts = {}, total = { total = 0 } }
+end
+
+-- Counts session s into tally t: its status, and of its spend (a rules/usage.lua figure; nil: none)
+-- what M.spent shows (tokens, cost and its currency, whether some cost or count is missing): a
+-- list sums every session of its caller, so the other token kinds are not added up.
+function M.count(t, s)
+  local counts = t.counts
+  counts[s.status] = (counts[s.status] or 0) + 1
+  local u = s.usage
   if not u then return end
+  local total = t.total
   total.any = true
-  usage.add(total, u)
-  total.unreported = (total.unreported or 0) + (u.unreported or 0)
+  total.total = total.total + (u.total or 0)
+  if u.cost then
+    total.cost, total.currency = (total.cost or 0) + u.cost, total.currency or u.currency
+  elseif (u.total or 0) > 0 then
+    total.cost_unknown = true
+  end
+  if u.cost_unknown then total.cost_unknown = true end
+  if (u.unreported or 0) > 0 then total.unreported = (total.unreported or 0) + u.unreported end
+end
+
+-- The tally of the sessions of list for which pick(s) is true.
+function M.tally(list, pick)
+  local t = M.new_tally()
+  for _, s in ipairs(list) do
+    if pick(s) then M.count(t, s) end
+  end
+  return t
+end
+
+-- A copy of tally t that a list can go on counting into.
+local function copy_tally(t)
+  local c = M.new_tally()
+  for k, v in pairs(t.counts) do c.counts[k] = v end
+  for k, v in pairs(t.total) do c.total[k] = v end
+  return c
 end
 
 -- Builds the list result from sessions (already filtered to the caller's; opts.sorted: already
 -- newest first, as M.newer orders them), newest first. The view:
 -- opts.pending_only (active, decision-blocked, uncollected), opts.all (every session), else what
--- in_view keeps; counts are by status over every session given. A page holds opts.limit rows (nil:
+-- in_view keeps; counts are by status over every session given (opts.counted: a tally (M.tally) of
+-- those of them for which opts.is_counted(s) is true, kept by the caller: they are not counted again). A page holds opts.limit rows (nil:
 -- all) after opts.cursor ({created_at, id}); next_cursor when more follow; hidden counts the
 -- caller's sessions the view leaves out; usage is what every session given spent, together. With opts.encoded the rows are JSON already (M.row_text):
 -- sessions is then one json.raw array, or nil and the encoder's error; opts.budget (bytes) then ends
 -- a page early (next_cursor, result_truncated) and cuts the task of a row alone over it.
 function M.shape(sessions, opts)
-  local rows, counts = json.array(), {}
-  local total = { total = 0 }
+  local rows = json.array()
+  local tally = opts.counted and copy_tally(opts.counted) or M.new_tally()
+  local is_counted = opts.counted and opts.is_counted
   if not opts.sorted then table.sort(sessions, newer) end
   local after, hidden, more, last, used, cut = opts.cursor, 0, false, nil, 0, false
   local room = opts.budget and opts.budget - ENVELOPE
   for _, s in ipairs(sessions) do
-    counts[s.status] = (counts[s.status] or 0) + 1
-    add_spent(total, s.usage)
+    if not (is_counted and is_counted(s)) then M.count(tally, s) end
     local show
     if opts.pending_only then show = M.pending(s)
     elseif opts.all then show = true
@@ -229,8 +263,8 @@ function M.shape(sessions, opts)
       last = s
     end
   end
-  local r = { sessions = opts.encoded and json.raw("[" .. table.concat(rows, ",") .. "]") or rows, counts = counts,
-              usage = total.any and M.spent(total) or nil }
+  local r = { sessions = opts.encoded and json.raw("[" .. table.concat(rows, ",") .. "]") or rows, counts = tally.counts,
+              usage = tally.total.any and M.spent(tally.total) or nil }
   if hidden > 0 then r.hidden = hidden end
   if more then r.next_cursor = cursor_of(last) end
   if cut then r.result_truncated = true end

@@ -183,6 +183,7 @@ function M.list(d, conn, p, reply)
     if not cursor then return reply(nil, bad(cerr)) end
   end
   local r, err = rules_list.shape(mine, {
+    counted = session.parked_tally(d, conn.orch), is_counted = session.is_parked,
     encoded = true, sorted = true, include_task = p.include_task == true, pending_only = p.pending_only == true, all = p.all == true,
     detail = p.detail == true, current_work = session.current_work,
     health = function(s) return health.of(d, s) end,

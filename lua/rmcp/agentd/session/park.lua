@@ -15,6 +15,7 @@ local files = require "rmcp.lib.files"
 local after_reply = require "rmcp.lib.after_reply"
 local store = require "rmcp.agentd.store"
 local runtime = require "rmcp.agentd.session.runtime"
+local tally = require "rmcp.agentd.session.tally"
 
 local M = {}
 
@@ -63,6 +64,7 @@ function M.park(d, s)
   store.save_waiting(dir, s) -- a save that waits encodes what is leaving now
   for _, k in ipairs(M.PARKED) do s[k] = nil end
   s.rt, s.parked = nil, "file"
+  tally.parked_changed(d)
   return true
 end
 
@@ -93,6 +95,7 @@ function M.park_on_record(d, s)
   if s.parked or not M.parkable(d, s) or #s.rt.turns > 0 then return end
   for _, k in ipairs(M.PARKED) do s[k] = nil end
   s.rt, s.parked = nil, "record"
+  tally.parked_changed(d)
 end
 
 -- The fields of M.PARKED from record rec as a restore takes them (restore.lua): a field of the
@@ -148,6 +151,7 @@ function M.unpark(d, s)
   for _, k in ipairs(M.PARKED) do s[k] = held.fields[k] end
   if s.parked == "file" then os.remove(store.parked_path(d.paths.sessions, s.id)) end
   s.rt, s.parked = rt, nil
+  tally.parked_changed(d)
 end
 
 -- Removes what parked session s holds on disk (the session is being forgotten).
