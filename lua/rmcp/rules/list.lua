@@ -79,21 +79,30 @@ M.active = { starting = true, running = true, awaiting_decision = true }
 -- session, with no agent at work and no decision pending, has no health and no pending_decision),
 -- as they were when the row was encoded: { text = JSON, include_task = ..., id = s.id, ... }.
 local function plain_inputs(s, include_task, text)
-  return { text = text, include_task = include_task, id = s.id, status = s.status, cwd = s.cwd, task = s.task,
-           transcript_path = s.transcript_path, stop_reason = s.stop_reason, exit_reason = s.exit_reason,
-           model = s.model, created_at = s.created_at, updated_at = s.updated_at, keep_alive = s.keep_alive,
-           terminal_pending = s.terminal_pending, damaged = s.damaged, spent = s.usage and s.usage.total,
-           spent_cost = s.usage and s.usage.cost, integration = s.integration and (s.integration.id .. s.integration.state) }
+  local u, i = s.usage, s.integration
+  return { text = text, include_task = include_task, id = s.id, task = s.task, transcript_path = s.transcript_path,
+           created_at = s.created_at, status = s.status, cwd = s.cwd, stop_reason = s.stop_reason,
+           exit_reason = s.exit_reason, model = s.model, updated_at = s.updated_at, keep_alive = s.keep_alive,
+           terminal_pending = s.terminal_pending, damaged = s.damaged, spent = u and u.total, spent_cost = u and u.cost,
+           integration = i, integration_id = i and i.id, integration_state = i and i.state, integration_target = i and i.target }
 end
 
 -- True when the fields plain_inputs kept in c are still those of s.
 local function same_inputs(c, s)
-  return c.id == s.id and c.status == s.status and c.cwd == s.cwd and c.task == s.task
-    and c.transcript_path == s.transcript_path and c.stop_reason == s.stop_reason and c.exit_reason == s.exit_reason
-    and c.model == s.model and c.created_at == s.created_at and c.updated_at == s.updated_at
-    and c.keep_alive == s.keep_alive and c.terminal_pending == s.terminal_pending and c.damaged == s.damaged
-    and c.spent == (s.usage and s.usage.total) and c.spent_cost == (s.usage and s.usage.cost)
-    and c.integration == (s.integration and (s.integration.id .. s.integration.state))
+  if c.status ~= s.status or c.updated_at ~= s.updated_at or c.id ~= s.id or c.task ~= s.task
+    or c.transcript_path ~= s.transcript_path or c.created_at ~= s.created_at or c.cwd ~= s.cwd or c.stop_reason ~= s.stop_reason
+    or c.exit_reason ~= s.exit_reason or c.model ~= s.model or c.keep_alive ~= s.keep_alive
+    or c.terminal_pending ~= s.terminal_pending or c.damaged ~= s.damaged then
+    return false
+  end
+  local u, i = s.usage, s.integration
+  if u then
+    if c.spent ~= u.total or c.spent_cost ~= u.cost then return false end
+  elseif c.spent ~= nil then
+    return false
+  end
+  if i == nil then return c.integration == nil end
+  return c.integration == i and c.integration_id == i.id and c.integration_state == i.state and c.integration_target == i.target
 end
 
 -- The encoded plain rows of settled sessions, by the session's runtime table s.rt (weak: the row
@@ -120,14 +129,6 @@ end
 -- decision, or holding a terminal state no watch has collected yet.
 function M.pending(s)
   return M.active[s.status] == true or (s.pending ~= nil and #s.pending > 0) or s.terminal_pending == true
-end
-
--- True when s belongs in the default view: what an orchestrator acts on (M.pending), a live agent,
--- or one whose file could not be read. A finished session whose result was collected is counted,
--- not shown (all = true shows it): the default list stays the size of the work at hand, however
--- long the day's history.
-local function in_view(s)
-  return M.pending(s) or s.status == "idle" or s.unreadable ~= nil
 end
 
 -- Orders sessions newest first (created_at, then id): the order of rows and of cursors.
@@ -211,7 +212,9 @@ end
 -- Builds the list result from sessions (already filtered to the caller's; opts.sorted: already
 -- newest first, as M.newer orders them), newest first. The view:
 -- opts.pending_only (active, decision-blocked, uncollected), opts.all (every session), else what
--- in_view keeps; counts are by status over every session given (opts.counted: a tally (M.tally) of
+-- the default view keeps: what an orchestrator acts on (M.pending), a live agent, or one whose file
+-- could not be read (a finished session whose result was collected is counted, not shown: the
+-- default list stays the size of the work at hand, however long the day's history); counts are by status over every session given (opts.counted: a tally (M.tally) of
 -- those of them for which opts.is_counted(s) is true, kept by the caller: they are not counted again). A page holds opts.limit rows (nil:
 -- all) after opts.cursor ({created_at, id}); next_cursor when more follow; hidden counts the
 -- caller's sessions the view leaves out; usage is what every session given spent, together. With opts.encoded the rows are JSON already (M.row_text):
@@ -224,12 +227,15 @@ function M.shape(sessions, opts)
   if not opts.sorted then table.sort(sessions, newer) end
   local after, hidden, more, last, used, cut = opts.cursor, 0, false, nil, 0, false
   local room = opts.budget and opts.budget - ENVELOPE
+  local pending_only, all, active = opts.pending_only, opts.all, M.active
   for _, s in ipairs(sessions) do
     if not (is_counted and is_counted(s)) then M.count(tally, s) end
-    local show
-    if opts.pending_only then show = M.pending(s)
-    elseif opts.all then show = true
-    else show = in_view(s) end
+    local show = all and not pending_only
+    if not show then -- M.pending, or in_view, inline: a list asks it of every session of its caller
+      local status, decisions = s.status, s.pending
+      show = active[status] or (decisions ~= nil and #decisions > 0) or s.terminal_pending == true
+        or not pending_only and (status == "idle" or s.unreadable ~= nil)
+    end
     if not show then
       hidden = hidden + 1
     elseif after and not newer(after, s) then
