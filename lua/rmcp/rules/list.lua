@@ -277,4 +277,17 @@ function M.shape(sessions, opts)
   return r
 end
 
+-- The JSON text of list result r (M.shape's with opts.encoded, and what the caller added to it), or
+-- nil and the encoder's error: its rows are spliced in as they are and only the rest is encoded, so
+-- the rows of a reply are not walked and copied once more.
+function M.result_text(r)
+  local rows = r.sessions
+  r.sessions = nil
+  local rest, err = json.encode(r)
+  r.sessions = rows
+  if not rest then return nil, err end
+  if rest == "{}" then return '{"sessions":' .. json.raw_text(rows) .. "}" end
+  return '{"sessions":' .. json.raw_text(rows) .. "," .. rest:sub(2)
+end
+
 return M

@@ -107,9 +107,9 @@ function M.poll(d, conn, p, reply)
   end
   local snap = session.drain(d, s, o.detail)
   snap.health = health.anomaly(d, s)
-  local result = rules_poll.shape(snap, o)
+  local result, text = rules_poll.shape(snap, o)
   receipts.hold(d, asker, s.id, nil, result)
-  reply(result)
+  reply(text and json.raw(text) or result) -- (encoded once: the text fit measured)
 end
 
 -- transcript: what the agent did, from the journal.
@@ -198,7 +198,9 @@ function M.list(d, conn, p, reply)
     r.usage = r.usage or { tokens = 0 }
     r.usage.today = rules_list.spent({ total = today.tokens, cost = today.cost, cost_unknown = today.cost_unknown })
   end
-  reply(r)
+  local text, terr = rules_list.result_text(r)
+  if not text then return reply(nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, "result not encodable: " .. tostring(terr))) end
+  reply(json.raw(text))
 end
 
 -- respond_permission: answers a pending permission request or question.
