@@ -1,8 +1,10 @@
 -- Each orchestrator's parked sessions counted by status and their spend summed (rules/list.lua
--- M.tally), kept until a session is parked or unparked, comes or goes: a list counts only the
--- sessions in memory per call, however long the day's history. A parked session (park.lua) has no
+-- M.tally), kept until a session is parked or unparked, comes or goes (or a hot reload swaps a
+-- module in: rules/list.lua made the tally and reads it): per call a list counts only the sessions
+-- that are not parked, however long the day's history. A parked session (park.lua) has no
 -- agent and no runtime: its status and spend cannot change until it is unparked.
 local rules_list = require "rmcp.rules.list"
+local reload = require "rmcp.lib.reload"
 local order = require "rmcp.agentd.session.order"
 
 local M = {}
@@ -20,8 +22,9 @@ end
 -- The tally of orchestrator owner's parked sessions. The caller must not change it.
 function M.parked(d, owner)
   local t = d.parked_tally
-  if not t or t.sessions_gen ~= d.sessions_gen or t.parked_gen ~= d.parked_gen then
-    t = { sessions_gen = d.sessions_gen, parked_gen = d.parked_gen, by_owner = {} }
+  local swaps = reload.generation()
+  if not t or t.sessions_gen ~= d.sessions_gen or t.parked_gen ~= d.parked_gen or t.swaps ~= swaps then
+    t = { sessions_gen = d.sessions_gen, parked_gen = d.parked_gen, swaps = swaps, by_owner = {} }
     d.parked_tally = t
   end
   local mine = t.by_owner[owner]
