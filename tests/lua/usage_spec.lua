@@ -182,6 +182,12 @@ test("a list's counts and spend follow every change: a turn, a stop and its park
   local function parked(id)
     return uv.fs_stat(ctx.mcp_home .. "/sessions/" .. id .. ".parked.json") ~= nil
   end
+  -- Stops session id, collects its end and waits until it is parked.
+  local function stop_parked(id)
+    ctx.call(c, "stop", { session_id = id })
+    ctx.call(c, "watch", { session_ids = { id }, timeout = 0 })
+    t.wait_for(function() return parked(id) end, 5000, "the stopped session to be parked", 10)
+  end
   -- The list's counts and total after step, checked against the provider's and the rows' sums.
   local function check(step, counts)
     local rows, total, l = listed(ctx, c)
@@ -198,18 +204,14 @@ test("a list's counts and spend follow every change: a turn, a stop and its park
   local b = ctx.call(c, "spawn", { task = "three" }).session_id
   until_idle(ctx, c, { b })
   check("a new session", { idle = 2 })
-  ctx.call(c, "stop", { session_id = a })
-  ctx.call(c, "watch", { session_ids = { a }, timeout = 0 })
-  t.wait_for(function() return parked(a) end, 5000, "the stopped session to be parked", 10)
+  stop_parked(a)
   check("one parked", { idle = 1, exited = 1 })
   t.eq(ctx.call(c, "resume", { session_id = a }).status, "idle")
   check("resumed", { idle = 2 })
   ctx.call(c, "send", { session_id = a, message = "four" })
   until_idle(ctx, c, { a })
   check("a turn after the resume", { idle = 2 })
-  ctx.call(c, "stop", { session_id = a })
-  ctx.call(c, "watch", { session_ids = { a }, timeout = 0 })
-  t.wait_for(function() return parked(a) end, 5000, "parked again", 10)
+  stop_parked(a)
   check("parked again", { idle = 1, exited = 1 })
   local spent_b = ctx.call(c, "poll", { session_id = b }).usage.total
   t.eq(ctx.call(c, "prune", { keep = 0, older_than_days = 0 }).pruned, { a })

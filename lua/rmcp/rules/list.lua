@@ -1,6 +1,7 @@
 -- List shaping: one compact row per session and counts by status.
 local json = require "rmcp.lib.json"
 local caps = require "rmcp.rules.caps"
+local usage = require "rmcp.rules.usage"
 
 local M = {}
 
@@ -183,12 +184,7 @@ function M.count(t, s)
   local total = t.total
   total.any = true
   total.total = total.total + (u.total or 0)
-  if u.cost then
-    total.cost, total.currency = (total.cost or 0) + u.cost, total.currency or u.currency
-  elseif (u.total or 0) > 0 then
-    total.cost_unknown = true
-  end
-  if u.cost_unknown then total.cost_unknown = true end
+  usage.add_cost(total, u)
   if (u.unreported or 0) > 0 then total.unreported = (total.unreported or 0) + u.unreported end
 end
 
