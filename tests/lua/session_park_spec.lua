@@ -172,13 +172,20 @@ test("an orchestrator's parked sessions are counted once, and again after a park
   local d = { sessions = {}, paths = { sessions = t.tmpdir("rmcp-park") } }
   local a, b = finished_session(d), finished_session(d)
   a.usage, b.usage = { total = 10, cost = 0.5, currency = "USD" }, { total = 5, unreported = 1 }
-  -- What a list of every session of orch says (its counts and spend), with the kept tally and without.
+  -- What a list of every session of orch says (its counts and spend), with the kept tally and
+  -- without; each view of it (all, the default, pending_only; a page of one) the same both ways.
   local function listed()
-    local mine = order.newest_first(d, "orch")
-    local kept = rules_list.shape(mine, { sorted = true, all = true, counted = tally.parked(d, "orch"), is_counted = tally.is_counted })
-    local fresh = rules_list.shape(mine, { sorted = true, all = true })
-    t.eq(canon({ kept.counts, kept.usage }), canon({ fresh.counts, fresh.usage }), "the kept tally and a fresh count agree")
-    return kept.counts, kept.usage
+    local mine, kept = order.newest_first(d, "orch"), tally.parked(d, "orch")
+    for _, view in ipairs({ { all = true }, {}, { pending_only = true }, { all = true, limit = 1 }, { limit = 1 } }) do
+      local every = view.all and not view.pending_only
+      local with = rules_list.shape(every and mine or kept.listed, { sorted = true, all = view.all, pending_only = view.pending_only,
+        limit = view.limit, counted = kept, is_counted = tally.is_counted, hidden = not every and kept.hidden or nil,
+        uncounted = kept.uncounted })
+      local fresh = rules_list.shape(mine, { sorted = true, all = view.all, pending_only = view.pending_only, limit = view.limit })
+      t.eq(canon(with), canon(fresh), "the kept tally and a fresh count agree: " .. canon(view))
+    end
+    local r = rules_list.shape(mine, { sorted = true, all = true })
+    return r.counts, r.usage
   end
   park.park(d, a)
   local first = tally.parked(d, "orch")
@@ -200,11 +207,19 @@ test("an orchestrator's parked sessions are counted once, and again after a park
   state.discard(d, a)
   t.eq(tally.parked(d, "orch").counts, { exited = 1 }, "a forgotten one")
   listed()
+  c.terminal_pending = true -- (its death uncollected: a view shows it)
+  park.unpark(d, c)
+  park.park(d, c)
+  t.eq({ #tally.parked(d, "orch").listed, tally.parked(d, "orch").hidden }, { 2, 0 }, "shown while uncollected")
+  listed()
+  state.mark_delivered(d, c)
+  t.eq({ #tally.parked(d, "orch").listed, tally.parked(d, "orch").hidden }, { 1, 1 }, "hidden once a watch took it")
+  listed()
   local kept, generation = tally.parked(d, "orch"), reload.generation
   reload.generation = function() return generation() + 1 end -- (a hot reload swapped a module in)
   local swapped = tally.parked(d, "orch")
   reload.generation = generation
   t.ok(swapped ~= kept, "made again after a swap")
-  t.eq(tally.parked(d, "other"), rules_list.new_tally(), "another orchestrator's: none")
+  t.eq({ tally.parked(d, "other").counts, #tally.parked(d, "other").listed }, { {}, 0 }, "another orchestrator's: none")
   store.close_journals()
 end)

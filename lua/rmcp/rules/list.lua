@@ -211,7 +211,9 @@ end
 -- the default view keeps: what an orchestrator acts on (M.pending), a live agent, or one whose file
 -- could not be read (a finished session whose result was collected is counted, not shown: the
 -- default list stays the size of the work at hand, however long the day's history); counts are by status over every session given (opts.counted: a tally (M.tally) of
--- those of them for which opts.is_counted(s) is true, kept by the caller: they are not counted again). A page holds opts.limit rows (nil:
+-- those of them for which opts.is_counted(s) is true, kept by the caller: they are not counted again;
+-- opts.uncounted, how many are not, ends a list of every session at its page). opts.hidden: sessions
+-- the caller left out of sessions that the view would not show either. A page holds opts.limit rows (nil:
 -- all) after opts.cursor ({created_at, id}); next_cursor when more follow; hidden counts the
 -- caller's sessions the view leaves out; usage is what every session given spent, together. With opts.encoded the rows are JSON already (M.row_text):
 -- sessions is then one json.raw array, or nil and the encoder's error; opts.budget (bytes) then ends
@@ -221,11 +223,17 @@ function M.shape(sessions, opts)
   local tally = opts.counted and copy_tally(opts.counted) or M.new_tally()
   local is_counted = opts.counted and opts.is_counted
   if not opts.sorted then table.sort(sessions, newer) end
-  local after, hidden, more, last, used, cut = opts.cursor, 0, false, nil, 0, false
+  local after, hidden, more, last, used, cut = opts.cursor, opts.hidden or 0, false, nil, 0, false
   local room = opts.budget and opts.budget - ENVELOPE
   local pending_only, all, active = opts.pending_only, opts.all, M.active
+  -- (every session shown: once the page is full and the last uncounted one counted, the rest
+  -- changes nothing)
+  local uncounted = all and not pending_only and opts.uncounted
   for _, s in ipairs(sessions) do
-    if not (is_counted and is_counted(s)) then M.count(tally, s) end
+    if not (is_counted and is_counted(s)) then
+      M.count(tally, s)
+      if uncounted then uncounted = uncounted - 1 end
+    end
     local show = all and not pending_only
     if not show then -- M.pending, or in_view, inline: a list asks it of every session of its caller
       local status, decisions = s.status, s.pending
@@ -238,6 +246,7 @@ function M.shape(sessions, opts)
       -- on an earlier page
     elseif more or (opts.limit and #rows >= opts.limit) then
       more = true
+      if uncounted == 0 then break end
     elseif opts.encoded and room and opts.include_task and #(s.task or "") > room then
       -- a task longer than a page's whole budget: its row opens a page, the task cut (never encoded whole)
       if #rows == 0 then

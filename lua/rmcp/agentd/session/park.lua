@@ -154,6 +154,13 @@ function M.unpark(d, s)
   tally.parked_changed(d)
 end
 
+-- Notes that a watch took s's terminal state (terminal_pending no longer set): a parked one leaves
+-- the view of its owner's list (tally.lua keeps which parked sessions it shows).
+function M.collected(d, s)
+  if s.parked and s.terminal_pending then tally.parked_changed(d) end
+  s.terminal_pending = false
+end
+
 -- Removes what parked session s holds on disk (the session is being forgotten).
 function M.forget(d, s)
   waiting[s] = nil
