@@ -278,6 +278,21 @@ test("encoded list rows: the rows' JSON, reused while what a row shows is unchan
     t.eq(made, 1, "a change of " .. k .. " makes the row again")
     t.eq(e, plain(), "after a change of " .. k)
   end
+  -- its spend and its integration, changed in place too
+  local nested = {
+    { "usage", function() s.usage = { total = 10 } end }, { "usage.total", function() s.usage.total = 12 end },
+    { "usage.cost", function() s.usage.cost = 0.5 end },
+    { "integration", function() s.integration = { id = "in-1", state = "queued", target = "main" } end },
+    { "integration.state", function() s.integration.state = "merged" end },
+    { "integration.target", function() s.integration.target = "dev" end },
+  }
+  for _, c in ipairs(nested) do
+    c[2]()
+    made = 0
+    local e = encoded()
+    t.eq(made, 1, "a change of " .. c[1] .. " makes the row again")
+    t.eq(e, plain(), "after a change of " .. c[1])
+  end
   made = 0
   t.eq(encoded({ encoded = true, include_task = true, all = true })[1].task, "do that")
   t.eq(made, 1, "include_task is its own row")

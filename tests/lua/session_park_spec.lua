@@ -7,6 +7,10 @@ local state = require "rmcp.agentd.session.state"
 local restore = require "rmcp.agentd.session.restore"
 local park = require "rmcp.agentd.session.park"
 local runtime = require "rmcp.agentd.session.runtime"
+local tally = require "rmcp.agentd.session.tally"
+local order = require "rmcp.agentd.session.order"
+local reload = require "rmcp.lib.reload"
+local rules_list = require "rmcp.rules.list"
 
 -- A canonical text of v: keys sorted, arrays and objects told apart (json.is_array), so two
 -- values that would answer the same JSON compare equal.
@@ -161,5 +165,61 @@ test("a daemon's load removes the parked files a previous daemon left", function
   local recs = store.load_all(dir)
   t.eq(#recs, 1)
   t.eq(io.open(store.parked_path(dir, s.id)), nil, "removed: a runtime starts afresh with its daemon")
+  store.close_journals()
+end)
+
+test("an orchestrator's parked sessions are counted once, and again after a park, an unpark, a new or forgotten session, a swap", function(t)
+  local d = { sessions = {}, paths = { sessions = t.tmpdir("rmcp-park") } }
+  local a, b = finished_session(d), finished_session(d)
+  a.usage, b.usage = { total = 10, cost = 0.5, currency = "USD" }, { total = 5, unreported = 1 }
+  -- What a list of every session of orch says (its counts and spend), with the kept tally and
+  -- without; each view of it (all, the default, pending_only; a page of one) the same both ways.
+  local function listed()
+    local mine, kept = order.newest_first(d, "orch"), tally.parked(d, "orch")
+    for _, view in ipairs({ { all = true }, {}, { pending_only = true }, { all = true, limit = 1 }, { limit = 1 } }) do
+      local every = view.all and not view.pending_only
+      local with = rules_list.shape(every and mine or kept.listed, { sorted = true, all = view.all, pending_only = view.pending_only,
+        limit = view.limit, counted = kept, is_counted = tally.is_counted, hidden = not every and kept.hidden or nil,
+        uncounted = kept.uncounted })
+      local fresh = rules_list.shape(mine, { sorted = true, all = view.all, pending_only = view.pending_only, limit = view.limit })
+      t.eq(canon(with), canon(fresh), "the kept tally and a fresh count agree: " .. canon(view))
+    end
+    local r = rules_list.shape(mine, { sorted = true, all = true })
+    return r.counts, r.usage
+  end
+  park.park(d, a)
+  local first = tally.parked(d, "orch")
+  t.eq(first.counts, { exited = 1 })
+  t.eq(tally.parked(d, "orch"), first, "kept while nothing changed")
+  t.eq({ listed() }, { { exited = 2 }, { tokens = 15, cost = 0.5, currency = "USD", cost_partial = true, estimated = true } })
+  park.park(d, b)
+  t.eq(tally.parked(d, "orch").counts, { exited = 2 }, "a park counts it")
+  listed()
+  state.drain(d, b, false)
+  t.eq(b.parked, nil)
+  t.eq(tally.parked(d, "orch").counts, { exited = 1 }, "an unpark takes it out")
+  b.status, b.usage.total = "idle", 7
+  t.eq({ listed() }, { { exited = 1, idle = 1 }, { tokens = 17, cost = 0.5, currency = "USD", cost_partial = true, estimated = true } },
+    "a session in memory is counted as it is now")
+  local c = finished_session(d)
+  park.park(d, c)
+  t.eq(tally.parked(d, "orch").counts, { exited = 2 }, "a new session")
+  state.discard(d, a)
+  t.eq(tally.parked(d, "orch").counts, { exited = 1 }, "a forgotten one")
+  listed()
+  c.terminal_pending = true -- (its death uncollected: a view shows it)
+  park.unpark(d, c)
+  park.park(d, c)
+  t.eq({ #tally.parked(d, "orch").listed, tally.parked(d, "orch").hidden }, { 2, 0 }, "shown while uncollected")
+  listed()
+  state.mark_delivered(d, c)
+  t.eq({ #tally.parked(d, "orch").listed, tally.parked(d, "orch").hidden }, { 1, 1 }, "hidden once a watch took it")
+  listed()
+  local kept, generation = tally.parked(d, "orch"), reload.generation
+  reload.generation = function() return generation() + 1 end -- (a hot reload swapped a module in)
+  local swapped = tally.parked(d, "orch")
+  reload.generation = generation
+  t.ok(swapped ~= kept, "made again after a swap")
+  t.eq({ tally.parked(d, "other").counts, #tally.parked(d, "other").listed }, { {}, 0 }, "another orchestrator's: none")
   store.close_journals()
 end)

@@ -174,3 +174,54 @@ test("a policy's price: reasonix_models shows it, and a cost is the served token
   t.eq(r.usage.cost_partial, nil, "every token priced")
   ctx.shutdown()
 end)
+
+test("a list's counts and spend follow every change: a turn, a stop and its parking, a resume, a new session, a prune, a restart", function(t)
+  local ctx = support.setup(t, { scenario = EVERY_TURN })
+  local c = ctx.client()
+  -- True when session id is parked on its file (agentd/session/park.lua): counted in the kept tally.
+  local function parked(id)
+    return uv.fs_stat(ctx.mcp_home .. "/sessions/" .. id .. ".parked.json") ~= nil
+  end
+  -- Stops session id, collects its end and waits until it is parked.
+  local function stop_parked(id)
+    ctx.call(c, "stop", { session_id = id })
+    ctx.call(c, "watch", { session_ids = { id }, timeout = 0 })
+    t.wait_for(function() return parked(id) end, 5000, "the stopped session to be parked", 10)
+  end
+  -- The list's counts and total after step, checked against the provider's and the rows' sums.
+  local function check(step, counts)
+    local rows, total, l = listed(ctx, c)
+    t.eq(l.counts, counts, step .. ": the counts")
+    t.eq(total, ctx.prov:served().total_tokens, step .. ": the orchestrator's total")
+    t.eq(rows, total, step .. ": the rows' sum")
+  end
+  local a = ctx.call(c, "spawn", { task = "one" }).session_id
+  until_idle(ctx, c, { a })
+  check("a first turn", { idle = 1 })
+  ctx.call(c, "send", { session_id = a, message = "two" })
+  until_idle(ctx, c, { a })
+  check("a second turn", { idle = 1 })
+  local b = ctx.call(c, "spawn", { task = "three" }).session_id
+  until_idle(ctx, c, { b })
+  check("a new session", { idle = 2 })
+  stop_parked(a)
+  check("one parked", { idle = 1, exited = 1 })
+  t.eq(ctx.call(c, "resume", { session_id = a }).status, "idle")
+  check("resumed", { idle = 2 })
+  ctx.call(c, "send", { session_id = a, message = "four" })
+  until_idle(ctx, c, { a })
+  check("a turn after the resume", { idle = 2 })
+  stop_parked(a)
+  check("parked again", { idle = 1, exited = 1 })
+  local spent_b = ctx.call(c, "poll", { session_id = b }).usage.total
+  t.eq(ctx.call(c, "prune", { keep = 0, older_than_days = 0 }).pruned, { a })
+  local l = ctx.call(c, "list", { all = true })
+  t.eq({ l.counts, l.usage.tokens }, { { idle = 1 }, spent_b }, "the pruned session no longer counted")
+  ctx.call(c, "stop", { session_id = b })
+  ctx.call(c, "watch", { session_ids = { b }, timeout = 0 })
+  ctx.shutdown()
+  c = ctx.client()
+  l = ctx.call(c, "list", { all = true })
+  t.eq({ l.counts, l.usage.tokens }, { { exited = 1 }, spent_b }, "a restarted daemon's, its session parked on its record")
+  ctx.shutdown()
+end)

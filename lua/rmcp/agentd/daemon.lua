@@ -12,6 +12,8 @@ local M = {}
 ---@field sessions table<string, Session> every session by id (agentd/session: create, restore, discard)
 ---@field sessions_gen integer         bumped whenever a session comes or goes (agentd/session: create, restore, discard)
 ---@field session_order table?         {gen, by_owner}: each orchestrator's sessions newest first as of sessions_gen (agentd/session: newest_first)
+---@field parked_gen integer          bumped whenever a session is parked or unparked (agentd/session: park)
+---@field parked_tally table?         {sessions_gen, parked_gen, swaps, by_owner}: each orchestrator's parked sessions counted and summed as of those and the hot reloads (agentd/session: tally)
 ---@field conns table<AgentdConn, boolean> open socket connections (api.lua: accept, close)
 ---@field next_conn integer            the last connection number given (api.lua)
 ---@field server userdata?             the listening socket (main.lua; shutdown and handover close it)
@@ -39,7 +41,7 @@ local M = {}
 function M.new(paths, lock)
   return {
     paths = paths, pid = uv.os_getpid(), version = require("rmcp.host").version, lock = lock,
-    sessions = {}, sessions_gen = 0, session_order = nil, conns = {}, next_conn = 0, server = nil, signals = {}, shutting_down = false,
+    sessions = {}, sessions_gen = 0, session_order = nil, parked_gen = 0, parked_tally = nil, conns = {}, next_conn = 0, server = nil, signals = {}, shutting_down = false,
     watch_by_session = {}, waits = {}, receipts = {},
     upgrade = nil, idle_exit = nil, models_cache = nil, retention_timer = nil, health = nil, observers = nil,
     routines = nil, usage_day = nil, integrations = nil,

@@ -20,9 +20,15 @@ function M.path(dir, day)
   return dir .. "/" .. day .. ".jsonl"
 end
 
--- Today, by the local clock.
+-- Today by the local clock, as last read, and the loop time (ms) it was read at.
+local today, read_at
+
+-- Today, by the local clock (read again when the loop's clock moved on a second: the spend of
+-- today is asked on every list).
 function M.today()
-  return os.date("%Y-%m-%d")
+  local now = uv.now()
+  if not read_at or now - read_at >= 1000 or now < read_at then today, read_at = os.date("%Y-%m-%d"), now end
+  return today
 end
 
 -- Counts record rec in b ({tokens, cost?, cost_unknown?}: an orchestrator's spend).

@@ -236,6 +236,11 @@ local function run_handler(peer, fn, params, reply, method)
   if not ok then return handler_failed(peer, err, reply, method) end
 end
 
+-- Runs the on_request fallback of peer for method (run_handler's argument order: no closure per request).
+local function call_on_request(params, reply, peer, method)
+  return peer.on_request(method, params, reply, peer)
+end
+
 -- The reply handed to a notification's handler: there is nobody to answer.
 local function no_reply() return true end
 
@@ -349,7 +354,7 @@ function Peer:dispatch(method, params, id, reply)
     return
   end
   if self.on_request then
-    return run_handler(self, function(p, r) self.on_request(method, p, r, self) end, params, reply, method)
+    return run_handler(self, call_on_request, params, reply, method)
   end
   return reply(nil, M.error(M.METHOD_NOT_FOUND, "Method not found: " .. method))
 end

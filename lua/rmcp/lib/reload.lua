@@ -91,6 +91,7 @@ end
 -- Returns the pending warnings and forgets them (each is reported to one caller).
 function M.take_warnings()
   local w = S.warnings
+  if w[1] == nil then return w end -- (none: asked on every call, no new table for it)
   S.warnings = {}
   return w
 end

@@ -26,9 +26,14 @@ local function call(p, hook, fn, ...)
     err:match("^[^\n]*")), true)
 end
 
--- Iterates the loaded policies that define hook.
+-- The iterator over no policy.
+local function none() return nil end
+
+-- Iterates the loaded policies that define hook (with none loaded, the hooks asked on every call
+-- make no iterator).
 local function with(hook)
   local list, i = loader.policies(), 0
+  if list[1] == nil then return none end
   return function()
     while true do
       i = i + 1

@@ -80,21 +80,30 @@ M.active = { starting = true, running = true, awaiting_decision = true }
 -- session, with no agent at work and no decision pending, has no health and no pending_decision),
 -- as they were when the row was encoded: { text = JSON, include_task = ..., id = s.id, ... }.
 local function plain_inputs(s, include_task, text)
-  return { text = text, include_task = include_task, id = s.id, status = s.status, cwd = s.cwd, task = s.task,
-           transcript_path = s.transcript_path, stop_reason = s.stop_reason, exit_reason = s.exit_reason,
-           model = s.model, created_at = s.created_at, updated_at = s.updated_at, keep_alive = s.keep_alive,
-           terminal_pending = s.terminal_pending, damaged = s.damaged, spent = s.usage and s.usage.total,
-           spent_cost = s.usage and s.usage.cost, integration = s.integration and (s.integration.id .. s.integration.state) }
+  local u, i = s.usage, s.integration
+  return { text = text, include_task = include_task, id = s.id, task = s.task, transcript_path = s.transcript_path,
+           created_at = s.created_at, status = s.status, cwd = s.cwd, stop_reason = s.stop_reason,
+           exit_reason = s.exit_reason, model = s.model, updated_at = s.updated_at, keep_alive = s.keep_alive,
+           terminal_pending = s.terminal_pending, damaged = s.damaged, spent = u and u.total, spent_cost = u and u.cost,
+           integration = i, integration_id = i and i.id, integration_state = i and i.state, integration_target = i and i.target }
 end
 
 -- True when the fields plain_inputs kept in c are still those of s.
 local function same_inputs(c, s)
-  return c.id == s.id and c.status == s.status and c.cwd == s.cwd and c.task == s.task
-    and c.transcript_path == s.transcript_path and c.stop_reason == s.stop_reason and c.exit_reason == s.exit_reason
-    and c.model == s.model and c.created_at == s.created_at and c.updated_at == s.updated_at
-    and c.keep_alive == s.keep_alive and c.terminal_pending == s.terminal_pending and c.damaged == s.damaged
-    and c.spent == (s.usage and s.usage.total) and c.spent_cost == (s.usage and s.usage.cost)
-    and c.integration == (s.integration and (s.integration.id .. s.integration.state))
+  if c.status ~= s.status or c.updated_at ~= s.updated_at or c.id ~= s.id or c.task ~= s.task
+    or c.transcript_path ~= s.transcript_path or c.created_at ~= s.created_at or c.cwd ~= s.cwd or c.stop_reason ~= s.stop_reason
+    or c.exit_reason ~= s.exit_reason or c.model ~= s.model or c.keep_alive ~= s.keep_alive
+    or c.terminal_pending ~= s.terminal_pending or c.damaged ~= s.damaged then
+    return false
+  end
+  local u, i = s.usage, s.integration
+  if u then
+    if c.spent ~= u.total or c.spent_cost ~= u.cost then return false end
+  elseif c.spent ~= nil then
+    return false
+  end
+  if i == nil then return c.integration == nil end
+  return c.integration == i and c.integration_id == i.id and c.integration_state == i.state and c.integration_target == i.target
 end
 
 -- The encoded plain rows of settled sessions, by the session's runtime table s.rt (weak: the row
@@ -121,14 +130,6 @@ end
 -- decision, or holding a terminal state no watch has collected yet.
 function M.pending(s)
   return M.active[s.status] == true or (s.pending ~= nil and #s.pending > 0) or s.terminal_pending == true
-end
-
--- True when s belongs in the default view: what an orchestrator acts on (M.pending), a live agent,
--- or one whose file could not be read. A finished session whose result was collected is counted,
--- not shown (all = true shows it): the default list stays the size of the work at hand, however
--- long the day's history.
-local function in_view(s)
-  return M.pending(s) or s.status == "idle" or s.unreadable ~= nil
 end
 
 -- Orders sessions newest first (created_at, then id): the order of rows and of cursors.
@@ -167,41 +168,85 @@ local function cut_row(s, opts, room)
   return json.encode(row)
 end
 
--- Adds figure u (nil: none) into total (the list's sum over every session given).
-local function add_spent(total, u)
+-- A tally of no session: {counts = {status → n}, total = the spend summed as M.spent shows it}.
+function M.new_tally()
+  return { counts = {}, total = { total = 0 } }
+end
+
+-- Counts session s into tally t: its status, and of its spend (a rules/usage.lua figure; nil: none)
+-- what M.spent shows (tokens, cost and its currency, whether some cost or count is missing): a
+-- list sums every session of its caller, so the other token kinds are not added up.
+function M.count(t, s)
+  local counts = t.counts
+  counts[s.status] = (counts[s.status] or 0) + 1
+  local u = s.usage
   if not u then return end
+  local total = t.total
   total.any = true
-  usage.add(total, u)
-  total.unreported = (total.unreported or 0) + (u.unreported or 0)
+  total.total = total.total + (u.total or 0)
+  usage.add_cost(total, u)
+  if (u.unreported or 0) > 0 then total.unreported = (total.unreported or 0) + u.unreported end
+end
+
+-- The tally of the sessions of list for which pick(s) is true.
+function M.tally(list, pick)
+  local t = M.new_tally()
+  for _, s in ipairs(list) do
+    if pick(s) then M.count(t, s) end
+  end
+  return t
+end
+
+-- A copy of tally t that a list can go on counting into.
+local function copy_tally(t)
+  local c = M.new_tally()
+  for k, v in pairs(t.counts) do c.counts[k] = v end
+  for k, v in pairs(t.total) do c.total[k] = v end
+  return c
 end
 
 -- Builds the list result from sessions (already filtered to the caller's; opts.sorted: already
 -- newest first, as M.newer orders them), newest first. The view:
 -- opts.pending_only (active, decision-blocked, uncollected), opts.all (every session), else what
--- in_view keeps; counts are by status over every session given. A page holds opts.limit rows (nil:
+-- the default view keeps: what an orchestrator acts on (M.pending), a live agent, or one whose file
+-- could not be read (a finished session whose result was collected is counted, not shown: the
+-- default list stays the size of the work at hand, however long the day's history); counts are by status over every session given (opts.counted: a tally (M.tally) of
+-- those of them for which opts.is_counted(s) is true, kept by the caller: they are not counted again;
+-- opts.uncounted, how many are not, ends a list of every session at its page). opts.hidden: sessions
+-- the caller left out of sessions that the view would not show either. A page holds opts.limit rows (nil:
 -- all) after opts.cursor ({created_at, id}); next_cursor when more follow; hidden counts the
 -- caller's sessions the view leaves out; usage is what every session given spent, together. With opts.encoded the rows are JSON already (M.row_text):
 -- sessions is then one json.raw array, or nil and the encoder's error; opts.budget (bytes) then ends
 -- a page early (next_cursor, result_truncated) and cuts the task of a row alone over it.
 function M.shape(sessions, opts)
-  local rows, counts = json.array(), {}
-  local total = { total = 0 }
+  local rows = json.array()
+  local tally = opts.counted and copy_tally(opts.counted) or M.new_tally()
+  local is_counted = opts.counted and opts.is_counted
   if not opts.sorted then table.sort(sessions, newer) end
-  local after, hidden, more, last, used, cut = opts.cursor, 0, false, nil, 0, false
+  local after, hidden, more, last, used, cut = opts.cursor, opts.hidden or 0, false, nil, 0, false
   local room = opts.budget and opts.budget - ENVELOPE
+  local pending_only, all, active = opts.pending_only, opts.all, M.active
+  -- (every session shown: once the page is full and the last uncounted one counted, the rest
+  -- changes nothing)
+  local uncounted = all and not pending_only and opts.uncounted
   for _, s in ipairs(sessions) do
-    counts[s.status] = (counts[s.status] or 0) + 1
-    add_spent(total, s.usage)
-    local show
-    if opts.pending_only then show = M.pending(s)
-    elseif opts.all then show = true
-    else show = in_view(s) end
+    if not (is_counted and is_counted(s)) then
+      M.count(tally, s)
+      if uncounted then uncounted = uncounted - 1 end
+    end
+    local show = all and not pending_only
+    if not show then -- M.pending, or in_view, inline: a list asks it of every session of its caller
+      local status, decisions = s.status, s.pending
+      show = active[status] or (decisions ~= nil and #decisions > 0) or s.terminal_pending == true
+        or not pending_only and (status == "idle" or s.unreadable ~= nil)
+    end
     if not show then
       hidden = hidden + 1
     elseif after and not newer(after, s) then
       -- on an earlier page
     elseif more or (opts.limit and #rows >= opts.limit) then
       more = true
+      if uncounted == 0 then break end
     elseif opts.encoded and room and opts.include_task and #(s.task or "") > room then
       -- a task longer than a page's whole budget: its row opens a page, the task cut (never encoded whole)
       if #rows == 0 then
@@ -229,12 +274,25 @@ function M.shape(sessions, opts)
       last = s
     end
   end
-  local r = { sessions = opts.encoded and json.raw("[" .. table.concat(rows, ",") .. "]") or rows, counts = counts,
-              usage = total.any and M.spent(total) or nil }
+  local r = { sessions = opts.encoded and json.raw("[" .. table.concat(rows, ",") .. "]") or rows, counts = tally.counts,
+              usage = tally.total.any and M.spent(tally.total) or nil }
   if hidden > 0 then r.hidden = hidden end
   if more then r.next_cursor = cursor_of(last) end
   if cut then r.result_truncated = true end
   return r
+end
+
+-- The JSON text of list result r (M.shape's with opts.encoded, and what the caller added to it), or
+-- nil and the encoder's error: its rows are spliced in as they are and only the rest is encoded, so
+-- the rows of a reply are not walked and copied once more.
+function M.result_text(r)
+  local rows = r.sessions
+  r.sessions = nil
+  local rest, err = json.encode(r)
+  r.sessions = rows
+  if not rest then return nil, err end
+  if rest == "{}" then return '{"sessions":' .. json.raw_text(rows) .. "}" end
+  return '{"sessions":' .. json.raw_text(rows) .. "," .. rest:sub(2)
 end
 
 return M

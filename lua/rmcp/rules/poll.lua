@@ -169,10 +169,12 @@ local cuts = {
 -- Cuts result r until it encodes in at most budget bytes (a host drops or cuts a tool result over
 -- its output cap): full thought, thought, full text, the older turns' texts, the text's head (to
 -- half the budget), the oldest events, the rest of the text, the message's head; each cut flagged
--- as the shaping flags it, and result_truncated set. A result that fits is returned as it is.
+-- as the shaping flags it, and result_truncated set. A result that fits is returned as it is, with
+-- its JSON text (measuring it encoded it: a reply sends that text instead of encoding it again).
 function M.fit(r, budget)
-  local over = encoded_size(r) - budget
-  if over <= 0 then return r end
+  local text = json.encode(r)
+  local over = #(text or "") - budget
+  if over <= 0 then return r, text end
   r.result_truncated = true -- (first: its bytes count too)
   over = over + flag_bytes("result_truncated")
   for _, cut in ipairs(cuts) do
@@ -183,7 +185,8 @@ function M.fit(r, budget)
   return r
 end
 
--- Shapes a drained snapshot into the poll result for options o (from M.options).
+-- Shapes a drained snapshot into the poll result for options o (from M.options); with its JSON text
+-- when it fitted whole (M.fit).
 function M.shape(snap, o)
   local r = lean_fields({}, snap)
   if o.detail then

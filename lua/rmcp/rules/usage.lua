@@ -103,16 +103,22 @@ function M.empty(f)
   return f.total == 0 and (f.cost == nil or f.cost == 0)
 end
 
--- Adds figure b into a (a's cost stays unknown when either is; cost_unknown says some tokens had no
--- cost); returns a.
-function M.add(a, b)
-  for _, k in ipairs(M.TOKEN_KEYS) do a[k] = (a[k] or 0) + (b[k] or 0) end
+-- Adds the cost of figure b into a: its cost and currency, or cost_unknown when some of b's tokens
+-- had no cost.
+function M.add_cost(a, b)
   if b.cost then
     a.cost, a.currency = (a.cost or 0) + b.cost, a.currency or b.currency
   elseif (b.total or 0) > 0 then
     a.cost_unknown = true
   end
   if b.cost_unknown then a.cost_unknown = true end
+end
+
+-- Adds figure b into a (a's cost stays unknown when either is; cost_unknown says some tokens had no
+-- cost); returns a.
+function M.add(a, b)
+  for _, k in ipairs(M.TOKEN_KEYS) do a[k] = (a[k] or 0) + (b[k] or 0) end
+  M.add_cost(a, b)
   return a
 end
 

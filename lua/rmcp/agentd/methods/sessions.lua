@@ -107,9 +107,9 @@ function M.poll(d, conn, p, reply)
   end
   local snap = session.drain(d, s, o.detail)
   snap.health = health.anomaly(d, s)
-  local result = rules_poll.shape(snap, o)
+  local result, text = rules_poll.shape(snap, o)
   receipts.hold(d, asker, s.id, nil, result)
-  reply(result)
+  reply(text and json.raw(text) or result) -- (encoded once: the text fit measured)
 end
 
 -- transcript: what the agent did, from the journal.
@@ -182,7 +182,10 @@ function M.list(d, conn, p, reply)
     cursor, cerr = rules_list.parse_cursor(p.cursor)
     if not cursor then return reply(nil, bad(cerr)) end
   end
-  local r, err = rules_list.shape(mine, {
+  -- a view leaves out the parked sessions whose result was collected: it looks at the rest alone
+  local kept, every = session.parked_tally(d, conn.orch), p.all == true and p.pending_only ~= true
+  local r, err = rules_list.shape(every and mine or kept.listed, {
+    counted = kept, is_counted = session.is_parked, hidden = not every and kept.hidden or nil, uncounted = kept.uncounted,
     encoded = true, sorted = true, include_task = p.include_task == true, pending_only = p.pending_only == true, all = p.all == true,
     detail = p.detail == true, current_work = session.current_work,
     health = function(s) return health.of(d, s) end,
@@ -197,7 +200,9 @@ function M.list(d, conn, p, reply)
     r.usage = r.usage or { tokens = 0 }
     r.usage.today = rules_list.spent({ total = today.tokens, cost = today.cost, cost_unknown = today.cost_unknown })
   end
-  reply(r)
+  local text, terr = rules_list.result_text(r)
+  if not text then return reply(nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, "result not encodable: " .. tostring(terr))) end
+  reply(json.raw(text))
 end
 
 -- respond_permission: answers a pending permission request or question.

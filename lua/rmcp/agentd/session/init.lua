@@ -12,6 +12,7 @@
 --   index.lua   the index of finished sessions a clean shutdown writes, so a start reads no record for them
 --   park.lua    a finished session's runtime and long fields held on disk until a verb needs them
 --   order.lua   d.sessions' one writer, and each orchestrator's sessions newest first (kept sorted)
+--   tally.lua   each orchestrator's parked sessions counted and summed for its lists (kept)
 --   sandbox.lua the sandbox its agent starts in: the plan, its private home, its network gate
 --   netgate.lua a strict sandbox's way out: the socket agentd lets through what the allowlist names
 --   usage.lua   what its agent spends: increments journaled and summed, the budgets that cover it
@@ -215,6 +216,8 @@ return {
   drain = state.drain,
   current_work = state.current_work,
   newest_first = require("rmcp.agentd.session.order").newest_first,
+  parked_tally = require("rmcp.agentd.session.tally").parked,
+  is_parked = require("rmcp.agentd.session.tally").is_counted,
   forget = state.discard,
   mark_delivered = state.mark_delivered,
   mark_asking = state.mark_asking,

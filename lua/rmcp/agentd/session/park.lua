@@ -15,6 +15,7 @@ local files = require "rmcp.lib.files"
 local after_reply = require "rmcp.lib.after_reply"
 local store = require "rmcp.agentd.store"
 local runtime = require "rmcp.agentd.session.runtime"
+local tally = require "rmcp.agentd.session.tally"
 
 local M = {}
 
@@ -67,6 +68,7 @@ function M.park(d, s)
   for _, k in ipairs(M.PARKED) do s[k] = nil end
   s.rt, s.parked = nil, "file"
   on_file[s.id] = true
+  tally.parked_changed(d)
   return true
 end
 
@@ -97,6 +99,7 @@ function M.park_on_record(d, s)
   if s.parked or not M.parkable(d, s) or #s.rt.turns > 0 then return end
   for _, k in ipairs(M.PARKED) do s[k] = nil end
   s.rt, s.parked = nil, "record"
+  tally.parked_changed(d)
 end
 
 -- The fields of M.PARKED from record rec as a restore takes them (restore.lua): a field of the
@@ -153,6 +156,14 @@ function M.unpark(d, s)
   if s.parked == "file" then os.remove(store.parked_path(d.paths.sessions, s.id)) end
   on_file[s.id] = nil
   s.rt, s.parked = rt, nil
+  tally.parked_changed(d)
+end
+
+-- Notes that a watch took s's terminal state (terminal_pending no longer set): a parked one leaves
+-- the view of its owner's list (tally.lua keeps which parked sessions it shows).
+function M.collected(d, s)
+  if s.parked and s.terminal_pending then tally.parked_changed(d) end
+  s.terminal_pending = false
 end
 
 -- Removes the parked files this daemon wrote (it exits: the next one starts every runtime afresh

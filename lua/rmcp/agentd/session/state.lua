@@ -380,7 +380,7 @@ end
 -- each connection's watch once, rules/watch.lua). Saved for a tombstone only: a live session comes
 -- back from a daemon restart orphaned with its result pending whatever the file said.
 function M.mark_delivered(d, s, conn_id)
-  s.terminal_pending = false
+  park.collected(d, s)
   if s.rt then s.rt.health_alert = nil end
   for _, dec in ipairs(s.pending) do
     dec.delivered, dec.delivered_at, dec.answer_failed = true, store.now(), nil

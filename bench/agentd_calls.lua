@@ -1,0 +1,106 @@
+-- agentd's own cost per request, with no MCP server in front of it (bench/README.md "Issue 39"):
+--
+--   reasonix-mcp script bench/agentd_calls.lua METHOD N [SESSIONS]
+--
+-- starts a private agentd (under callgrind when RMCP_CALLGRIND_OUT names the output file), spawns
+-- SESSIONS fake agents (tests/fake_agent; default 0) and waits until each ended its first turn and
+-- the daemon settled, then sends N requests of METHOD over its socket, one at a time: list, poll
+-- (of the first session), send (to the first session, with the watch that takes its turn's end),
+-- ping. Then it shuts the daemon down and waits until it is gone. Run it for two N: the cost of one
+-- call is (Ir(N2) - Ir(N1)) / (N2 - N1), start-up and teardown cancelled out.
+local uv = require "luv"
+local async = require "rmcp.lib.async"
+local files = require "rmcp.lib.files"
+local client = require "rmcp.clients.agentd"
+
+local method, n, sessions = arg[1], tonumber(arg[2] or ""), tonumber(arg[3] or "0")
+-- What one call of each METHOD sends (ids: the sessions spawned), answered before the next goes.
+local requests = {
+  list = function(c) return c:call("list", {}) end,
+  poll = function(c, ids) return c:call("poll", { session_id = ids[1] }) end,
+  ping = function(c) return c:call("ping", {}) end,
+  send = function(c, ids)
+    local r, err = c:call("send", { session_id = ids[1], message = "hi" })
+    if not r then return nil, err end
+    return c:call("watch", { session_ids = { ids[1] } })
+  end,
+}
+if not requests[method] or not n or not sessions or ((method == "poll" or method == "send") and sessions < 1) then
+  io.stderr:write("usage: reasonix-mcp script bench/agentd_calls.lua list|poll|send|ping N [SESSIONS] (poll, send: SESSIONS >= 1)\n")
+  os.exit(2)
+end
+
+local here = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "."
+local REPO = uv.fs_realpath(here .. "/..") or (here .. "/..")
+local EXE = require("rmcp.host").exe
+local DIR = assert(uv.fs_mkdtemp("/tmp/rxa-XXXXXX"))
+
+-- Writes an executable shell script at path that runs line.
+local function write_script(path, line)
+  local f = assert(io.open(path, "w"))
+  f:write("#!/bin/sh\n", line, "\n")
+  f:close()
+  uv.fs_chmod(path, 493)
+end
+
+-- A private environment: homes under DIR, the fake agent as REASONIX_BIN, defaults for every limit.
+local function private_env()
+  for k in pairs(uv.os_environ()) do
+    if (k:match("^REASONIX_MCP_") and k ~= "REASONIX_MCP_LUA_DIR") or k:match("^FAKE_ACP_") then uv.os_unsetenv(k) end
+  end
+  for _, d in ipairs({ "home", "rx", "ws" }) do assert(files.mkdir_p(DIR .. "/" .. d, tonumber("700", 8))) end
+  write_script(DIR .. "/reasonix", string.format("exec '%s' script '%s/tests/fake_agent/fake_acp.lua' \"$@\"", EXE, REPO))
+  uv.os_setenv("HOME", DIR .. "/home")
+  uv.os_setenv("REASONIX_HOME", DIR .. "/rx")
+  uv.os_setenv("REASONIX_BIN", DIR .. "/reasonix")
+end
+
+-- The command the client autostarts agentd with: ours, or ours under callgrind.
+local function daemon_exe()
+  local out = os.getenv("RMCP_CALLGRIND_OUT")
+  if not out or out == "" then return EXE end
+  -- (only what runs for a line of the socket is counted: the daemon's timers and the agents' lines
+  -- are not, so what they do while the calls run, at times that vary, does not blur the count)
+  write_script(DIR .. "/agentd-callgrind", string.format("exec valgrind --tool=callgrind --collect-atstart=no "
+    .. "--toggle-collect=lchannel_on_line --callgrind-out-file='%s' '%s' \"$@\"", out, EXE))
+  return DIR .. "/agentd-callgrind"
+end
+
+-- Waits until every session of ids ended its first turn.
+local function first_turns(c, ids)
+  local left = {}
+  for _, id in ipairs(ids) do left[id] = true end
+  while next(left) do
+    local list = {}
+    for id in pairs(left) do list[#list + 1] = id end
+    local r = assert(c:call("watch", { session_ids = list }))
+    for id, res in pairs(r.results or {}) do
+      if res.status == "idle" or res.status == "exited" then left[id] = nil end
+    end
+  end
+end
+
+local code = 0
+async.run(function()
+  private_env()
+  local c = client.new({ home = DIR .. "/h", orchestrator_id = "bench-calls", project_dir = DIR .. "/ws", exe = daemon_exe(),
+                         start_timeout_ms = 60000, client_info = { name = "agentd-calls" } })
+  assert(c:wait_connected())
+  local pid = c.info.agentd_pid
+  local ids = {}
+  for i = 1, sessions do ids[i] = assert(c:call("spawn", { task = "hi " .. i, cwd = DIR .. "/ws" })).session_id end
+  first_turns(c, ids)
+  async.sleep(3000) -- (what the agents' start left for the daemon to do is done before the calls)
+  local t0 = uv.hrtime()
+  for _ = 1, n do assert(requests[method](c, ids)) end
+  io.stderr:write(string.format("%d %s calls: %.1f us each (wall clock)\n", n, method, (uv.hrtime() - t0) / n / 1e3))
+  assert(c:call("shutdown", {}))
+  c:close()
+  while uv.kill(pid, 0) == 0 do async.sleep(50) end
+end, function(e)
+  io.stderr:write("agentd_calls: ", tostring(e), "\n")
+  code = 1
+end)
+uv.run()
+os.execute("rm -rf '" .. DIR .. "'")
+os.exit(code)
