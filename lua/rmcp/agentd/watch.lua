@@ -203,6 +203,14 @@ function M.offer(d, sids)
   end
 end
 
+-- How many requests agentd read from conn and has not answered yet, besides its long ones (the
+-- watches and waits it holds): what a handover waits for before it closes the connection.
+function M.short_in_flight(conn)
+  local long = 0
+  for _ in pairs(conn.requests) do long = long + 1 end
+  return conn.peer:unanswered() - long
+end
+
 -- Ends every long request of a connection that went away (pending state stays undelivered); the
 -- answers it carried whose receipt was pending are lost, and offered to the next watches.
 function M.drop_conn(d, conn)

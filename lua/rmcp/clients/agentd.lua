@@ -20,6 +20,11 @@ M.PROTOCOL = 1
 -- beyond what a repeat does anyway).
 M.retry_safe = { list = true, models = true, transcript = true, watch = true, wait = true, poll = true }
 
+-- The notification agentd sends before a handover closes a connection whose requests it answered
+-- (watches and waits aside): any request of that connection still without an answer was never
+-- read, so it goes again, whatever its method, on the next connection.
+M.GOODBYE = "goodbye"
+
 local Client = {}
 Client.__index = Client
 
@@ -40,6 +45,7 @@ function M.new(opts)
     orchestrator_id = opts.orchestrator_id or config.env("REASONIX_MCP_ORCHESTRATOR_ID") or "cli",
     project_dir = opts.project_dir,
     waiters = {}, queue = {}, inflight = {}, next_id = 0,
+    goodbye = setmetatable({}, { __mode = "k" }), -- the connections (peers) agentd said goodbye on
     closed = false,
   }, Client)
 end
@@ -181,6 +187,8 @@ function Client:try_connect()
       if ch:is_closed() or not ch:write(line) then self.write_refused = true end
     end,
     on_notification = function(method, params)
+      -- a handover closes the connection next, every request agentd read from it answered
+      if method == M.GOODBYE then self.goodbye[peer] = true; return end
       if self.opts.on_notification then self.opts.on_notification(method, params) end
     end,
   })
@@ -230,11 +238,16 @@ function Client:send(h)
   peer:request(h.method, h.params, function(result, err)
     if self.inflight[h.id] ~= h then return end
     self.inflight[h.id] = nil
-    if err and peer.closed and M.retry_safe[h.method] and h.attempts < 1 and not h.cancelled and not self.closed
-       and not self.shutdown_sent then
-      h.attempts = h.attempts + 1
-      log.info("agentd connection lost during %s; re-sending it on a new connection", h.method)
-      return self:dispatch(h)
+    if err and peer.closed and not h.cancelled and not self.closed and not self.shutdown_sent then
+      if self.goodbye[peer] then
+        log.info("agentd handed over before it read %s; sending it to the new agentd", h.method)
+        return self:dispatch(h)
+      end
+      if M.retry_safe[h.method] and h.attempts < 1 then
+        h.attempts = h.attempts + 1
+        log.info("agentd connection lost during %s; re-sending it on a new connection", h.method)
+        return self:dispatch(h)
+      end
     end
     h.cb(result, err)
   end, h.raw)
