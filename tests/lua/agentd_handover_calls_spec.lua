@@ -52,9 +52,12 @@ test("a spawn and a send agentd has not read when a live handover closes the con
   assert(os.execute(string.format("cp '%s' '%s'", BIN, exe)))
   -- the host gives its watches up when the connection drops (the new image would read nothing
   -- behind them either): what it sent after them is what the handover must carry
-  local watches = {}
+  local watches, dropped_at, back_at = {}, nil, nil
   local c
   c = ctx.client("orch-a", nil, { exe = exe, on_disconnect = function()
+    dropped_at = dropped_at or uv.now()
+  end, on_connect = function()
+    if dropped_at and not back_at then back_at = uv.now() end
     for _, id in ipairs(watches) do c:cancel(id) end
   end })
   local a = ctx.call(c, "spawn", { task = "first", keep_alive = true }).session_id
@@ -80,6 +83,7 @@ test("a spawn and a send agentd has not read when a live handover closes the con
     return st and st.ino == new_ino
   end, 10000, "agentd to re-execute the new binary")
   t.wait_for(function() return #answers >= 2 end, 20000, "the spawn and the send to be answered")
+  local t_back, t_answered = back_at - dropped_at, uv.now() - dropped_at
   table.sort(answers, function(x, y) return x.method < y.method end)
   t.eq(answers[1].method, "send")
   t.eq(answers[1].error, nil, "the send was answered, not failed")
@@ -94,4 +98,8 @@ test("a spawn and a send agentd has not read when a live handover closes the con
   t.eq(turns_asking(ctx, "SPAWNED once"), 1, "the spawned session's turn ran once")
   t.eq(turns_asking(ctx, "SENT once"), 1, "the message made one turn")
   t.eq(#answers, 2, "each answered once")
+  local log = io.open(ctx.mcp_home .. "/agentd.log"):read("a")
+  t.eq(log:match("another agentd owns[^\n]*"), nil, "the client waited for the new image instead of starting a daemon")
+  io.write(string.format("# live handover: connected to the new image %d ms after the old one closed the connection; "
+    .. "the spawn and the send answered after %d ms\n", t_back, t_answered))
 end)

@@ -91,7 +91,10 @@ function Client:open_socket()
   local fd, err = sock.connect(self.paths.sock)
   if fd or not self.autostart then return fd, err end
   local deadline = uv.now() + (self.opts.start_timeout_ms or 5000)
-  local last_spawn, delay, spawn_err = nil, 10, nil
+  -- after a goodbye the daemon's successor (its new image, or the daemon it starts) listens soon:
+  -- connecting is tried for a start interval before another daemon is started for nothing
+  local last_spawn, delay, spawn_err = self.successor_due and uv.now() or nil, 10, nil
+  self.successor_due = nil
   while not fd do
     uv.update_time()
     if not last_spawn or uv.now() - last_spawn >= 1000 then
@@ -188,7 +191,10 @@ function Client:try_connect()
     end,
     on_notification = function(method, params)
       -- a handover closes the connection next, every request agentd read from it answered
-      if method == M.GOODBYE then self.goodbye[peer] = true; return end
+      if method == M.GOODBYE then
+        self.goodbye[peer], self.successor_due = true, true
+        return
+      end
       if self.opts.on_notification then self.opts.on_notification(method, params) end
     end,
   })
