@@ -39,6 +39,17 @@ M.limits = {
   reload_poll_ms = 2000,      -- agentd: stat poll of its binary (inotify on the dir is the fast path)
   reload_check_ms = 200,      -- agentd: how often a queued reload re-checks what it waits for
   launcher_poll_ms = 2000,    -- launcher: stat poll of its binary (inotify on the dir is the fast path)
+  launcher_max_crashes = 5,   -- launcher: quick server crashes in a row before it gives up
+  launcher_quick_ms = 10000,  -- launcher: a server that dies sooner than this after its start crashed "quickly"
+  launcher_backoff_ms = 250,  -- launcher: delay before the 2nd restart in a row; doubles after that (max 5 s)
+  launcher_start_timeout_ms = 15000, -- launcher: a new server must answer the replayed initialize within this
+  launcher_drain_ms = 10000,  -- launcher: how long a replaced server may take to finish non-repeatable calls
+  launcher_stop_grace_ms = 2000, -- launcher: after closing a server's stdin: TERM, then KILL as long again later
+  daemon_idle_exit = 600,     -- agentd: seconds unused (no live session, no connection) before it exits; 0: never
+  idle_timeout = -1,          -- seconds an idle agent lives before it is stopped; -1: never
+  routine_concurrency = 4,    -- routine runs at once, machine-wide
+  progress_interval_ms = 10000, -- how often a blocked watch sends progress
+  dashboard_port = 8746,      -- the dashboard's port
 }
 
 -- Back-pressure (lib/flow.lua): a peer that stops reading costs each process a bounded number of
@@ -123,13 +134,13 @@ end
 
 -- The global idle timeout in seconds (-1 disables cleanup, the default).
 function M.idle_timeout()
-  return tonumber(env("REASONIX_MCP_IDLE_TIMEOUT") or "") or -1
+  return M.limit("idle_timeout")
 end
 
 -- Seconds an unused agentd (no live session, no connection) waits before it exits by itself:
--- REASONIX_MCP_DAEMON_IDLE_EXIT, default 600; 0 (or less) never.
+-- REASONIX_MCP_DAEMON_IDLE_EXIT; 0 (or less) never.
 function M.daemon_idle_exit()
-  return tonumber(env("REASONIX_MCP_DAEMON_IDLE_EXIT") or "") or 600
+  return M.limit("daemon_idle_exit")
 end
 
 -- The user's home directory.
@@ -273,7 +284,7 @@ M.settings = {
   { "REASONIX_MCP_DEFAULT_LANGUAGE", M.defaults.language, "The agents' language: en, zh, or auto (the agent decides; REASONIX_LANG is then passed through)." },
   { "REASONIX_MCP_DEFAULT_ISOLATE", M.defaults.isolate, "worktree: every agent in a git worktree of its own (docs/worktrees.md)." },
   { "REASONIX_MCP_DEFAULT_SANDBOX", M.defaults.sandbox, "workspace or strict: every agent in a sandbox (docs/sandbox.md)." },
-  { "REASONIX_MCP_IDLE_TIMEOUT", -1, "Seconds an idle agent lives before it is stopped (resumable); -1: never." },
+  { "REASONIX_MCP_IDLE_TIMEOUT", M.limits.idle_timeout, "Seconds an idle agent lives before it is stopped (resumable); -1: never." },
   { "REASONIX_MCP_BUDGET_TOKENS", nil, "Each session's default budget in tokens (docs/budgets.md)." },
   { "REASONIX_MCP_BUDGET_COST", nil, "Each session's default budget in money." },
   { "REASONIX_MCP_DAILY_TOKENS", nil, "Per orchestrator per day, in tokens: reached, new spawns are refused and running agents stop." },
@@ -296,12 +307,12 @@ M.settings = {
   { "REASONIX_MCP_LIST_LIMIT", M.limits.list_limit, "Rows reasonix_list returns a page." },
   { "REASONIX_MCP_DECISION_REMIND_S", M.limits.decision_remind_s, "Seconds after which an unanswered decision wakes a watch again." },
   { group = "The daemon (agentd)" },
-  { "REASONIX_MCP_DAEMON_IDLE_EXIT", 600, "Seconds agentd waits with no live session and no connection before it exits (the next client starts it again); 0: never." },
+  { "REASONIX_MCP_DAEMON_IDLE_EXIT", M.limits.daemon_idle_exit, "Seconds agentd waits with no live session and no connection before it exits (the next client starts it again); 0: never." },
   { "REASONIX_MCP_RETAIN_MAX", M.limits.retain_max, "Finished, collected sessions kept per orchestrator." },
   { "REASONIX_MCP_RETAIN_DAYS", M.limits.retain_days, "…and none of them older than this many days." },
   { "REASONIX_MCP_BACKGROUND_RECOVERY_ATTEMPTS", M.limits.background_recovery_attempts, "Fresh turns in a row after \"background bash failed: needs attention\"; 0: off." },
   { "REASONIX_MCP_RUNTIME_STALLED_AFTER", M.limits.runtime_stalled_after, "Seconds without protocol or process-tree progress before a running turn is reported stalled." },
-  { "REASONIX_MCP_ROUTINE_CONCURRENCY", 4, "Routine runs at once, machine-wide; the others wait their turn." },
+  { "REASONIX_MCP_ROUTINE_CONCURRENCY", M.limits.routine_concurrency, "Routine runs at once, machine-wide; the others wait their turn." },
   { "REASONIX_MCP_LIVE_HANDOVER", nil, "1: an upgrade re-executes agentd at once and keeps every agent running, mid-turn included (docs/operations.md)." },
   { "REASONIX_MCP_RELOAD_GRACE_MS", M.limits.reload_grace_ms, "Quiet time before a queued reload hands over." },
   { "REASONIX_MCP_RELOAD_SETTLE_MS", M.limits.reload_settle_ms, "How long a new binary must stay unchanged before it counts." },
@@ -315,16 +326,16 @@ M.settings = {
   { "REASONIX_MCP_TOOLSETS", "all", "Comma-separated tool sets tools/list shows: core, fleet, worktree, routines, or all. Every tool answers its name whatever is listed." },
   { "REASONIX_MCP_MAX_IN_FLIGHT", M.limits.max_in_flight, "Host requests in flight before the host is not read (agentd: twice that per connection); none is read while 1 MiB written to it is unread (\"Back-pressure\" below)." },
   { "REASONIX_MCP_MAX_LINE", M.limits.max_line, "The longest NDJSON line, on the socket and from agents; a longer one is refused and the connection goes on." },
-  { "REASONIX_MCP_PROGRESS_INTERVAL_MS", 10000, "How often a blocked watch sends notifications/progress." },
-  { "REASONIX_MCP_LAUNCHER_MAX_CRASHES", 5, "Quick server crashes in a row before the launcher gives up." },
-  { "REASONIX_MCP_LAUNCHER_QUICK_MS", 10000, "A server that dies sooner than this after its start crashed quickly." },
-  { "REASONIX_MCP_LAUNCHER_BACKOFF_MS", 250, "Delay before the 2nd restart in a row; doubles after that (at most 5 s)." },
-  { "REASONIX_MCP_LAUNCHER_START_TIMEOUT_MS", 15000, "A new server must answer the replayed initialize within this." },
-  { "REASONIX_MCP_LAUNCHER_DRAIN_MS", 10000, "How long a replaced server may take to finish its calls." },
-  { "REASONIX_MCP_LAUNCHER_STOP_GRACE_MS", 2000, "After closing a server's stdin: TERM, then KILL as long again later." },
+  { "REASONIX_MCP_PROGRESS_INTERVAL_MS", M.limits.progress_interval_ms, "How often a blocked watch sends notifications/progress." },
+  { "REASONIX_MCP_LAUNCHER_MAX_CRASHES", M.limits.launcher_max_crashes, "Quick server crashes in a row before the launcher gives up." },
+  { "REASONIX_MCP_LAUNCHER_QUICK_MS", M.limits.launcher_quick_ms, "A server that dies sooner than this after its start crashed quickly." },
+  { "REASONIX_MCP_LAUNCHER_BACKOFF_MS", M.limits.launcher_backoff_ms, "Delay before the 2nd restart in a row; doubles after that (at most 5 s)." },
+  { "REASONIX_MCP_LAUNCHER_START_TIMEOUT_MS", M.limits.launcher_start_timeout_ms, "A new server must answer the replayed initialize within this." },
+  { "REASONIX_MCP_LAUNCHER_DRAIN_MS", M.limits.launcher_drain_ms, "How long a replaced server may take to finish its calls." },
+  { "REASONIX_MCP_LAUNCHER_STOP_GRACE_MS", M.limits.launcher_stop_grace_ms, "After closing a server's stdin: TERM, then KILL as long again later." },
   { "REASONIX_MCP_LAUNCHER_POLL_MS", M.limits.launcher_poll_ms, "How often the launcher stats its binary for an upgrade." },
   { group = "The dashboard" },
-  { "REASONIX_MCP_DASHBOARD_PORT", 8746, "Its port." },
+  { "REASONIX_MCP_DASHBOARD_PORT", M.limits.dashboard_port, "Its port." },
   { "REASONIX_MCP_DASHBOARD_HOST", "127.0.0.1", "Its address: loopback only (another address is refused)." },
   { "REASONIX_MCP_DASHBOARD_PASSWORD", nil, "Its password. Unset: a random one written 0600 to dashboard.password in the runtime dir on first start." },
   { "REASONIX_MCP_DASHBOARD_AUTOSTART", nil, "0: the first server does not start it (reasonix_dashboard or `reasonix-mcp dashboard` still do)." },

@@ -151,7 +151,7 @@ test("a new binary queues a reload that waits for a running turn, a decision and
   t.eq(by[slow].exit_reason, "daemon_reload")
   t.eq(by[ask].exit_reason, "daemon_reload")
   t.eq(by[kept].exit_reason, "stopped")
-  -- a daemon a client autostarted meanwhile lost the lock race and exits
+  -- one daemon: after its goodbye the clients wait for the fresh daemon the old one starts
   t.wait_for(function() return #support.find_procs("agentd", "REASONIX_MCP_HOME=" .. ctx.mcp_home) == 1 end, 3000, "one daemon")
 
   -- the closed session resumes with its history
@@ -391,7 +391,7 @@ test("live handover: a new binary takes a running turn, a pending decision and a
     "every chunk of the turn, before and after the exec")
   ctx.call(c, "send", { session_id = kept, message = "RECALL" })
   t.match(ctx.watch_until(c, { kept }, function(_, x) return x.status == "idle" end).message, "^recalled:")
-  -- a daemon a client autostarted meanwhile lost the lock race and exits
+  -- one daemon: after its goodbye the clients wait for the new image instead of starting another
   t.wait_for(function() return #support.find_procs("agentd", "REASONIX_MCP_HOME=" .. ctx.mcp_home) == 1 end, 3000, "one daemon")
   t.eq(uv.fs_stat(ctx.mcp_home .. "/agentd.handover.json"), nil, "the state file is gone")
   -- the adopted agents are still tied to the daemon: killing it kills them (PDEATHSIG survived exec)

@@ -82,10 +82,6 @@ test("every default, limit and REASONIX_* name the code reads is a documented se
     local row = rows["REASONIX_MCP_" .. key:upper()]
     t.ok(row and row[2] == value, "limit " .. key .. " is a setting with its default")
   end
-  for key, value in pairs(require("rmcp.launcher.supervisor").defaults) do
-    local row = rows["REASONIX_MCP_LAUNCHER_" .. key:upper()]
-    t.ok(row and row[2] == value, "launcher tunable " .. key .. " is a setting with its default")
-  end
   local sources = files("lua", ".lua")
   for _, more in ipairs({ files("core", ".c"), files("examples", ".lua") }) do
     for _, path in ipairs(more) do sources[#sources + 1] = path end
@@ -100,10 +96,29 @@ test("every default, limit and REASONIX_* name the code reads is a documented se
   t.eq(missing, {}, "settings the code reads that lua/rmcp/config.lua's settings list lacks")
 end)
 
-test("a limit's default is written once, in config.lua's limits, never again where it is read", function(t)
-  local inline = {}
-  for _, path in ipairs(files("lua", ".lua")) do
-    for call in read(path):gmatch("config%.limit%b()%s+or%s+[%d.]+") do inline[#inline + 1] = path .. ": " .. call end
+test("a setting's default is written once, in config.lua's limits, never again where it is read", function(t)
+  local twice = {}
+  -- the settings list names each number's limit (M.limits.x) instead of writing the number again;
+  -- only a setting an example policy reads keeps its default there
+  local list = read("lua/rmcp/config.lua"):match("\nM%.settings = (%b{})")
+  for name, number, what in list:gmatch('{%s*"(REASONIX_[%u%d_]+)",%s*(%-?%d[%d.]*),%s*"([^"]*)') do
+    if not what:match("^examples/") then twice[#twice + 1] = "config.lua settings: " .. name .. " " .. number end
   end
-  t.eq(inline, {}, "a default beside config.limit (put it in config.limits, which the settings list shows)")
+  for _, path in ipairs(files("lua", ".lua")) do
+    local text = read(path)
+    -- a fallback beside config.limit: a number, or a table of the module's own
+    for call in text:gmatch("config%.limit%b()%s+or%s+[%w_.%[%]]+") do twice[#twice + 1] = path .. ": " .. call end
+    -- a limit's default written as a fallback in the file that reads that limit
+    for name in text:gmatch('config%.limit%(%s*"([%w_]+)"%s*%)') do
+      local default = config.limits[name]
+      local escaped = tostring(default):gsub("%p", "%%%0")
+      local at = default and text:find("[^%w_.]or%s+" .. escaped .. "%f[^%w_.]")
+      if at then twice[#twice + 1] = path .. ": " .. name .. "'s default " .. tostring(default) .. " written again" end
+    end
+    -- a setting's variable read directly, with a value after it for when it is unset
+    for call in text:gmatch('env%(%s*"REASONIX_[%u%d_]+"%s*%)[^\n]-%)%s*or%s+%-?[%w_.]+') do
+      twice[#twice + 1] = path .. ": " .. call
+    end
+  end
+  t.eq(twice, {}, "a setting's default written again (put it in config.limits once; the settings list shows it)")
 end)

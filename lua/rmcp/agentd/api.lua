@@ -257,11 +257,16 @@ function M.accept(d, fd, peer_uid, peer_pid)
   log.debug("conn %d: accepted (uid %s pid %s)", conn.id, tostring(peer_uid), tostring(peer_pid))
 end
 
+M.GOODBYE = "goodbye"
+
 -- Closes a connection and cancels its long requests; flush: let queued replies go out first (the
--- peer then sees EOF), for a daemon that is handing over.
+-- peer then sees EOF), for a daemon that is handing over. A handover closing a connection with
+-- every request it read answered (but watches and waits) says goodbye first: the client may then
+-- send any request still without an answer again, as agentd never read it (PROTOCOL.md).
 function M.close(d, conn, flush)
   if not d.conns[conn] then return end
   d.conns[conn] = nil
+  if flush and conn.hello and watch.short_in_flight(conn) == 0 then conn.peer:notify(M.GOODBYE, {}) end
   conn.peer:close("connection closed")
   watch.drop_conn(d, conn)
   observe.remove(d, conn)

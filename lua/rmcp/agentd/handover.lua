@@ -8,7 +8,9 @@
 -- exec keeps our raised one), clears CLOEXEC on those fds and execs `<binary> agentd` with
 -- REASONIX_MCP_HANDOVER naming the file. The new image keeps the lock,
 -- restores sessions as usual, then adopts the agents (rmcp.proc.adopt) and re-attaches the prompt,
--- the decisions and the held answers.
+-- the decisions and the held answers. Every request a client sent that the old image read is
+-- answered before the exec; the connections then get a goodbye (api.close), so a client sends what
+-- was not read to the new image, once.
 -- Opt-in: REASONIX_MCP_LIVE_HANDOVER=1 (a queued reload then waits only for what cannot be moved).
 local uv = require "luv"
 local json = require "rmcp.lib.json"
@@ -23,6 +25,7 @@ local store = require "rmcp.agentd.store"
 local files = require "rmcp.lib.files"
 local receipts = require "rmcp.agentd.receipts"
 local health = require "rmcp.agentd.health"
+local watch = require "rmcp.agentd.watch"
 
 local M = {}
 
@@ -75,6 +78,11 @@ function M.blocker(d)
     end
     -- its receipt comes over the connection the exec closes: wait for it (a lost one moves along)
     if receipts.pending(d, id) then return s, "an answer on its way to the host" end
+  end
+  -- a request a client sent is answered before its connection closes (a watch or wait is sent
+  -- again): what agentd has not read yet then goes, once, to the new image (api.close: goodbye)
+  for conn in pairs(d.conns) do
+    if watch.short_in_flight(conn) > 0 then return nil, "a request of connection " .. conn.id .. " is being answered" end
   end
   local pid = stray_child(d)
   if pid then return nil, "helper process " .. pid .. " is still running" end

@@ -24,7 +24,7 @@ local M = {}
 -- Seconds without progress before a running turn is stalled.
 function M.stalled_after()
   local v = tonumber(config.limit("runtime_stalled_after"))
-  return v and v > 0 and v or 600
+  return v and v > 0 and v or config.limits.runtime_stalled_after
 end
 
 -- The parent pid and CPU ticks (own and waited-for children) of pid, or nil when it is gone.

@@ -5,6 +5,7 @@ local uv = require "luv"
 local json = require "rmcp.lib.json"
 local jsonrpc = require "rmcp.lib.jsonrpc"
 local log = require "rmcp.lib.log"
+local config = require "rmcp.config"
 local session = require "rmcp.agentd.session"
 local rules_watch = require "rmcp.rules.watch"
 local rules_poll = require "rmcp.rules.poll"
@@ -148,7 +149,7 @@ local function arm(d, w, params, on_timeout)
     w.timer:start(math.floor(params.timeout * 1000), 0, function() on_timeout() end)
   end
   if params.progress == true then
-    local every = math.max(10, math.floor(tonumber(params.progress_interval_ms) or 10000))
+    local every = math.max(10, math.floor(tonumber(params.progress_interval_ms) or config.limit("progress_interval_ms")))
     w.progress = uv.new_timer()
     w.progress:start(every, every, function()
       w.conn.peer:notify("watch_progress", { request_id = w.req_id, message = "watching " .. #w.ids .. " session(s)" })
@@ -200,6 +201,14 @@ function M.offer(d, sids)
     local w = d.watch_by_session[sid]
     if w and not w.done then try_watch(d, w) end
   end
+end
+
+-- How many requests agentd read from conn and has not answered yet, besides its long ones (the
+-- watches and waits it holds): what a handover waits for before it closes the connection.
+function M.short_in_flight(conn)
+  local long = 0
+  for _ in pairs(conn.requests) do long = long + 1 end
+  return conn.peer:unanswered() - long
 end
 
 -- Ends every long request of a connection that went away (pending state stays undelivered); the

@@ -20,6 +20,11 @@ M.PROTOCOL = 1
 -- beyond what a repeat does anyway).
 M.retry_safe = { list = true, models = true, transcript = true, watch = true, wait = true, poll = true }
 
+-- The notification agentd sends before a handover closes a connection whose requests it answered
+-- (watches and waits aside): any request of that connection still without an answer was never
+-- read, so it goes again, whatever its method, on the next connection.
+M.GOODBYE = "goodbye"
+
 local Client = {}
 Client.__index = Client
 
@@ -40,6 +45,7 @@ function M.new(opts)
     orchestrator_id = opts.orchestrator_id or config.env("REASONIX_MCP_ORCHESTRATOR_ID") or "cli",
     project_dir = opts.project_dir,
     waiters = {}, queue = {}, inflight = {}, next_id = 0,
+    goodbye = setmetatable({}, { __mode = "k" }), -- the connections (peers) agentd said goodbye on
     closed = false,
   }, Client)
 end
@@ -85,7 +91,10 @@ function Client:open_socket()
   local fd, err = sock.connect(self.paths.sock)
   if fd or not self.autostart then return fd, err end
   local deadline = uv.now() + (self.opts.start_timeout_ms or 5000)
-  local last_spawn, delay, spawn_err = nil, 10, nil
+  -- after a goodbye the daemon's successor (its new image, or the daemon it starts) listens soon:
+  -- connecting is tried for a start interval before another daemon is started for nothing
+  local last_spawn, delay, spawn_err = self.successor_due and uv.now() or nil, 10, nil
+  self.successor_due = nil
   while not fd do
     uv.update_time()
     if not last_spawn or uv.now() - last_spawn >= 1000 then
@@ -181,6 +190,11 @@ function Client:try_connect()
       if ch:is_closed() or not ch:write(line) then self.write_refused = true end
     end,
     on_notification = function(method, params)
+      -- a handover closes the connection next, every request agentd read from it answered
+      if method == M.GOODBYE then
+        self.goodbye[peer], self.successor_due = true, true
+        return
+      end
       if self.opts.on_notification then self.opts.on_notification(method, params) end
     end,
   })
@@ -230,11 +244,16 @@ function Client:send(h)
   peer:request(h.method, h.params, function(result, err)
     if self.inflight[h.id] ~= h then return end
     self.inflight[h.id] = nil
-    if err and peer.closed and M.retry_safe[h.method] and h.attempts < 1 and not h.cancelled and not self.closed
-       and not self.shutdown_sent then
-      h.attempts = h.attempts + 1
-      log.info("agentd connection lost during %s; re-sending it on a new connection", h.method)
-      return self:dispatch(h)
+    if err and peer.closed and not h.cancelled and not self.closed and not self.shutdown_sent then
+      if self.goodbye[peer] then
+        log.info("agentd handed over before it read %s; sending it to the new agentd", h.method)
+        return self:dispatch(h)
+      end
+      if M.retry_safe[h.method] and h.attempts < 1 then
+        h.attempts = h.attempts + 1
+        log.info("agentd connection lost during %s; re-sending it on a new connection", h.method)
+        return self:dispatch(h)
+      end
     end
     h.cb(result, err)
   end, h.raw)

@@ -14,13 +14,12 @@ local hash = require "rmcp.lib.hash"
 local M = {}
 
 M.service = "reasonix-mcp dashboard"
-M.default_port = 8746
 
 -- The address and port the dashboard listens on (REASONIX_MCP_DASHBOARD_HOST, _PORT).
 function M.address()
   local host = os.getenv("REASONIX_MCP_DASHBOARD_HOST")
   if host == nil or host == "" then host = "127.0.0.1" end
-  local port = math.tointeger(tonumber(os.getenv("REASONIX_MCP_DASHBOARD_PORT") or "")) or M.default_port
+  local port = math.tointeger(config.limit("dashboard_port")) or config.limits.dashboard_port
   return host, port
 end
 

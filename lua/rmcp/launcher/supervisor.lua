@@ -14,23 +14,13 @@ local after, cancel_timer = child_mod.after, child_mod.cancel_timer
 
 local M = {}
 
--- Tunables: REASONIX_MCP_LAUNCHER_<NAME> overrides each.
-M.defaults = {
-  max_crashes = 5,         -- quick crashes in a row before giving up
-  quick_ms = 10000,        -- a server that dies sooner than this after its start crashed "quickly"
-  backoff_ms = 250,        -- delay before the 2nd restart in a row; doubles after that (max 5 s)
-  start_timeout_ms = 15000, -- a new server must answer the replayed initialize within this
-  drain_ms = 10000,        -- how long a replaced server may take to finish non-repeatable calls
-  stop_grace_ms = 2000,    -- after closing a server's stdin: TERM, then KILL as long again later
-}
-
 -- The first line every server gets from us: what we do for it. `answer_fates` is the wire name of
 -- "this launcher reports receipts" (agentd/PROTOCOL.md "Receipts"), as every version writes it.
 local LAUNCHER_HELLO = '{"jsonrpc":"2.0","method":"$/rmcp/launcher","params":{"answer_fates":true}}'
 
--- A tunable, honouring REASONIX_MCP_LAUNCHER_<NAME>.
+-- A tunable: config.lua's limit launcher_<name>, honouring REASONIX_MCP_LAUNCHER_<NAME>.
 local function tunable(name)
-  return config.limit("launcher_" .. name) or M.defaults[name]
+  return config.limit("launcher_" .. name)
 end
 
 local LEVELS = log.MCP_LEVELS

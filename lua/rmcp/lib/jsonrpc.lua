@@ -135,14 +135,18 @@ function Peer:unanswered()
   return self.unanswered_n
 end
 
--- Marks the peer closed and fails every pending request with reason.
+-- Marks the peer closed and fails every pending request with reason, in the order they were sent
+-- (a caller that sends them again keeps that order).
 function Peer:close(reason)
   if self.closed then return end
   self.closed = true
   local pending = self.pending
   self.pending, self.pending_n, self.raw = {}, 0, {}
-  for _, cb in pairs(pending) do
-    cb(nil, M.error(M.INTERNAL_ERROR, reason or "connection closed"))
+  local ids = {}
+  for id in pairs(pending) do ids[#ids + 1] = id end
+  table.sort(ids) -- (our ids: integers, next_id's)
+  for _, id in ipairs(ids) do
+    pending[id](nil, M.error(M.INTERNAL_ERROR, reason or "connection closed"))
   end
 end
 

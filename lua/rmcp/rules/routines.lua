@@ -11,7 +11,6 @@ M.queue_max = 10          -- triggers a routine with overlap=queue keeps waiting
 M.runs_kept = 100         -- run records kept per routine (the oldest go first)
 M.runs_listed = 20        -- the newest runs routine_list shows
 M.result_max = 4000       -- bytes of a run's final message kept in its record
-M.default_concurrency = 4 -- routine runs at once, machine-wide (REASONIX_MCP_ROUTINE_CONCURRENCY)
 
 -- The fields a definition has, each with its check (value -> ok, why) and default.
 local enums = {
@@ -25,11 +24,12 @@ M.defaults = { schedule = "manual", overlap = "skip", delegation = "allowed", to
 M.fields = { "name", "prompt", "cwd", "schedule", "overlap", "delegation", "enabled", "model", "effort", "work_mode",
              "tool_approval", "sandbox", "budget", "agent" }
 
--- Machine-wide routine runs at once.
+-- Machine-wide routine runs at once: config.lua's limit routine_concurrency (one that is not a
+-- whole number of at least 1 counts as unset).
 function M.concurrency()
-  local n = math.tointeger(tonumber(config.env("REASONIX_MCP_ROUTINE_CONCURRENCY") or ""))
+  local n = math.tointeger(config.limit("routine_concurrency"))
   if n and n >= 1 then return n end
-  return M.default_concurrency
+  return config.limits.routine_concurrency
 end
 
 -- The internal owner of routine id's runs: not an orchestrator, so its sessions are in no host's fleet.
