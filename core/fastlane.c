@@ -150,8 +150,7 @@ static const char *skip_value(const char *p, const char *e, int depth)
 
 /* Calls fn(key, klen, value, vend, ctx) for each member of the object at p; returns the end of
  * the object, or NULL when it is not one, a key has escapes, or fn returned 0. */
-static const char *each_member(const char *p, const char *e,
-                               int (*fn)(const char *, size_t, const char *, const char *, void *), void *ctx)
+const char *fastlane_members(const char *p, const char *e, fastlane_member_fn fn, void *ctx)
 {
   int esc;
   p = ws(p, e);
@@ -180,7 +179,7 @@ static const char *each_member(const char *p, const char *e,
 
 typedef struct {
   const char *jsonrpc, *id, *id_end, *method, *method_end, *params, *params_end;
-  const char *name, *name_end;
+  const char *name, *name_end, *args, *args_end;
   int meta;
 } request_t;
 
@@ -190,12 +189,17 @@ static int key_is(const char *k, size_t n, const char *name)
   return strlen(name) == n && memcmp(k, name, n) == 0;
 }
 
-/* each_member callback of params: its name (a plain string) and whether it has _meta. */
+/* fastlane_members callback of params: its name (a plain string), its arguments and whether it
+ * has _meta. */
 static int params_member(const char *k, size_t n, const char *v, const char *vend, void *ctx)
 {
   request_t *r = ctx;
   int esc;
   if (key_is(k, n, "_meta")) r->meta = 1;
+  if (key_is(k, n, "arguments")) {
+    r->args = v;
+    r->args_end = vend;
+  }
   if (key_is(k, n, "name")) {
     if (*v != '"' || !skip_string(v, vend, &esc) || esc) return 0;
     r->name = v + 1;
@@ -204,7 +208,7 @@ static int params_member(const char *k, size_t n, const char *v, const char *ven
   return 1;
 }
 
-/* each_member callback of the request: its four members, nothing else. */
+/* fastlane_members callback of the request: its four members, nothing else. */
 static int request_member(const char *k, size_t n, const char *v, const char *vend, void *ctx)
 {
   request_t *r = ctx;
@@ -234,7 +238,7 @@ static int request_member(const char *k, size_t n, const char *v, const char *ve
 
 /* Parses the integer id text [p, e) into *out; 0 when it is not a plain integer of at most 15
  * digits (cjson reads numbers as doubles: past 2^53 the id Lua sees would not be this one). */
-static int parse_id(const char *p, const char *e, int64_t *out)
+int fastlane_parse_id(const char *p, const char *e, int64_t *out)
 {
   int neg = 0;
   if (p < e && *p == '-') {
@@ -264,15 +268,17 @@ int fastlane_scan(const char *line, size_t len, fastlane_request *r)
   request_t q;
   memset(&q, 0, sizeof q);
   memset(r, 0, sizeof *r);
-  const char *e = line + len, *end = each_member(line, e, request_member, &q);
+  const char *e = line + len, *end = fastlane_members(line, e, request_member, &q);
   if (!end || ws(end, e) != e || !q.jsonrpc || !q.id || !q.method) return 0;
-  if (!parse_id(q.id, q.id_end, &r->id)) return 0;
-  if (q.params && !each_member(q.params, q.params_end, params_member, &q)) return 0;
+  if (!fastlane_parse_id(q.id, q.id_end, &r->id)) return 0;
+  if (q.params && !fastlane_members(q.params, q.params_end, params_member, &q)) return 0;
   if (q.meta) return 0;
   r->method = q.method;
   r->method_len = (size_t)(q.method_end - q.method);
   r->name = q.name;
   r->name_len = q.name ? (size_t)(q.name_end - q.name) : 0;
+  r->args = q.args;
+  r->args_len = q.args ? (size_t)(q.args_end - q.args) : 0;
   if (span_is(q.method, q.method_end, "ping") || span_is(q.method, q.method_end, "tools/list")) return 1;
   if (!span_is(q.method, q.method_end, "tools/call") || !q.name) return 0;
   for (const char *const *t = receipt_tools; *t; t++)
@@ -397,7 +403,7 @@ static int lane_child_line(void *data, int tag, const char *line, size_t len)
     const char *p = line + h, *e = line + len, *q = p;
     while (q < e && ((*q >= '0' && *q <= '9') || *q == '-')) q++;
     int64_t id;
-    if (!parse_id(p, q, &id)) return 0;
+    if (!fastlane_parse_id(p, q, &id)) return 0;
     if (!(e - q > 10 && memcmp(q, ",\"result\":", 10) == 0) && !(e - q > 9 && memcmp(q, ",\"error\":", 9) == 0))
       return 0;
     long i = lane_find(f, id, 1);

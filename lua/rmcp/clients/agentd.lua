@@ -27,7 +27,8 @@ Client.__index = Client
 -- {name, version}, observer (the dashboard's read-everything connection), autostart (default
 -- true), start_timeout_ms (5000), exe (reasonix-mcp binary),
 -- env (the environment map its agents run with; default this process's),
--- on_notification(method, params), on_disconnect(reason), on_connect(), read_gate (a lib/flow gate
+-- on_notification(method, params), on_disconnect(reason), on_drop() (the connection is about to be
+-- forgotten, its requests not failed yet), on_connect(), read_gate (a lib/flow gate
 -- each connection's reading joins: paused while whoever takes its answers is behind), on_drain()
 -- (what we wrote agentd fell back under the high-water mark).
 function M.new(opts)
@@ -211,11 +212,28 @@ function Client:lost(peer, reason)
     if not peer.closed then peer:close(tostring(reason)) end
     return
   end
+  if self.opts.on_drop then self.opts.on_drop() end
   self.peer = nil
   if self.ch and not self.ch:is_closed() then self.ch:close() end
   self.ch = nil
   peer:close("agentd connection lost: " .. tostring(reason))
   if self.opts.on_disconnect and not self.closed then self.opts.on_disconnect(reason) end
+end
+
+-- The callback of peer's pending request h: a retry-safe one lost with the connection goes once more
+-- on a new one; else h.cb gets the answer.
+local function settle(self, h, peer)
+  return function(result, err)
+    if self.inflight[h.id] ~= h then return end
+    self.inflight[h.id] = nil
+    if err and peer.closed and M.retry_safe[h.method] and h.attempts < 1 and not h.cancelled and not self.closed
+       and not self.shutdown_sent then
+      h.attempts = h.attempts + 1
+      log.info("agentd connection lost during %s; re-sending it on a new connection", h.method)
+      return self:dispatch(h)
+    end
+    h.cb(result, err)
+  end
 end
 
 -- Writes request (or notification) h on the live connection, with the client's id as its wire id.
@@ -227,17 +245,7 @@ function Client:send(h)
   self.inflight[h.id] = h
   peer.next_id = h.id - 1
   self.write_refused = nil
-  peer:request(h.method, h.params, function(result, err)
-    if self.inflight[h.id] ~= h then return end
-    self.inflight[h.id] = nil
-    if err and peer.closed and M.retry_safe[h.method] and h.attempts < 1 and not h.cancelled and not self.closed
-       and not self.shutdown_sent then
-      h.attempts = h.attempts + 1
-      log.info("agentd connection lost during %s; re-sending it on a new connection", h.method)
-      return self:dispatch(h)
-    end
-    h.cb(result, err)
-  end, h.raw)
+  peer:request(h.method, h.params, settle(self, h, peer), h.raw)
   if self.write_refused and self.inflight[h.id] == h and not h.resent then
     -- the socket refused the request outright (agentd died and we had not read its EOF yet): agentd
     -- never saw it, so any method, retry-safe or not, goes once more on a new connection
@@ -248,6 +256,20 @@ function Client:send(h)
     self:lost(peer, "the connection refused a write")
     return self:dispatch(h)
   end
+end
+
+-- Takes over request h {id, method, params, raw, cb} that someone else (the server lane) wrote on
+-- the live connection: it settles, and is sent again after a lost connection, as one sent here.
+function Client:adopt(h)
+  h.attempts = 0
+  h.peer = self.peer
+  self.inflight[h.id] = h
+  self.peer:expect(h.id, settle(self, h, self.peer), h.raw)
+end
+
+-- The channel of the live connection (hello answered), or nil.
+function Client:live_channel()
+  return self.peer and not self.peer.closed and self.ch or nil
 end
 
 -- Sends h now when connected, else queues it behind a connect.

@@ -255,6 +255,19 @@ function M.check()
   return res
 end
 
+-- While check() would skip its stats (no event seen, every dir watched, the window open): the fd of
+-- the change queue (an event makes it readable) and the uv.hrtime() at which the window closes;
+-- else nil. The server lane (server/lane.lua) takes calls without a check only then.
+function M.quiet_window()
+  if not S.started or S.dirty or not S.covered or S.window <= 0 or not S.queue then return nil end
+  return S.queue:fileno(), S.last_full + S.window
+end
+
+-- True when warnings wait for the next caller (take_warnings).
+function M.has_warnings()
+  return #S.warnings > 0
+end
+
 -- agentd: runs a check shortly after the queue becomes readable between calls (editors write in
 -- several steps), then listens again.
 local function listen()

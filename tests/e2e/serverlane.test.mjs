@@ -1,0 +1,92 @@
+// The server's C path for the plain forwarding tools (core/serverlane.c, lua/rmcp/server/lane.lua)
+// against the real server and agentd: the host gets the same answers with the lane as through Lua
+// (REASONIX_MCP_SERVERLANE=0), results and agentd's errors alike, and the lane does take the calls;
+// a list in flight when agentd is killed is answered by the restarted one; a policy that replaces
+// reasonix_list, written while the lane is open, answers the very next call.
+// needs: python3 clients
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { useFixture, rawServer, agentdPid, until } from './helpers.mjs';
+
+const fx = useFixture({});
+
+// A raw server whose first list has connected its agentd link (the lane opens once it is).
+async function started(env = {}, version = '2025-06-18') {
+  const srv = rawServer(fx.sb, { env: fx.env(env) });
+  await srv.initialize({ protocolVersion: version });
+  const first = await srv.request('tools/call', { name: 'reasonix_list', arguments: {} });
+  assert.ok(first.result && !first.result.isError, JSON.stringify(first));
+  return srv;
+}
+
+// The calls lane_taken said the server's lane took, from its log at its stop.
+async function taken(srv) {
+  await srv.close();
+  const m = srv.stderr.join('').match(/server lane: (\d+) call\(s\) taken/);
+  assert.ok(m, 'the server logs what its lane took');
+  return Number(m[1]);
+}
+
+// Sends the calls back to back (the lane's reload window is open right after a call) and returns
+// their answers without the ids.
+async function answers(srv, calls) {
+  const frames = await Promise.all(calls.map(([name, args]) => srv.request('tools/call', { name, arguments: args })));
+  return frames.map(({ id: _id, ...rest }) => rest);
+}
+
+const CALLS = [
+  ['reasonix_list', {}],
+  ['reasonix_list', { all: true, limit: 5 }],
+  ['reasonix_poll', { session_id: 'no-such-session' }], // agentd's error: handed to Lua by the lane
+  ['reasonix_list', { limit: 'x' }], // the schema's error: Lua's
+  ['reasonix_models', {}],
+  ['reasonix_list', { include_task: true, pending_only: false }],
+];
+
+test('the lane answers as Lua does, results and errors alike, under each protocol version', async () => {
+  for (const version of ['2025-06-18', '2025-03-26']) {
+    const lane = await started({}, version);
+    const lua = await started({ REASONIX_MCP_SERVERLANE: '0' }, version);
+    const a = await answers(lane, CALLS);
+    const b = await answers(lua, CALLS);
+    assert.deepEqual(a, b);
+    assert.equal(a[2].result.isError, true);
+    assert.match(a[3].result.content[0].text, /limit must be integer/);
+    assert.equal('structuredContent' in a[0].result, version >= '2025-06-18');
+    // the text block is agentd's JSON as it came, the same that structuredContent decodes to
+    if (a[0].result.structuredContent) assert.deepEqual(JSON.parse(a[0].result.content[0].text), a[0].result.structuredContent);
+    assert.ok(await taken(lane) >= 3, 'the lane took the plain calls');
+    assert.equal(await taken(lua), 0, 'REASONIX_MCP_SERVERLANE=0 keeps it closed');
+  }
+});
+
+test('lists in flight when agentd is killed are answered by the agentd started again', async () => {
+  const srv = await started();
+  const pid = agentdPid(fx.sb);
+  const pending = [];
+  for (let i = 0; i < 20; i++) {
+    pending.push(srv.request('tools/call', { name: 'reasonix_list', arguments: {} }));
+    if (i === 5) process.kill(pid, 'SIGKILL');
+  }
+  const frames = await Promise.all(pending);
+  for (const f of frames) assert.ok(f.result && !f.result.isError, JSON.stringify(f));
+  await until(() => agentdPid(fx.sb) && agentdPid(fx.sb) !== pid, 10000, 'a new agentd');
+  assert.ok(await taken(srv) >= 1);
+});
+
+test('a policy that replaces reasonix_list, written while the lane is open, answers the next call', async () => {
+  const srv = await started();
+  const again = await srv.request('tools/call', { name: 'reasonix_list', arguments: {} });
+  assert.ok(again.result.structuredContent.sessions, 'agentd answered');
+  const dir = join(fx.sb.mcp, 'policy');
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  writeFileSync(join(dir, 'list.lua.tmp'), `return { tools = { {
+    name = "reasonix_list", description = "replaced", inputSchema = { type = "object", properties = {} },
+    handler = function() return { replaced = true } end } } }\n`);
+  renameSync(join(dir, 'list.lua.tmp'), join(dir, 'list.lua'));
+  const replaced = await srv.request('tools/call', { name: 'reasonix_list', arguments: {} });
+  assert.deepEqual(replaced.result.structuredContent, { replaced: true }, JSON.stringify(replaced));
+  await srv.close();
+});
