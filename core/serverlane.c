@@ -22,29 +22,10 @@
 #include "json.h"
 #include "lua_host.h"
 #include "modules.h"
+#include "serverlane.h"
 
 #define SERVERLANE_MT "rmcp.serverlane"
 #define LANE_FIRST_ID 1099511627776LL /* 2^40: the agentd client counts up from 1 */
-#define MAX_PROPS 32
-
-enum { K_LUA, K_STRING, K_BOOLEAN, K_INTEGER };
-
-typedef struct {
-  char *name;
-  int kind;           /* K_LUA: a value the lane does not check (the line goes to Lua) */
-  int required;
-  char **enums;       /* K_STRING: the allowed values, or NULL */
-  int nenums;
-  int has_min, has_max;
-  double min, max;
-} lane_prop;
-
-typedef struct {
-  char *name, *method;
-  int keep;           /* the answer is kept until its receipt (delivery_key, confirm) */
-  lane_prop *props;
-  int nprops;
-} lane_tool;
 
 typedef struct {
   int64_t host_id, aid;
@@ -76,20 +57,24 @@ typedef struct {
 
 /* ---- the tool table ---- */
 
+/* Frees what serverlane_tool_read allocated for t (serverlane.h). */
+void serverlane_tool_free(lane_tool *t)
+{
+  for (int j = 0; j < t->nprops; j++) {
+    for (int k = 0; k < t->props[j].nenums; k++) free(t->props[j].enums[k]);
+    free(t->props[j].enums);
+    free(t->props[j].name);
+  }
+  free(t->props);
+  free(t->name);
+  free(t->method);
+  memset(t, 0, sizeof *t);
+}
+
 /* Frees the tool table. */
 static void tools_free(serverlane_t *s)
 {
-  for (int i = 0; i < s->ntools; i++) {
-    lane_tool *t = &s->tools[i];
-    for (int j = 0; j < t->nprops; j++) {
-      for (int k = 0; k < t->props[j].nenums; k++) free(t->props[j].enums[k]);
-      free(t->props[j].enums);
-      free(t->props[j].name);
-    }
-    free(t->props);
-    free(t->name);
-    free(t->method);
-  }
+  for (int i = 0; i < s->ntools; i++) serverlane_tool_free(&s->tools[i]);
   free(s->tools);
   s->tools = NULL;
   s->ntools = 0;
@@ -113,10 +98,11 @@ static void read_prop(lua_State *L, lane_prop *p)
   p->name = dup_field(L, t, "name");
   lua_getfield(L, t, "kind");
   const char *kind = luaL_checkstring(L, -1);
-  p->kind = strcmp(kind, "string") == 0 ? K_STRING : strcmp(kind, "boolean") == 0 ? K_BOOLEAN
-          : strcmp(kind, "integer") == 0 ? K_INTEGER : K_LUA;
+  p->kind = strcmp(kind, "string") == 0 ? LANE_STRING : strcmp(kind, "boolean") == 0 ? LANE_BOOLEAN
+          : strcmp(kind, "integer") == 0 ? LANE_INTEGER : LANE_LUA;
   lua_pop(L, 1);
-  p->required = lua_host_optbool(L, t, "required", 0);
+  p->required = lua_toboolean(L, (lua_getfield(L, t, "required"), -1));
+  lua_pop(L, 1);
   if (lua_getfield(L, t, "minimum") == LUA_TNUMBER) p->has_min = 1, p->min = lua_tonumber(L, -1);
   if (lua_getfield(L, t, "maximum") == LUA_TNUMBER) p->has_max = 1, p->max = lua_tonumber(L, -1);
   lua_pop(L, 2);
@@ -134,6 +120,29 @@ static void read_prop(lua_State *L, lane_prop *p)
   lua_pop(L, 1);
 }
 
+/* Reads the tool entry {name, method, keep, props = {{name, kind, ...}}} at the top of L's stack
+ * into t (serverlane.h; zeroed first); raises on a malformed one (what t holds is then freeable). */
+void serverlane_tool_read(lua_State *L, lane_tool *t)
+{
+  int top = lua_gettop(L);
+  memset(t, 0, sizeof *t);
+  t->name = dup_field(L, top, "name");
+  t->method = dup_field(L, top, "method");
+  t->keep = lua_toboolean(L, (lua_getfield(L, top, "keep"), -1));
+  lua_pop(L, 1);
+  lua_getfield(L, top, "props");
+  int np = (int)lua_rawlen(L, -1);
+  if (np > SERVERLANE_MAX_PROPS) luaL_error(L, "serverlane: tool %s has over %d properties", t->name, SERVERLANE_MAX_PROPS);
+  t->props = calloc((size_t)np + 1, sizeof *t->props);
+  if (!t->props) luaL_error(L, "serverlane: out of memory");
+  for (int j = 1; j <= np; j++) {
+    lua_rawgeti(L, -1, j);
+    read_prop(L, &t->props[t->nprops++]);
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
+}
+
 /* lane:set_tools{{name, method, keep, props = {{name, kind, ...}}}}: the tools the lane may take
  * (only while it has no call in flight: a call names its tool by index). */
 static int lane_set_tools(lua_State *L)
@@ -147,22 +156,8 @@ static int lane_set_tools(lua_State *L)
   if (!s->tools) return luaL_error(L, "serverlane: out of memory");
   for (int i = 1; i <= n; i++) {
     lua_rawgeti(L, 2, i);
-    int t = lua_gettop(L);
-    lane_tool *tool = &s->tools[s->ntools++];
-    tool->name = dup_field(L, t, "name");
-    tool->method = dup_field(L, t, "method");
-    tool->keep = lua_host_optbool(L, t, "keep", 0);
-    lua_getfield(L, t, "props");
-    int np = (int)lua_rawlen(L, -1);
-    if (np > MAX_PROPS) return luaL_error(L, "serverlane: tool %s has over %d properties", tool->name, MAX_PROPS);
-    tool->props = calloc((size_t)np + 1, sizeof *tool->props);
-    if (!tool->props) return luaL_error(L, "serverlane: out of memory");
-    for (int j = 1; j <= np; j++) {
-      lua_rawgeti(L, -1, j);
-      read_prop(L, &tool->props[tool->nprops++]);
-      lua_pop(L, 1);
-    }
-    lua_pop(L, 2);
+    serverlane_tool_read(L, &s->tools[s->ntools++]);
+    lua_pop(L, 1);
   }
   return 0;
 }
@@ -189,15 +184,15 @@ static int arg_member(const char *k, size_t n, const char *v, const char *vend, 
     int64_t iv;
     size_t len = (size_t)(vend - v);
     switch (p->kind) {
-    case K_STRING:
+    case LANE_STRING:
       if (*v != '"') return 0;
       if (!p->nenums) return 1;
       for (int j = 0; j < p->nenums; j++)
         if (strlen(p->enums[j]) == len - 2 && memcmp(p->enums[j], v + 1, len - 2) == 0) return 1;
       return 0; /* (an escaped spelling of an allowed value goes to Lua too) */
-    case K_BOOLEAN:
+    case LANE_BOOLEAN:
       return (len == 4 && memcmp(v, "true", 4) == 0) || (len == 5 && memcmp(v, "false", 5) == 0);
-    case K_INTEGER:
+    case LANE_INTEGER:
       if (!fastlane_parse_id(v, vend, &iv)) return 0; /* no fraction nor exponent */
       if (p->has_min && (double)iv < p->min) return 0;
       if (p->has_max && (double)iv > p->max) return 0;
@@ -209,11 +204,15 @@ static int arg_member(const char *k, size_t n, const char *v, const char *vend, 
   return 0;
 }
 
-/* True when the arguments text (NULL: absent) passes tool's checks. */
-static int args_ok(const lane_tool *tool, const char *args, size_t len)
+/* True when the arguments text (NULL: absent) passes tool's checks (serverlane.h). */
+int serverlane_args_ok(const lane_tool *tool, const char *args, size_t len)
 {
   args_check c = {tool, 0};
-  if (args && !fastlane_members(args, args + len, arg_member, &c)) return 0;
+  if (args) {
+    const char *e = args + len, *end = fastlane_members(args, e, arg_member, &c);
+    while (end && end < e && (*end == ' ' || *end == '\t' || *end == '\r' || *end == '\n')) end++;
+    if (end != e) return 0; /* (the scanner's span is one value; anything after it is not ours) */
+  }
   for (int i = 0; i < tool->nprops; i++)
     if (tool->props[i].required && !(c.seen & (1u << i))) return 0;
   return 1;
@@ -339,7 +338,7 @@ static int lane_host_line(void *data, int tag, const char *line, size_t len)
     if (strlen(s->tools[i].name) == r.name_len && memcmp(s->tools[i].name, r.name, r.name_len) == 0) tool = i;
   if (tool < 0) return 0;
   if (r.args && *r.args != '{') return 0;
-  if (!args_ok(&s->tools[tool], r.args, r.args_len)) return 0;
+  if (!serverlane_args_ok(&s->tools[tool], r.args, r.args_len)) return 0;
   if (call_find(s, r.id, 1) >= 0 || lua_holds(s, r.id)) return 0;
   if ((lua_Integer)s->n + lua_unanswered(s) + 1 >= s->max_in_flight) return 0;
   if (!reload_quiet(s)) return 0;
