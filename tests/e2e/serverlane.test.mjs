@@ -2,22 +2,27 @@
 // against the real server and agentd: the host gets the same answers with the lane as through Lua
 // (REASONIX_MCP_SERVERLANE=0), results and agentd's errors alike, and the lane does take the calls;
 // a list in flight when agentd is killed is answered by the restarted one; a policy that replaces
-// reasonix_list, written while the lane is open, answers the very next call.
+// reasonix_list, written while the lane is open, answers the very next call; a cancelled call the
+// lane sent gets no answer.
 // needs: python3 clients
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { useFixture, rawServer, agentdPid, until } from './helpers.mjs';
+import { useFixture, rawServer, agentdPid } from './helpers.mjs';
 
 const fx = useFixture({});
 
-// A raw server whose first list has connected its agentd link (the lane opens once it is).
+// A raw server whose first list has connected its agentd link (the lane opens once it is); the
+// second renews the reload check's window (1 s), in which the lane takes calls, if the first (an
+// agentd start) outlasted it.
 async function started(env = {}, version = '2025-06-18') {
   const srv = rawServer(fx.sb, { env: fx.env(env) });
   await srv.initialize({ protocolVersion: version });
-  const first = await srv.request('tools/call', { name: 'reasonix_list', arguments: {} });
-  assert.ok(first.result && !first.result.isError, JSON.stringify(first));
+  for (let i = 0; i < 2; i++) {
+    const r = await srv.request('tools/call', { name: 'reasonix_list', arguments: {} });
+    assert.ok(r.result && !r.result.isError, JSON.stringify(r));
+  }
   return srv;
 }
 
@@ -65,15 +70,31 @@ test('the lane answers as Lua does, results and errors alike, under each protoco
 test('lists in flight when agentd is killed are answered by the agentd started again', async () => {
   const srv = await started();
   const pid = agentdPid(fx.sb);
+  process.kill(pid, 'SIGSTOP'); // the lists wait in flight, written to agentd and unanswered
   const pending = [];
-  for (let i = 0; i < 20; i++) {
-    pending.push(srv.request('tools/call', { name: 'reasonix_list', arguments: {} }));
-    if (i === 5) process.kill(pid, 'SIGKILL');
-  }
+  for (let i = 0; i < 10; i++) pending.push(srv.request('tools/call', { name: 'reasonix_list', arguments: {} }));
+  await srv.request('ping'); // answered once the server has read (and sent on) every list before it
+  process.kill(pid, 'SIGKILL');
   const frames = await Promise.all(pending);
   for (const f of frames) assert.ok(f.result && !f.result.isError, JSON.stringify(f));
-  await until(() => agentdPid(fx.sb) && agentdPid(fx.sb) !== pid, 10000, 'a new agentd');
-  assert.ok(await taken(srv) >= 1);
+  assert.notEqual(agentdPid(fx.sb), pid, 'a new agentd answered');
+  assert.ok(await taken(srv) >= 1, 'the lane had calls in flight');
+});
+
+test('a call the lane sent and the host cancelled gets no answer; the others do', async () => {
+  const srv = await started();
+  const pid = agentdPid(fx.sb);
+  process.kill(pid, 'SIGSTOP');
+  const kept = srv.request('tools/call', { name: 'reasonix_list', arguments: {} }, 7001);
+  srv.send({ jsonrpc: '2.0', id: 7002, method: 'tools/call', params: { name: 'reasonix_list', arguments: { all: true } } });
+  srv.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 7002, reason: 'test' } });
+  await srv.request('ping');
+  process.kill(pid, 'SIGCONT');
+  assert.ok((await kept).result.structuredContent);
+  const after = await srv.request('tools/call', { name: 'reasonix_list', arguments: {} });
+  assert.ok(after.result.structuredContent);
+  assert.equal(srv.frames.find((f) => f.id === 7002), undefined, 'no answer to the cancelled call');
+  assert.ok(await taken(srv) >= 2, 'the lane sent them');
 });
 
 test('a policy that replaces reasonix_list, written while the lane is open, answers the next call', async () => {

@@ -18,6 +18,7 @@ local M = {}
 ---@field generation integer?         the reload generation of the tool table the C lane has
 ---@field tools table<string, table>  that table's tools by name (what a handed-over call was)
 ---@field ch userdata?                the link channel the C lane was last opened on
+---@field opened table?               what it was last opened with (sync reopens only on a change)
 local Lane = {}
 Lane.__index = Lane
 
@@ -86,7 +87,7 @@ end
 
 -- Closes the lane: its calls in flight are Lua's from now on.
 function Lane:close()
-  self.ch = nil
+  self.ch, self.opened = nil, nil
   if not self.c:is_open() and self.c:count() == 0 then return end
   for _, call in ipairs(self.c:close()) do self:adopt(call) end
 end
@@ -121,12 +122,16 @@ function Lane:sync()
     self.generation = server.tools_generation
   end
   local receipts = server.receipts
+  local confirm = receipts.supervised and receipts.reported
+  local o = self.opened
+  if o and o.until_ns == until_ns and o.watch_fd == fd and o.confirm == confirm and self.c:is_open() then
+    return -- (what the C lane has is still true: most Lua calls end here)
+  end
   local key = receipts:key(0)
-  self.c:open{
-    agentd = ch, by_key = server.calls.by_key, structured = server.protocol_version >= "2025-06-18",
-    key_prefix = key and key:sub(1, -2) or nil, confirm = receipts.supervised and receipts.reported,
-    watch_fd = fd, until_ns = math.tointeger(until_ns),
-  }
+  o = { agentd = ch, by_key = server.calls.by_key, structured = server.protocol_version >= "2025-06-18",
+        key_prefix = key and key:sub(1, -2) or nil, confirm = confirm, watch_fd = fd, until_ns = math.tointeger(until_ns) }
+  self.c:open(o)
+  self.opened = o
 end
 
 -- The calls in flight in the lane.
