@@ -99,13 +99,14 @@ static void read_prop(lua_State *L, lane_prop *p)
   lua_getfield(L, t, "kind");
   const char *kind = luaL_checkstring(L, -1);
   p->kind = strcmp(kind, "string") == 0 ? LANE_STRING : strcmp(kind, "boolean") == 0 ? LANE_BOOLEAN
-          : strcmp(kind, "integer") == 0 ? LANE_INTEGER : LANE_LUA;
+          : strcmp(kind, "integer") == 0 ? LANE_INTEGER : strcmp(kind, "strings") == 0 ? LANE_STRINGS : LANE_LUA;
   lua_pop(L, 1);
   p->required = lua_toboolean(L, (lua_getfield(L, t, "required"), -1));
   lua_pop(L, 1);
   if (lua_getfield(L, t, "minimum") == LUA_TNUMBER) p->has_min = 1, p->min = lua_tonumber(L, -1);
   if (lua_getfield(L, t, "maximum") == LUA_TNUMBER) p->has_max = 1, p->max = lua_tonumber(L, -1);
-  lua_pop(L, 2);
+  if (lua_getfield(L, t, "min_items") == LUA_TNUMBER) p->has_min = 1, p->min = lua_tonumber(L, -1);
+  lua_pop(L, 3);
   if (lua_getfield(L, t, "enum") == LUA_TTABLE) {
     int n = (int)lua_rawlen(L, -1);
     p->enums = calloc((size_t)n + 1, sizeof *p->enums);
@@ -169,6 +170,22 @@ typedef struct {
   uint32_t seen;
 } args_check;
 
+/* True when the JSON array [v, vend) (checked by the scanner) holds only strings, at least min. */
+static int string_array(const char *v, const char *vend, double min)
+{
+  const char *p = v + 1;
+  double n = 0;
+  for (;;) {
+    while (p < vend && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n' || *p == ',')) p++;
+    if (p >= vend || *p == ']') return n >= min;
+    if (*p != '"') return 0;
+    for (p++; p < vend && *p != '"'; p++)
+      if (*p == '\\') p++;
+    p++;
+    n++;
+  }
+}
+
 /* fastlane_members callback of the arguments: each member is a known property, once, whose value
  * passes its check; anything else stops the walk (the line goes to Lua). */
 static int arg_member(const char *k, size_t n, const char *v, const char *vend, void *ctx)
@@ -197,6 +214,8 @@ static int arg_member(const char *k, size_t n, const char *v, const char *vend, 
       if (p->has_min && (double)iv < p->min) return 0;
       if (p->has_max && (double)iv > p->max) return 0;
       return 1;
+    case LANE_STRINGS:
+      return *v == '[' && string_array(v, vend, p->has_min ? p->min : 0);
     default:
       return 0;
     }

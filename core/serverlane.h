@@ -12,7 +12,7 @@
 #define SERVERLANE_MAX_PROPS 32
 
 /* What the lane checks of a property's value. */
-enum { LANE_LUA, LANE_STRING, LANE_BOOLEAN, LANE_INTEGER };
+enum { LANE_LUA, LANE_STRING, LANE_BOOLEAN, LANE_INTEGER, LANE_STRINGS };
 
 /* A property of a lane tool's arguments. */
 typedef struct {
@@ -22,7 +22,7 @@ typedef struct {
   char **enums;       /* LANE_STRING: the allowed values, or NULL */
   int nenums;
   int has_min, has_max;
-  double min, max;
+  double min, max;    /* LANE_INTEGER's bounds; LANE_STRINGS's min: the fewest items */
 } lane_prop;
 
 /* A tool whose calls the lane may take. */
@@ -34,7 +34,7 @@ typedef struct {
 } lane_tool;
 
 /* Reads the tool entry {name, method, keep, props = {{name, kind, required?, enum?, minimum?,
- * maximum?}}} at the top of L's stack into t; raises on a malformed one. */
+ * maximum?, min_items?}}} at the top of L's stack into t; raises on a malformed one. */
 void serverlane_tool_read(lua_State *L, lane_tool *t);
 
 /* Frees what serverlane_tool_read allocated for t. */

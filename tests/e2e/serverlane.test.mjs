@@ -3,21 +3,26 @@
 // (REASONIX_MCP_SERVERLANE=0), results and agentd's errors alike, and the lane does take the calls;
 // a list in flight when agentd is killed is answered by the restarted one; a policy that replaces
 // reasonix_list, written while the lane is open, answers the very next call; a cancelled call the
-// lane sent gets no answer.
+// lane sent gets no answer; a watch the lane sent wakes at the turn's end, and a cancelled one gets
+// no answer either. The agents are the fake ACP agent (tests/fake_agent).
 // needs: python3 clients
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { useFixture, rawServer, agentdPid } from './helpers.mjs';
+import { useFixture, rawServer, agentdPid, BIN, REPO } from './helpers.mjs';
 
-const fx = useFixture({});
+const fx = useFixture({}, (f) => {
+  const path = join(f.sb.bin, 'reasonix'); // the fake agent on our own binary, as the agent binary
+  writeFileSync(path, `#!/bin/sh\nexec '${BIN}' script '${join(REPO, 'tests', 'fake_agent', 'fake_acp.lua')}' "$@"\n`, { mode: 0o755 });
+  f.agent = path;
+});
 
 // A raw server whose first list has connected its agentd link (the lane opens once it is); the
 // second renews the reload check's window (1 s), in which the lane takes calls, if the first (an
 // agentd start) outlasted it.
 async function started(env = {}, version = '2025-06-18') {
-  const srv = rawServer(fx.sb, { env: fx.env(env) });
+  const srv = rawServer(fx.sb, { env: fx.env({ REASONIX_BIN: fx.agent, ...env }) });
   await srv.initialize({ protocolVersion: version });
   for (let i = 0; i < 2; i++) {
     const r = await srv.request('tools/call', { name: 'reasonix_list', arguments: {} });
@@ -95,6 +100,27 @@ test('a call the lane sent and the host cancelled gets no answer; the others do'
   assert.ok(after.result.structuredContent);
   assert.equal(srv.frames.find((f) => f.id === 7002), undefined, 'no answer to the cancelled call');
   assert.ok(await taken(srv) >= 2, 'the lane sent them');
+});
+
+test('a watch the lane sent wakes at the turn end; a cancelled one gets no answer', async () => {
+  const srv = await started();
+  const spawned = await srv.request('tools/call', { name: 'reasonix_spawn', arguments: { task: 'hello lane' } });
+  const sid = spawned.result.structuredContent?.session_id;
+  assert.ok(sid, JSON.stringify(spawned));
+  const woke = await srv.request('tools/call', { name: 'reasonix_watch', arguments: { session_ids: [sid] } });
+  assert.ok(!woke.result.isError, JSON.stringify(woke));
+  assert.ok(woke.result.structuredContent.results[sid], JSON.stringify(woke.result.structuredContent));
+  // nothing new: this watch blocks in agentd until the cancel releases it
+  srv.send({ jsonrpc: '2.0', id: 8001, method: 'tools/call', params: { name: 'reasonix_watch', arguments: { session_ids: [sid] } } });
+  await srv.request('ping');
+  srv.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 8001 } });
+  // (agentd answers a watch a newer one supersedes: without the cancel, that answer would reach the host)
+  const sent = await srv.request('tools/call', { name: 'reasonix_send', arguments: { session_id: sid, message: 'again' } });
+  assert.ok(!sent.result.isError, JSON.stringify(sent));
+  const again = await srv.request('tools/call', { name: 'reasonix_watch', arguments: { session_ids: [sid] } });
+  assert.ok(again.result.structuredContent.results[sid], JSON.stringify(again));
+  assert.equal(srv.frames.find((f) => f.id === 8001), undefined, 'no answer to the cancelled watch');
+  assert.ok(await taken(srv) >= 3, 'the lane sent the watches');
 });
 
 test('a policy that replaces reasonix_list, written while the lane is open, answers the next call', async () => {

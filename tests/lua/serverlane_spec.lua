@@ -12,7 +12,7 @@ local view = require "rmcp.server.tool_view"
 local LIST = { name = "reasonix_list", method = "list", props = {
   { name = "all", kind = "boolean" }, { name = "limit", kind = "integer", minimum = 1, maximum = 500 },
   { name = "cursor", kind = "string" }, { name = "sort", kind = "string", enum = { "new", "old" } },
-  { name = "tags", kind = "lua" } } }
+  { name = "tags", kind = "lua" }, { name = "ids", kind = "strings", min_items = 1 } } }
 local POLL = { name = "reasonix_poll", method = "poll", keep = true,
   props = { { name = "session_id", kind = "string", required = true } } }
 
@@ -64,12 +64,12 @@ local ID = serverlane.FIRST_ID
 test("the lane takes a plain call of its tools, writes agentd its arguments as they came", function(t)
   local r = rig(t)
   r.open()
-  r.host(call(1, "reasonix_list", '{"all": true ,"limit":5,"sort":"new"}'))
+  r.host(call(1, "reasonix_list", '{"all": true ,"limit":5,"sort":"new", "ids":[ "a", "b\\"c" ]}'))
   r.host(call(2, "reasonix_list"))
   r.host(call(3, "reasonix_poll", '{"session_id":"s-1"}'))
   t.wait_for(function() return #r.requests == 3 end, 5000, "the requests at agentd")
   t.eq(r.requests, {
-    '{"jsonrpc":"2.0","id":' .. ID .. ',"method":"list","params":{"all": true ,"limit":5,"sort":"new"}}',
+    '{"jsonrpc":"2.0","id":' .. ID .. ',"method":"list","params":{"all": true ,"limit":5,"sort":"new", "ids":[ "a", "b\\"c" ]}}',
     '{"jsonrpc":"2.0","id":' .. (ID + 1) .. ',"method":"list","params":{}}',
     '{"jsonrpc":"2.0","id":' .. (ID + 2) .. ',"method":"poll","params":{"session_id":"s-1"}}',
   })
@@ -85,6 +85,8 @@ test("anything the checks do not know goes to Lua", function(t)
     call(3, "reasonix_list", '{"sort":"sideways"}'),   -- not in the enum
     call(4, "reasonix_list", '{"sort":"n\\u0065w"}'),  -- an escaped spelling
     call(5, "reasonix_list", '{"tags":["a"]}'),        -- a property the lane does not check
+    call(16, "reasonix_list", '{"ids":[]}'),           -- fewer items than minItems
+    call(17, "reasonix_list", '{"ids":["a",1]}'),      -- not only strings
     call(6, "reasonix_list", '{"nope":1}'),            -- unknown
     call(7, "reasonix_list", '{"all":true,"all":false}'), -- repeated
     call(8, "reasonix_list", '{"cursor":null}'),       -- null: Lua drops it
@@ -189,12 +191,18 @@ test("only a forwarding tool with a schema of plain properties is a lane tool", 
   t.eq(poll.keep, true)
   local kinds = {}
   for _, p in ipairs(poll.props) do kinds[p.name] = p.kind .. (p.required and "!" or "") end
-  t.eq(kinds, { session_id = "string!", detail = "boolean", include_events = "lua", exclude_events = "lua",
+  t.eq(kinds, { session_id = "string!", detail = "boolean", include_events = "strings", exclude_events = "strings",
                 include_thought = "boolean", include_full = "boolean", max_events = "integer" })
-  t.eq(lane_mod.entry("reasonix_watch", require "rmcp.tools.watch"), nil, "watch prepares its params")
+  local watch = lane_mod.entry("reasonix_watch", require "rmcp.tools.watch")
+  t.eq({ watch.method, watch.keep }, { "watch", true }, "blocking and kept: a line with a progress token is Lua's")
+  local wk = {}
+  for _, p in ipairs(watch.props) do wk[p.name] = p.kind .. (p.required and "!" or "") .. (p.min_items or "") end
+  t.eq({ wk.session_ids, wk.timeout, wk.include_events }, { "strings!1", "integer", "strings" })
   t.eq(lane_mod.entry("x", { handler = list.handler, inputSchema = list.inputSchema, policy = "p.lua" }), nil)
   local loose = { type = "object", properties = {} }
   t.eq(lane_mod.entry("x", { handler = common.forward("list"), inputSchema = loose }), nil, "unknown arguments allowed")
-  local odd = common.object({ id = { type = "array" } }, { "id" })
-  t.eq(lane_mod.entry("x", { handler = common.forward("list"), inputSchema = odd }), nil, "a required array")
+  local odd = common.object({ id = { type = "array", items = { type = "integer" } } }, { "id" })
+  t.eq(lane_mod.entry("x", { handler = common.forward("list"), inputSchema = odd }), nil, "a required array of numbers")
+  local prepared = common.forward("list", function(args) return args end)
+  t.eq(lane_mod.entry("x", { handler = prepared, inputSchema = list.inputSchema }), nil, "a prepare of its own")
 end)

@@ -88,7 +88,7 @@ function Calls:run(server, tool, args, id, meta, reply)
   end
   -- a tool that only passes its arguments to agentd needs no coroutine nor ctx: the call sends them
   local direct = require("rmcp.tools.common").forwarded(tool.handler)
-  if direct then
+  if direct and not (direct.blocking and call.progress_token ~= nil) then -- (progress: the handler asks)
     local params = direct.keep and server.receipts:ask(args, id) or args
     local ok, e = pcall(tool_ctx.sender(server, call), direct.method, params, true, forwarded_done(tool, done))
     if not ok then raised(e) end

@@ -22,14 +22,28 @@ local M = {}
 local Lane = {}
 Lane.__index = Lane
 
--- The checks of property schema p the C lane knows ({kind, enum?, minimum?, maximum?}), or kind
--- "lua": a call with that argument goes to Lua.
-local function prop_check(p)
-  local known = { type = true, enum = true, minimum = true, maximum = true, default = true, description = true }
-  for k in pairs(p) do
-    if not known[k] then return { kind = "lua" } end
+-- True when every key of table t is one of names.
+local function only(t, names)
+  for k in pairs(t) do
+    if not names[k] then return false end
   end
+  return true
+end
+
+local SCALAR_KEYS = { type = true, enum = true, minimum = true, maximum = true, default = true, description = true }
+local LIST_KEYS = { type = true, items = true, minItems = true, description = true }
+
+-- The checks of property schema p the C lane knows ({kind, enum?, minimum?, maximum?, min_items?}),
+-- or kind "lua": a call with that argument goes to Lua. A number is checked as an integer: any other
+-- number goes to Lua.
+local function prop_check(p)
   local t = p.type
+  if t == "array" and only(p, LIST_KEYS) and type(p.items) == "table" and p.items.type == "string"
+     and only(p.items, { type = true }) then
+    return { kind = "strings", min_items = p.minItems }
+  end
+  if not only(p, SCALAR_KEYS) then return { kind = "lua" } end
+  if t == "number" then t = "integer" end
   if t ~= "string" and t ~= "boolean" and t ~= "integer" then return { kind = "lua" } end
   if p.enum ~= nil then
     if t ~= "string" then return { kind = "lua" } end
