@@ -177,6 +177,14 @@ channel_t *channel_lua_get(const lchannel_t *u)
   return u->ch;
 }
 
+/* The channel of a channel object that is open and not behind by the high-water mark, or NULL
+ * (what the lanes write to: a channel behind is Lua's gates' to handle). */
+channel_t *channel_lua_ready(const lchannel_t *u)
+{
+  channel_t *ch = u ? u->ch : NULL;
+  return ch && channel_queued(ch) < CHANNEL_HIGH_WATER ? ch : NULL;
+}
+
 /* Lets fn see each line of an owned channel before its on_line (fastlane.h). */
 void channel_lua_set_filter(lchannel_t *u, line_filter_fn fn, void *data, int tag)
 {

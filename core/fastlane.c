@@ -322,13 +322,6 @@ static void lane_remove(fastlane_t *f, size_t i)
   f->n--;
 }
 
-/* A channel that is open and not behind by the high-water mark, or NULL. */
-static channel_t *ready(const lchannel_t *u)
-{
-  channel_t *ch = u ? channel_lua_get(u) : NULL;
-  return ch && channel_queued(ch) < CHANNEL_HIGH_WATER ? ch : NULL;
-}
-
 /* Calls Lua's on_receipt(id, queued): a receipt request goes out (queued nil), or its result was
  * written to the host with queued bytes still unwritten (-1: it could not be written). */
 static void lane_receipt_hook(fastlane_t *f, int64_t id, int with_queued, lua_Integer queued)
@@ -348,8 +341,8 @@ static int lane_host_line(void *data, int tag, const char *line, size_t len)
   (void)tag;
   fastlane_t *f = data;
   fastlane_request r;
-  channel_t *to = ready(f->target);
-  if (!to || !ready(f->host)) return 0;
+  channel_t *to = channel_lua_ready(f->target);
+  if (!to || !channel_lua_ready(f->host)) return 0;
   if ((lua_Integer)f->fast + f->lua_pending + 1 >= f->max_in_flight) return 0;
   int kind = fastlane_scan(line, len, &r);
   int64_t id = r.id;
@@ -571,15 +564,5 @@ int luaopen_rmcp_fastlane(lua_State *L)
     {"watch", lane_watch}, {"open", lane_open}, {"close", lane_close}, {"is_open", lane_is_open},
     {"held", lane_held}, {"count", lane_count}, {"next_seq", lane_next_seq}, {NULL, NULL},
   };
-  if (luaL_newmetatable(L, FASTLANE_MT)) {
-    luaL_newlib(L, methods);
-    lua_setfield(L, -2, "__index");
-    lua_pushcfunction(L, lane_gc);
-    lua_setfield(L, -2, "__gc");
-  }
-  lua_pop(L, 1);
-  lua_newtable(L);
-  lua_pushcfunction(L, lane_new);
-  lua_setfield(L, -2, "new");
-  return 1;
+  return lua_host_module(L, FASTLANE_MT, methods, lane_gc, lane_new);
 }

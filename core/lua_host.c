@@ -343,3 +343,21 @@ void lua_host_free(lua_host_t *h)
   free(h->invoked);
   free(h);
 }
+
+/* The loader of a module whose objects have metatable mt (methods as __index, gc as __gc) and are
+ * made by new_fn: registers mt once, pushes {new = new_fn}; returns 1 (the lanes' loaders). */
+int lua_host_module(lua_State *L, const char *mt, const luaL_Reg *methods, lua_CFunction gc, lua_CFunction new_fn)
+{
+  if (luaL_newmetatable(L, mt)) {
+    lua_newtable(L);
+    luaL_setfuncs(L, methods, 0);
+    lua_setfield(L, -2, "__index");
+    lua_pushcfunction(L, gc);
+    lua_setfield(L, -2, "__gc");
+  }
+  lua_pop(L, 1);
+  lua_newtable(L);
+  lua_pushcfunction(L, new_fn);
+  lua_setfield(L, -2, "new");
+  return 1;
+}

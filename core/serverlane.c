@@ -268,13 +268,6 @@ static int buf_reserve(serverlane_t *s, size_t need)
   return 1;
 }
 
-/* A channel that is open and not behind by the high-water mark, or NULL. */
-static channel_t *ready(const lchannel_t *u)
-{
-  channel_t *ch = u ? channel_lua_get(u) : NULL;
-  return ch && channel_queued(ch) < CHANNEL_HIGH_WATER ? ch : NULL;
-}
-
 /* The requests of the host in flight in Lua (its peer's unanswered_n). */
 static lua_Integer lua_unanswered(serverlane_t *s)
 {
@@ -348,8 +341,8 @@ static int lane_host_line(void *data, int tag, const char *line, size_t len)
   (void)tag;
   serverlane_t *s = data;
   fastlane_request r;
-  channel_t *to = ready(s->agentd);
-  if (!to || !ready(s->host)) return 0;
+  channel_t *to = channel_lua_ready(s->agentd);
+  if (!to || !channel_lua_ready(s->host)) return 0;
   if (!fastlane_scan(line, len, &r) || !r.name) return 0;
   if (r.method_len != 10 || memcmp(r.method, "tools/call", 10) != 0) return 0;
   int tool = -1;
@@ -618,16 +611,7 @@ int luaopen_rmcp_serverlane(lua_State *L)
     {"set_tools", lane_set_tools}, {"open", lane_open}, {"close", lane_close}, {"is_open", lane_is_open},
     {"has", lane_has}, {"count", lane_count}, {"taken", lane_taken}, {NULL, NULL},
   };
-  if (luaL_newmetatable(L, SERVERLANE_MT)) {
-    luaL_newlib(L, methods);
-    lua_setfield(L, -2, "__index");
-    lua_pushcfunction(L, lane_gc);
-    lua_setfield(L, -2, "__gc");
-  }
-  lua_pop(L, 1);
-  lua_newtable(L);
-  lua_pushcfunction(L, lane_new);
-  lua_setfield(L, -2, "new");
+  lua_host_module(L, SERVERLANE_MT, methods, lane_gc, lane_new);
   lua_pushinteger(L, LANE_FIRST_ID);
   lua_setfield(L, -2, "FIRST_ID");
   return 1;
