@@ -364,11 +364,14 @@ static int lane_host_line(void *data, int tag, const char *line, size_t len)
   lane_call c = {r.id, s->next_aid, tool, NULL, r.args_len};
   if (r.args && !(c.args = malloc(r.args_len))) return 0;
   if (r.args) memcpy(c.args, r.args, r.args_len);
+  if (write_request(s, to, &c) < 0) {
+    /* refused outright (agentd is gone, its EOF not read yet): Lua sends it, on a new connection */
+    free(c.args);
+    return 0;
+  }
   s->calls[s->n++] = c;
   s->next_aid++;
   s->taken++;
-  /* a failed write is the link's end: Lua closes the lane before it fails the calls */
-  write_request(s, to, &c);
   if (channel_queued(to) >= CHANNEL_HIGH_WATER || (lua_Integer)s->n + lua_unanswered(s) + 1 >= s->max_in_flight)
     settle_hook(s);
   return 1;

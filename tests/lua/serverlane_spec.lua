@@ -49,6 +49,7 @@ local function rig(t, opts)
   end
   function r.host(line) assert(writer:write(line)) end
   function r.answer(line) assert(agentd:write(line)) end
+  function r.agentd_gone() agentd:close() end
   return r
 end
 
@@ -205,4 +206,13 @@ test("only a forwarding tool with a schema of plain properties is a lane tool", 
   t.eq(lane_mod.entry("x", { handler = common.forward("list"), inputSchema = odd }), nil, "a required array of numbers")
   local prepared = common.forward("list", function(args) return args end)
   t.eq(lane_mod.entry("x", { handler = prepared, inputSchema = list.inputSchema }), nil, "a prepare of its own")
+end)
+
+test("a request the link refuses outright (agentd gone, its end not read yet) goes to Lua", function(t)
+  local r = rig(t)
+  r.open()
+  r.agentd_gone()
+  r.host(call(1, "reasonix_list"))
+  t.wait_for(function() return #r.lua_host == 1 end, 5000, "the line in Lua")
+  t.eq({ r.lane:taken(), r.lane:count() }, { 0, 0 })
 end)
