@@ -116,10 +116,17 @@ local function usable(self)
 end
 
 -- Opens, updates or closes the lane as the server's state allows: run after every line Lua handled.
+-- (An open lane's link is live: the link's drop closes it first; what else could change is looked
+-- at first, cheaply: most lines change nothing.)
 function Lane:sync()
   local server = self.server
-  local ch = usable(self)
   local fd, until_ns = reload.quiet_window()
+  local o, receipts = self.opened, server.receipts
+  if o and o.until_ns == until_ns and o.watch_fd == fd and self.generation == server.tools_generation
+     and o.confirm == (receipts.supervised and receipts.reported) and not reload.has_warnings() and not self.off then
+    return
+  end
+  local ch = usable(self)
   if not ch or not until_ns then return self:close() end
   if self.generation ~= server.tools_generation or self.ch ~= ch then
     self:close() -- (another tool table or link: the calls in flight go to Lua first)
@@ -135,12 +142,7 @@ function Lane:sync()
     self.c:set_tools(list)
     self.generation = server.tools_generation
   end
-  local receipts = server.receipts
   local confirm = receipts.supervised and receipts.reported
-  local o = self.opened
-  if o and o.until_ns == until_ns and o.watch_fd == fd and o.confirm == confirm and self.c:is_open() then
-    return -- (what the C lane has is still true: most Lua calls end here)
-  end
   local key = receipts:key(0)
   o = { agentd = ch, by_key = server.calls.by_key, structured = server.protocol_version >= "2025-06-18",
         key_prefix = key and key:sub(1, -2) or nil, confirm = confirm, watch_fd = fd, until_ns = math.tointeger(until_ns) }
