@@ -193,6 +193,20 @@ void channel_lua_set_filter(lchannel_t *u, line_filter_fn fn, void *data, int ta
   u->filter_tag = tag;
 }
 
+/* Reads a lane's two ends from the options table at idx: host, the channel it writes to (kept
+ * alive by a registry reference, *host_ref), and input, whose lines fn sees first (with data);
+ * returns host. */
+lchannel_t *channel_lua_lane_ends(lua_State *L, int idx, line_filter_fn fn, void *data, int *host_ref)
+{
+  lua_getfield(L, idx, "host");
+  lchannel_t *host = channel_lua_check(L, -1);
+  *host_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  lua_getfield(L, idx, "input");
+  channel_lua_set_filter(channel_lua_check(L, -1), fn, data, 0);
+  lua_pop(L, 1);
+  return host;
+}
+
 /* channel.open(fd, opts) -> channel | nil, err, code */
 static int lchannel_open(lua_State *L)
 {

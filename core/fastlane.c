@@ -436,24 +436,16 @@ static void lane_drop_target(lua_State *L, fastlane_t *f)
 static int lane_new(lua_State *L)
 {
   luaL_checktype(L, 1, LUA_TTABLE);
-  lua_host_t *h = lua_host_get(L);
-  if (h == NULL) return luaL_error(L, "rmcp.fastlane needs the reasonix-mcp host");
-  fastlane_t *f = lua_newuserdatauv(L, sizeof *f, 0);
-  memset(f, 0, sizeof *f);
-  f->L = h->L;
+  lua_State *main;
+  fastlane_t *f = lua_host_newobject(L, sizeof *f, FASTLANE_MT, "rmcp.fastlane", &main);
+  f->L = main;
   f->host_ref = f->target_ref = f->on_settle = f->on_receipt = LUA_NOREF;
-  luaL_setmetatable(L, FASTLANE_MT);
   lua_getfield(L, 1, "max_in_flight");
   f->max_in_flight = luaL_checkinteger(L, -1);
   lua_pop(L, 1);
   f->on_settle = lua_host_checkref(L, 1, "on_settle");
   f->on_receipt = lua_host_checkref(L, 1, "on_receipt");
-  lua_getfield(L, 1, "host");
-  f->host = channel_lua_check(L, -1);
-  f->host_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-  lua_getfield(L, 1, "input");
-  channel_lua_set_filter(channel_lua_check(L, -1), lane_host_line, f, 0);
-  lua_pop(L, 1);
+  f->host = channel_lua_lane_ends(L, 1, lane_host_line, f, &f->host_ref);
   /* the channels and processes hold a pointer to it: it lives as long as the process */
   lua_pushvalue(L, -1);
   luaL_ref(L, LUA_REGISTRYINDEX);

@@ -361,3 +361,16 @@ int lua_host_module(lua_State *L, const char *mt, const luaL_Reg *methods, lua_C
   lua_setfield(L, -2, "new");
   return 1;
 }
+
+/* Pushes a zeroed userdata of size bytes with metatable mt and returns it; *main is the host's main
+ * thread (the one C callbacks call Lua on). Raises, naming module, outside the reasonix-mcp host. */
+void *lua_host_newobject(lua_State *L, size_t size, const char *mt, const char *module, lua_State **main)
+{
+  lua_host_t *h = lua_host_get(L);
+  if (h == NULL) luaL_error(L, "%s needs the reasonix-mcp host", module);
+  void *p = lua_newuserdatauv(L, size, 0);
+  memset(p, 0, size);
+  luaL_setmetatable(L, mt);
+  *main = h->L;
+  return p;
+}

@@ -476,15 +476,12 @@ static void lane_drop_agentd(lua_State *L, serverlane_t *s)
 static int lane_new(lua_State *L)
 {
   luaL_checktype(L, 1, LUA_TTABLE);
-  lua_host_t *h = lua_host_get(L);
-  if (h == NULL) return luaL_error(L, "rmcp.serverlane needs the reasonix-mcp host");
-  serverlane_t *s = lua_newuserdatauv(L, sizeof *s, 0);
-  memset(s, 0, sizeof *s);
-  s->L = h->L;
+  lua_State *main;
+  serverlane_t *s = lua_host_newobject(L, sizeof *s, SERVERLANE_MT, "rmcp.serverlane", &main);
+  s->L = main;
   s->host_ref = s->agentd_ref = s->peer_ref = s->by_key_ref = s->on_settle = s->on_adopt = LUA_NOREF;
   s->watch_fd = -1;
   s->next_aid = LANE_FIRST_ID;
-  luaL_setmetatable(L, SERVERLANE_MT);
   lua_getfield(L, 1, "max_in_flight");
   s->max_in_flight = luaL_checkinteger(L, -1);
   lua_pop(L, 1);
@@ -493,12 +490,7 @@ static int lane_new(lua_State *L)
   lua_getfield(L, 1, "peer");
   luaL_checktype(L, -1, LUA_TTABLE);
   s->peer_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-  lua_getfield(L, 1, "host");
-  s->host = channel_lua_check(L, -1);
-  s->host_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-  lua_getfield(L, 1, "input");
-  channel_lua_set_filter(channel_lua_check(L, -1), lane_host_line, s, 0);
-  lua_pop(L, 1);
+  s->host = channel_lua_lane_ends(L, 1, lane_host_line, s, &s->host_ref);
   /* the stdin channel holds a pointer to it: it lives as long as the process */
   lua_pushvalue(L, -1);
   luaL_ref(L, LUA_REGISTRYINDEX);

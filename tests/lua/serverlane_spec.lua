@@ -7,6 +7,7 @@ local json = require "rmcp.lib.json"
 local channel = require "rmcp.channel"
 local serverlane = require "rmcp.serverlane"
 local lane_mod = require "rmcp.server.lane"
+local lane_support = require "lane_support"
 local view = require "rmcp.server.tool_view"
 
 local LIST = { name = "reasonix_list", method = "list", props = {
@@ -23,18 +24,12 @@ local POLL = { name = "reasonix_poll", method = "poll", keep = true,
 local function rig(t, opts)
   opts = opts or {}
   local r = { lua_host = {}, lua_agentd = {}, to_host = {}, requests = {}, adopted = {}, settled = 0 }
-  local host_in, host_out = uv.pipe({ nonblock = true }, { nonblock = true }), uv.pipe({ nonblock = true }, { nonblock = true })
-  local writer = assert(channel.open(host_in.write, { read = false, write = true }))
-  local input = assert(channel.open(host_in.read, { read = true, write = false,
-    on_line = function(line) r.lua_host[#r.lua_host + 1] = line end }))
-  local out = assert(channel.open(host_out.write, { read = false, write = true }))
-  local reader = assert(channel.open(host_out.read, { read = true, write = false,
-    on_line = function(line) r.to_host[#r.to_host + 1] = line end }))
+  local input, out = lane_support.host_pipes(t, r)
   local pair = uv.socketpair(nil, nil, { nonblock = true }, { nonblock = true })
   r.link = assert(channel.open(pair[1], { on_line = function(line) r.lua_agentd[#r.lua_agentd + 1] = line end }))
   local agentd = assert(channel.open(pair[2], { on_line = function(line) r.requests[#r.requests + 1] = line end }))
   t.defer(function()
-    for _, c in ipairs({ writer, input, out, reader, r.link, agentd }) do c:close() end
+    for _, c in ipairs({ r.link, agentd }) do c:close() end
   end)
   r.peer = { unanswered_n = 0 }
   r.by_key = {}
@@ -47,7 +42,6 @@ local function rig(t, opts)
     for k, v in pairs(extra or {}) do o[k] = v end
     r.lane:open(o)
   end
-  function r.host(line) assert(writer:write(line)) end
   function r.answer(line) assert(agentd:write(line)) end
   function r.agentd_gone() agentd:close() end
   return r
