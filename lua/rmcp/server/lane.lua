@@ -6,7 +6,6 @@
 -- and server/calls.lua ends each as one of its own. REASONIX_MCP_SERVERLANE=0 keeps it closed.
 local json = require "rmcp.lib.json"
 local log = require "rmcp.lib.log"
-local common = require "rmcp.tools.common"
 local reload = require "rmcp.lib.reload"
 
 local M = {}
@@ -58,7 +57,8 @@ end
 -- The C lane's entry of tool (named name), or nil when the lane cannot take its calls: a policy's,
 -- one that does more than forward, or an inputSchema beyond the checks the lane makes.
 function M.entry(name, tool)
-  local direct = not tool.policy and common.forwarded(tool.handler)
+  -- (required here: tools/common.lua is reloadable, and a reload's handlers are the new one's)
+  local direct = not tool.policy and require("rmcp.tools.common").forwarded(tool.handler)
   local s = tool.inputSchema
   if not direct or type(s) ~= "table" or s.type ~= "object" or s.additionalProperties ~= false then return nil end
   for k in pairs(s) do
