@@ -6,8 +6,8 @@
  * could make Lua act otherwise: fastlane_scan's plain request (no _meta), method tools/call, a tool
  * of the table Lua gave, an id in flight nowhere, arguments an object whose members pass the checks
  * Lua compiled from the tool's inputSchema (anything the checks do not know goes to Lua, which gives
- * its own answer); only while no gate is behind, no reload event is queued and the reload check's
- * window is open. Any answer but a raw result, and every call in flight when Lua closes the lane,
+ * its own answer); only while no gate is behind, and no reload event is queued and the reload
+ * check's window is open, or Lua's check (on_window) made it so. Any answer but a raw result, and every call in flight when Lua closes the lane,
  * is handed to Lua (on_adopt, close), which then ends it as one of its own. */
 #include <lauxlib.h>
 #include <poll.h>
@@ -38,9 +38,10 @@ typedef struct {
   lua_State *L;
   lchannel_t *host;     /* the server's stdout */
   lchannel_t *agentd;   /* the agentd link's channel while open, else NULL */
-  int host_ref, agentd_ref, peer_ref, by_key_ref, on_settle, on_adopt;
+  int host_ref, agentd_ref, peer_ref, by_key_ref, on_settle, on_adopt, on_window;
   lane_tool *tools;
   int ntools;
+  unsigned tools_epoch;  /* counts set_tools */
   int structured;       /* protocol >= 2025-06-18: structuredContent too */
   char *key_prefix;     /* "<launcher pid>/n:" of the receipts' keys, or NULL */
   int confirm;
@@ -152,6 +153,7 @@ static int lane_set_tools(lua_State *L)
   luaL_checktype(L, 2, LUA_TTABLE);
   if (s->n) return luaL_error(L, "serverlane: set_tools with calls in flight");
   tools_free(s);
+  s->tools_epoch++;
   int n = (int)lua_rawlen(L, 2);
   s->tools = calloc((size_t)n + 1, sizeof *s->tools);
   if (!s->tools) return luaL_error(L, "serverlane: out of memory");
@@ -353,7 +355,14 @@ static int lane_host_line(void *data, int tag, const char *line, size_t len)
   if (!serverlane_args_ok(&s->tools[tool], r.args, r.args_len)) return 0;
   if (call_find(s, r.id, 1) >= 0 || lua_holds(s, r.id)) return 0;
   if ((lua_Integer)s->n + lua_unanswered(s) + 1 >= s->max_in_flight) return 0;
-  if (!reload_quiet(s)) return 0;
+  if (!reload_quiet(s)) {
+    /* the window closed or an event is queued: Lua runs the reload check the call would have run
+     * (on_window) and opens the lane again if nothing changed; a new tool table leaves it to Lua */
+    unsigned epoch = s->tools_epoch;
+    lua_host_call_ref(s->L, s->on_window, 0);
+    to = channel_lua_ready(s->agentd);
+    if (!to || s->tools_epoch != epoch || !reload_quiet(s)) return 0;
+  }
   if (s->n == s->cap) {
     size_t cap = s->cap ? s->cap * 2 : 16;
     lane_call *c = realloc(s->calls, cap * sizeof *c);
@@ -472,14 +481,15 @@ static void lane_drop_agentd(lua_State *L, serverlane_t *s)
 }
 
 /* serverlane.new{host = stdout channel, input = stdin channel, peer = the host's jsonrpc peer,
- * max_in_flight = n, on_settle = fn(), on_adopt = fn(call)} -> lane: sees every host line first. */
+ * max_in_flight = n, on_settle = fn(), on_adopt = fn(call), on_window = fn()} -> lane: sees every host
+ * line first. */
 static int lane_new(lua_State *L)
 {
   luaL_checktype(L, 1, LUA_TTABLE);
   lua_State *main;
   serverlane_t *s = lua_host_newobject(L, sizeof *s, SERVERLANE_MT, "rmcp.serverlane", &main);
   s->L = main;
-  s->host_ref = s->agentd_ref = s->peer_ref = s->by_key_ref = s->on_settle = s->on_adopt = LUA_NOREF;
+  s->host_ref = s->agentd_ref = s->peer_ref = s->by_key_ref = s->on_settle = s->on_adopt = s->on_window = LUA_NOREF;
   s->watch_fd = -1;
   s->next_aid = LANE_FIRST_ID;
   lua_getfield(L, 1, "max_in_flight");
@@ -487,6 +497,7 @@ static int lane_new(lua_State *L)
   lua_pop(L, 1);
   s->on_settle = lua_host_checkref(L, 1, "on_settle");
   s->on_adopt = lua_host_checkref(L, 1, "on_adopt");
+  s->on_window = lua_host_checkref(L, 1, "on_window");
   lua_getfield(L, 1, "peer");
   luaL_checktype(L, -1, LUA_TTABLE);
   s->peer_ref = luaL_ref(L, LUA_REGISTRYINDEX);

@@ -72,6 +72,16 @@ test('the lane answers as Lua does, results and errors alike, under each protoco
   }
 });
 
+test('calls a second or more apart (past the reload check\'s window) still take the lane', async () => {
+  const srv = await started();
+  for (let i = 0; i < 3; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 1100)); // (the host's pace is what is tested)
+    const r = await srv.request('tools/call', { name: 'reasonix_list', arguments: {} });
+    assert.ok(r.result && !r.result.isError, JSON.stringify(r));
+  }
+  assert.ok(await taken(srv) >= 3, 'the spaced calls went through the lane');
+});
+
 test('lists in flight when agentd is killed are answered by the agentd started again', async () => {
   const srv = await started();
   const pid = agentdPid(fx.sb);

@@ -35,7 +35,8 @@ local function rig(t, opts)
   r.by_key = {}
   r.lane = serverlane.new{ host = out, input = input, peer = r.peer, max_in_flight = opts.max_in_flight or 64,
     on_settle = function() r.settled = r.settled + 1 end,
-    on_adopt = function(call) r.adopted[#r.adopted + 1] = call end }
+    on_adopt = function(call) r.adopted[#r.adopted + 1] = call end,
+    on_window = function() if r.on_window then r.on_window() end end }
   r.lane:set_tools({ LIST, POLL })
   function r.open(extra)
     local o = { agentd = r.link, by_key = r.by_key, structured = true, until_ns = uv.hrtime() + 60e9 }
@@ -209,4 +210,27 @@ test("a request the link refuses outright (agentd gone, its end not read yet) go
   r.host(call(1, "reasonix_list"))
   t.wait_for(function() return #r.lua_host == 1 end, 5000, "the line in Lua")
   t.eq({ r.lane:taken(), r.lane:count() }, { 0, 0 })
+end)
+
+test("a call past the window asks Lua's reload check first, and is taken if the lane is open again", function(t)
+  local r = rig(t)
+  r.open{ until_ns = uv.hrtime() - 1 }
+  local checks = 0
+  r.on_window = function()
+    checks = checks + 1
+    r.open() -- (the check found nothing: a new window)
+  end
+  r.host(call(1, "reasonix_list"))
+  t.wait_for(function() return #r.requests == 1 end, 5000, "the request")
+  t.eq({ checks, r.lane:taken() }, { 1, 1 })
+  r.open{ until_ns = uv.hrtime() - 1 }
+  r.on_window = function()
+    checks = checks + 1
+    t.eq(#r.lane:close(), 1, "sync hands over the calls before a new tool table")
+    r.lane:set_tools({ LIST }) -- (a reload's: this line is Lua's)
+    r.open()
+  end
+  r.host(call(2, "reasonix_list"))
+  t.wait_for(function() return #r.lua_host == 1 end, 5000, "the line in Lua")
+  t.eq({ checks, r.lane:taken(), r.lane:is_open() }, { 2, 1, true })
 end)

@@ -87,6 +87,11 @@ function M.new(server, opts)
     host = opts.host, input = opts.input, peer = server.peer, max_in_flight = opts.max_in_flight,
     on_settle = opts.on_settle,
     on_adopt = function(call) self:adopt(call) end,
+    -- a call came past the reload check's window: the check the call would run, then the lane again
+    on_window = function()
+      server:refresh()
+      self:sync()
+    end,
   }
   return self
 end
