@@ -111,7 +111,7 @@ function Lane:close()
   for _, call in ipairs(self.c:close()) do self:adopt(call) end
 end
 
--- The link channel the lane may use now, or nil (with why the lane stays closed).
+-- The link channel the lane may use now, or nil while it must stay closed.
 local function usable(self)
   local server = self.server
   if self.off or not server.initialized or not server.tool_list or not server.orchestrator_id then return nil end
