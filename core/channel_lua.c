@@ -177,12 +177,34 @@ channel_t *channel_lua_get(const lchannel_t *u)
   return u->ch;
 }
 
+/* The channel of a channel object that is open and not behind by the high-water mark, or NULL
+ * (what the lanes write to: a channel behind is Lua's gates' to handle). */
+channel_t *channel_lua_ready(const lchannel_t *u)
+{
+  channel_t *ch = u ? u->ch : NULL;
+  return ch && channel_queued(ch) < CHANNEL_HIGH_WATER ? ch : NULL;
+}
+
 /* Lets fn see each line of an owned channel before its on_line (fastlane.h). */
 void channel_lua_set_filter(lchannel_t *u, line_filter_fn fn, void *data, int tag)
 {
   u->filter = fn;
   u->filter_data = data;
   u->filter_tag = tag;
+}
+
+/* Reads a lane's two ends from the options table at idx: host, the channel it writes to (kept
+ * alive by a registry reference, *host_ref), and input, whose lines fn sees first (with data);
+ * returns host. */
+lchannel_t *channel_lua_lane_ends(lua_State *L, int idx, line_filter_fn fn, void *data, int *host_ref)
+{
+  lua_getfield(L, idx, "host");
+  lchannel_t *host = channel_lua_check(L, -1);
+  *host_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  lua_getfield(L, idx, "input");
+  channel_lua_set_filter(channel_lua_check(L, -1), fn, data, 0);
+  lua_pop(L, 1);
+  return host;
 }
 
 /* channel.open(fd, opts) -> channel | nil, err, code */

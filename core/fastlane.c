@@ -150,8 +150,7 @@ static const char *skip_value(const char *p, const char *e, int depth)
 
 /* Calls fn(key, klen, value, vend, ctx) for each member of the object at p; returns the end of
  * the object, or NULL when it is not one, a key has escapes, or fn returned 0. */
-static const char *each_member(const char *p, const char *e,
-                               int (*fn)(const char *, size_t, const char *, const char *, void *), void *ctx)
+const char *fastlane_members(const char *p, const char *e, fastlane_member_fn fn, void *ctx)
 {
   int esc;
   p = ws(p, e);
@@ -180,7 +179,7 @@ static const char *each_member(const char *p, const char *e,
 
 typedef struct {
   const char *jsonrpc, *id, *id_end, *method, *method_end, *params, *params_end;
-  const char *name, *name_end;
+  const char *name, *name_end, *args, *args_end;
   int meta;
 } request_t;
 
@@ -190,12 +189,17 @@ static int key_is(const char *k, size_t n, const char *name)
   return strlen(name) == n && memcmp(k, name, n) == 0;
 }
 
-/* each_member callback of params: its name (a plain string) and whether it has _meta. */
+/* fastlane_members callback of params: its name (a plain string), its arguments and whether it
+ * has _meta. */
 static int params_member(const char *k, size_t n, const char *v, const char *vend, void *ctx)
 {
   request_t *r = ctx;
   int esc;
   if (key_is(k, n, "_meta")) r->meta = 1;
+  if (key_is(k, n, "arguments")) {
+    r->args = v;
+    r->args_end = vend;
+  }
   if (key_is(k, n, "name")) {
     if (*v != '"' || !skip_string(v, vend, &esc) || esc) return 0;
     r->name = v + 1;
@@ -204,7 +208,7 @@ static int params_member(const char *k, size_t n, const char *v, const char *ven
   return 1;
 }
 
-/* each_member callback of the request: its four members, nothing else. */
+/* fastlane_members callback of the request: its four members, nothing else. */
 static int request_member(const char *k, size_t n, const char *v, const char *vend, void *ctx)
 {
   request_t *r = ctx;
@@ -234,7 +238,7 @@ static int request_member(const char *k, size_t n, const char *v, const char *ve
 
 /* Parses the integer id text [p, e) into *out; 0 when it is not a plain integer of at most 15
  * digits (cjson reads numbers as doubles: past 2^53 the id Lua sees would not be this one). */
-static int parse_id(const char *p, const char *e, int64_t *out)
+int fastlane_parse_id(const char *p, const char *e, int64_t *out)
 {
   int neg = 0;
   if (p < e && *p == '-') {
@@ -264,15 +268,17 @@ int fastlane_scan(const char *line, size_t len, fastlane_request *r)
   request_t q;
   memset(&q, 0, sizeof q);
   memset(r, 0, sizeof *r);
-  const char *e = line + len, *end = each_member(line, e, request_member, &q);
+  const char *e = line + len, *end = fastlane_members(line, e, request_member, &q);
   if (!end || ws(end, e) != e || !q.jsonrpc || !q.id || !q.method) return 0;
-  if (!parse_id(q.id, q.id_end, &r->id)) return 0;
-  if (q.params && !each_member(q.params, q.params_end, params_member, &q)) return 0;
+  if (!fastlane_parse_id(q.id, q.id_end, &r->id)) return 0;
+  if (q.params && !fastlane_members(q.params, q.params_end, params_member, &q)) return 0;
   if (q.meta) return 0;
   r->method = q.method;
   r->method_len = (size_t)(q.method_end - q.method);
   r->name = q.name;
   r->name_len = q.name ? (size_t)(q.name_end - q.name) : 0;
+  r->args = q.args;
+  r->args_len = q.args ? (size_t)(q.args_end - q.args) : 0;
   if (span_is(q.method, q.method_end, "ping") || span_is(q.method, q.method_end, "tools/list")) return 1;
   if (!span_is(q.method, q.method_end, "tools/call") || !q.name) return 0;
   for (const char *const *t = receipt_tools; *t; t++)
@@ -316,13 +322,6 @@ static void lane_remove(fastlane_t *f, size_t i)
   f->n--;
 }
 
-/* A channel that is open and not behind by the high-water mark, or NULL. */
-static channel_t *ready(const lchannel_t *u)
-{
-  channel_t *ch = u ? channel_lua_get(u) : NULL;
-  return ch && channel_queued(ch) < CHANNEL_HIGH_WATER ? ch : NULL;
-}
-
 /* Calls Lua's on_receipt(id, queued): a receipt request goes out (queued nil), or its result was
  * written to the host with queued bytes still unwritten (-1: it could not be written). */
 static void lane_receipt_hook(fastlane_t *f, int64_t id, int with_queued, lua_Integer queued)
@@ -342,8 +341,8 @@ static int lane_host_line(void *data, int tag, const char *line, size_t len)
   (void)tag;
   fastlane_t *f = data;
   fastlane_request r;
-  channel_t *to = ready(f->target);
-  if (!to || !ready(f->host)) return 0;
+  channel_t *to = channel_lua_ready(f->target);
+  if (!to || !channel_lua_ready(f->host)) return 0;
   if ((lua_Integer)f->fast + f->lua_pending + 1 >= f->max_in_flight) return 0;
   int kind = fastlane_scan(line, len, &r);
   int64_t id = r.id;
@@ -397,7 +396,7 @@ static int lane_child_line(void *data, int tag, const char *line, size_t len)
     const char *p = line + h, *e = line + len, *q = p;
     while (q < e && ((*q >= '0' && *q <= '9') || *q == '-')) q++;
     int64_t id;
-    if (!parse_id(p, q, &id)) return 0;
+    if (!fastlane_parse_id(p, q, &id)) return 0;
     if (!(e - q > 10 && memcmp(q, ",\"result\":", 10) == 0) && !(e - q > 9 && memcmp(q, ",\"error\":", 9) == 0))
       return 0;
     long i = lane_find(f, id, 1);
@@ -437,24 +436,16 @@ static void lane_drop_target(lua_State *L, fastlane_t *f)
 static int lane_new(lua_State *L)
 {
   luaL_checktype(L, 1, LUA_TTABLE);
-  lua_host_t *h = lua_host_get(L);
-  if (h == NULL) return luaL_error(L, "rmcp.fastlane needs the reasonix-mcp host");
-  fastlane_t *f = lua_newuserdatauv(L, sizeof *f, 0);
-  memset(f, 0, sizeof *f);
-  f->L = h->L;
+  lua_State *main;
+  fastlane_t *f = lua_host_newobject(L, sizeof *f, FASTLANE_MT, "rmcp.fastlane", &main);
+  f->L = main;
   f->host_ref = f->target_ref = f->on_settle = f->on_receipt = LUA_NOREF;
-  luaL_setmetatable(L, FASTLANE_MT);
   lua_getfield(L, 1, "max_in_flight");
   f->max_in_flight = luaL_checkinteger(L, -1);
   lua_pop(L, 1);
   f->on_settle = lua_host_checkref(L, 1, "on_settle");
   f->on_receipt = lua_host_checkref(L, 1, "on_receipt");
-  lua_getfield(L, 1, "host");
-  f->host = channel_lua_check(L, -1);
-  f->host_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-  lua_getfield(L, 1, "input");
-  channel_lua_set_filter(channel_lua_check(L, -1), lane_host_line, f, 0);
-  lua_pop(L, 1);
+  f->host = channel_lua_lane_ends(L, 1, lane_host_line, f, &f->host_ref);
   /* the channels and processes hold a pointer to it: it lives as long as the process */
   lua_pushvalue(L, -1);
   luaL_ref(L, LUA_REGISTRYINDEX);
@@ -565,15 +556,5 @@ int luaopen_rmcp_fastlane(lua_State *L)
     {"watch", lane_watch}, {"open", lane_open}, {"close", lane_close}, {"is_open", lane_is_open},
     {"held", lane_held}, {"count", lane_count}, {"next_seq", lane_next_seq}, {NULL, NULL},
   };
-  if (luaL_newmetatable(L, FASTLANE_MT)) {
-    luaL_newlib(L, methods);
-    lua_setfield(L, -2, "__index");
-    lua_pushcfunction(L, lane_gc);
-    lua_setfield(L, -2, "__gc");
-  }
-  lua_pop(L, 1);
-  lua_newtable(L);
-  lua_pushcfunction(L, lane_new);
-  lua_setfield(L, -2, "new");
-  return 1;
+  return lua_host_module(L, FASTLANE_MT, methods, lane_gc, lane_new);
 }

@@ -12,15 +12,26 @@
  * tag is the number given with the filter (the launcher's child number). */
 typedef int (*line_filter_fn)(void *data, int tag, const char *line, size_t len);
 
-/* What fastlane_scan found in a host line it lets the lane take: method and name point into the
- * line (name NULL when params has none). */
+/* What fastlane_scan found in a host line it lets the lane take: method, name and args point into
+ * the line (name NULL when params has none; args, the value of params.arguments, NULL when absent). */
 typedef struct {
   int64_t id;
-  const char *method, *name;
-  size_t method_len, name_len;
+  const char *method, *name, *args;
+  size_t method_len, name_len, args_len;
 } fastlane_request;
 
 /* Whether the lane may take a host line: 0 no, 1 yes, 2 yes and its answer has a receipt. */
 int fastlane_scan(const char *line, size_t len, fastlane_request *r);
+
+/* A member callback of fastlane_members: the key (without quotes, no escapes) and the value's span,
+ * checked to be JSON that cjson reads; 0 stops the walk. */
+typedef int (*fastlane_member_fn)(const char *key, size_t klen, const char *v, const char *vend, void *ctx);
+
+/* Calls fn for each member of the JSON object at p (up to e); returns the end of the object, or
+ * NULL when it is not one, a key has escapes, or fn returned 0 (the server lane's checks). */
+const char *fastlane_members(const char *p, const char *e, fastlane_member_fn fn, void *ctx);
+
+/* Parses the integer text [p, e) of at most 15 digits into *out; 0 when it is not one. */
+int fastlane_parse_id(const char *p, const char *e, int64_t *out);
 
 #endif

@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "json.h"
 #include "modules.h"
 
 #define ARRAY_MT "rmcp.json.array"
@@ -210,6 +211,54 @@ static char *json_put_escape(char *o, unsigned char c)
   return o + 5;
 }
 
+/* Fills json_out_len once. */
+static void json_out_len_init(void)
+{
+  for (int c = 0; c < 0x80; c++) {
+    json_out_len[c] = c < 0x20 || c == 0x7f ? 6 : 1;
+    if (c == '"' || c == '\\' || c == '\b' || c == '\t' || c == '\n' || c == '\f' || c == '\r') json_out_len[c] = 2;
+  }
+}
+
+/* Writes the escaped bytes of s[*i, end) at o as json.encode writes them (n: the bytes of s; a
+ * UTF-8 sequence starting before end may run up to 3 bytes past it); returns the byte after them. */
+static char *json_quote_slice(char *o, const unsigned char *s, size_t *i, size_t end, size_t n)
+{
+  while (*i < end) {
+    unsigned char c = s[*i];
+    if (c < 0x80) {
+      if (json_out_len[c] == 1) *o++ = (char)c;
+      else o = json_put_escape(o, c);
+      (*i)++;
+      continue;
+    }
+    size_t len = json_utf8_len(s + *i, n - *i);
+    if (len) {
+      memcpy(o, s + *i, len);
+      o += len;
+      *i += len;
+    } else {
+      memcpy(o, "\\ufffd", 6); /* one per invalid byte, as json.encode */
+      o += 6;
+      (*i)++;
+    }
+  }
+  return o;
+}
+
+/* Writes at out the JSON string json.encode writes for the n bytes at s (json.h); out has room for
+ * JSON_QUOTED_MAX(n) bytes. Returns the bytes written. */
+size_t json_quote(char *out, const char *s, size_t n)
+{
+  if (json_out_len['a'] == 0) json_out_len_init();
+  char *o = out;
+  size_t i = 0;
+  *o++ = '"';
+  o = json_quote_slice(o, (const unsigned char *)s, &i, n, n);
+  *o++ = '"';
+  return (size_t)(o - out);
+}
+
 /* Pushes the JSON string json.encode writes for the n bytes at s, byte for byte, made in one pass
  * that works through s in slices, with room for the worst case (6 bytes out per byte in) reserved
  * per slice: cjson's per-byte escaping and the rewrite after it cost about three times this. */
@@ -224,26 +273,7 @@ static void json_push_quoted(lua_State *L, const unsigned char *s, size_t n)
     size_t end = n - i > SLICE ? i + SLICE : n;
     /* a UTF-8 sequence that starts in the slice may end up to 3 bytes past it */
     char *start = luaL_prepbuffsize(&b, 6 * (end - i) + 3);
-    char *o = start;
-    while (i < end) {
-      unsigned char c = s[i];
-      if (c < 0x80) {
-        if (json_out_len[c] == 1) *o++ = (char)c;
-        else o = json_put_escape(o, c);
-        i++;
-        continue;
-      }
-      size_t len = json_utf8_len(s + i, n - i);
-      if (len) {
-        memcpy(o, s + i, len);
-        o += len;
-        i += len;
-      } else {
-        memcpy(o, "\\ufffd", 6); /* one per invalid byte, as json.encode */
-        o += 6;
-        i++;
-      }
-    }
+    char *o = json_quote_slice(start, s, &i, end, n);
     luaL_addsize(&b, (size_t)(o - start));
   }
   luaL_addchar(&b, '"');
@@ -740,10 +770,7 @@ static void json_push_prefix(lua_State *L)
 /* require "rmcp.json": encode, decode, array, is_array, raw, raw_text, null. */
 int luaopen_rmcp_json(lua_State *L)
 {
-  for (int c = 0; c < 0x80; c++) {
-    json_out_len[c] = c < 0x20 || c == 0x7f ? 6 : 1;
-    if (c == '"' || c == '\\' || c == '\b' || c == '\t' || c == '\n' || c == '\f' || c == '\r') json_out_len[c] = 2;
-  }
+  json_out_len_init();
   luaL_newmetatable(L, ARRAY_MT);
   lua_pushliteral(L, "json.array");
   lua_setfield(L, -2, "__name");

@@ -343,3 +343,34 @@ void lua_host_free(lua_host_t *h)
   free(h->invoked);
   free(h);
 }
+
+/* The loader of a module whose objects have metatable mt (methods as __index, gc as __gc) and are
+ * made by new_fn: registers mt once, pushes {new = new_fn}; returns 1 (the lanes' loaders). */
+int lua_host_module(lua_State *L, const char *mt, const luaL_Reg *methods, lua_CFunction gc, lua_CFunction new_fn)
+{
+  if (luaL_newmetatable(L, mt)) {
+    lua_newtable(L);
+    luaL_setfuncs(L, methods, 0);
+    lua_setfield(L, -2, "__index");
+    lua_pushcfunction(L, gc);
+    lua_setfield(L, -2, "__gc");
+  }
+  lua_pop(L, 1);
+  lua_newtable(L);
+  lua_pushcfunction(L, new_fn);
+  lua_setfield(L, -2, "new");
+  return 1;
+}
+
+/* Pushes a zeroed userdata of size bytes with metatable mt and returns it; *main is the host's main
+ * thread (the one C callbacks call Lua on). Raises, naming module, outside the reasonix-mcp host. */
+void *lua_host_newobject(lua_State *L, size_t size, const char *mt, const char *module, lua_State **main)
+{
+  lua_host_t *h = lua_host_get(L);
+  if (h == NULL) luaL_error(L, "%s needs the reasonix-mcp host", module);
+  void *p = lua_newuserdatauv(L, size, 0);
+  memset(p, 0, size);
+  luaL_setmetatable(L, mt);
+  *main = h->L;
+  return p;
+}

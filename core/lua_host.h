@@ -37,5 +37,7 @@ int lua_host_checkref(lua_State *L, int idx, const char *field);
 int lua_host_optbool(lua_State *L, int idx, const char *field, int def);
 void lua_host_unref(lua_State *L, int *ref);
 int lua_host_fail(lua_State *L, int err, const char *what);
+void *lua_host_newobject(lua_State *L, size_t size, const char *mt, const char *module, lua_State **main);
+int lua_host_module(lua_State *L, const char *mt, const luaL_Reg *methods, lua_CFunction gc, lua_CFunction new_fn);
 
 #endif

@@ -35,6 +35,7 @@ static const luaL_Reg main_modules[] = {
   {"rmcp.http", luaopen_rmcp_http},
   {"rmcp.relay", luaopen_rmcp_relay},
   {"rmcp.fastlane", luaopen_rmcp_fastlane},
+  {"rmcp.serverlane", luaopen_rmcp_serverlane},
   {NULL, NULL},
 };
 

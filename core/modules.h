@@ -14,5 +14,6 @@ int luaopen_rmcp_json(lua_State *L);
 int luaopen_rmcp_http(lua_State *L);
 int luaopen_rmcp_relay(lua_State *L);
 int luaopen_rmcp_fastlane(lua_State *L);
+int luaopen_rmcp_serverlane(lua_State *L);
 
 #endif

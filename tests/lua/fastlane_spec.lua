@@ -3,35 +3,24 @@
 -- cat): which host lines it takes and which it leaves to Lua, answers and plain notifications
 -- back to the host, the requests it hands over when closed, ids the caller holds, and the receipt
 -- hook of a watch or poll.
-local uv = require "luv"
-local channel = require "rmcp.channel"
 local proc = require "rmcp.proc"
 local fastlane = require "rmcp.fastlane"
+local lane_support = require "lane_support"
 
 -- A host pipe pair, the server (cat) and a lane between them. Returns the rig: host(line) writes a
 -- host line; lua_host and lua_server collect the lines the lane left to Lua; to_host what it wrote
 -- to the host; receipts the hook's calls; answer(line) makes the server write line.
 local function rig(t, max_in_flight)
   local r = { lua_host = {}, lua_server = {}, to_host = {}, receipts = {}, settled = 0 }
-  local host_in, host_out = uv.pipe({ nonblock = true }, { nonblock = true }), uv.pipe({ nonblock = true }, { nonblock = true })
-  local writer = assert(channel.open(host_in.write, { read = false, write = true }))
-  local input = assert(channel.open(host_in.read, { read = true, write = false,
-    on_line = function(line) r.lua_host[#r.lua_host + 1] = line end }))
-  local out = assert(channel.open(host_out.write, { read = false, write = true }))
-  local reader = assert(channel.open(host_out.read, { read = true, write = false,
-    on_line = function(line) r.to_host[#r.to_host + 1] = line end }))
+  local input, out = lane_support.host_pipes(t, r)
   r.server = assert(proc.spawn{ file = "cat", stdin = "pipe", stdout = "pipe", stderr = "inherit",
     stdout_mode = "ndjson", on_line = function(line) r.lua_server[#r.lua_server + 1] = line end,
     on_exit = function() end })
-  t.defer(function()
-    for _, c in ipairs({ writer, input, out, reader }) do c:close() end
-    r.server:kill("KILL")
-  end)
+  t.defer(function() r.server:kill("KILL") end)
   r.lane = fastlane.new{ host = out, input = input, max_in_flight = max_in_flight or 64,
     on_settle = function() r.settled = r.settled + 1 end,
     on_receipt = function(id, queued) r.receipts[#r.receipts + 1] = { id, queued } end }
   r.lane:watch(r.server, 1)
-  function r.host(line) assert(writer:write(line)) end
   function r.answer(line) assert(r.server.stdin:write(line)) end
   return r
 end

@@ -32,7 +32,8 @@ Client.__index = Client
 -- {name, version}, observer (the dashboard's read-everything connection), autostart (default
 -- true), start_timeout_ms (5000), exe (reasonix-mcp binary),
 -- env (the environment map its agents run with; default this process's),
--- on_notification(method, params), on_disconnect(reason), on_connect(), read_gate (a lib/flow gate
+-- on_notification(method, params), on_disconnect(reason), on_drop() (the connection is about to be
+-- forgotten, its requests not failed yet), on_connect(), read_gate (a lib/flow gate
 -- each connection's reading joins: paused while whoever takes its answers is behind), on_drain()
 -- (what we wrote agentd fell back under the high-water mark).
 function M.new(opts)
@@ -225,6 +226,7 @@ function Client:lost(peer, reason)
     if not peer.closed then peer:close(tostring(reason)) end
     return
   end
+  if self.opts.on_drop then self.opts.on_drop() end
   self.peer = nil
   if self.ch and not self.ch:is_closed() then self.ch:close() end
   self.ch = nil
@@ -232,16 +234,11 @@ function Client:lost(peer, reason)
   if self.opts.on_disconnect and not self.closed then self.opts.on_disconnect(reason) end
 end
 
--- Writes request (or notification) h on the live connection, with the client's id as its wire id.
-function Client:send(h)
-  local peer = self.peer
-  if not peer or peer.closed then return self:dispatch(h) end
-  if h.notification then return peer:notify(h.method, h.params) end
-  h.peer = peer
-  self.inflight[h.id] = h
-  peer.next_id = h.id - 1
-  self.write_refused = nil
-  peer:request(h.method, h.params, function(result, err)
+-- The callback of peer's pending request h: one agentd never read (it said goodbye before closing)
+-- goes to the new agentd, a retry-safe one lost with the connection goes once more on a new one;
+-- else h.cb gets the answer.
+local function settle(self, h, peer)
+  return function(result, err)
     if self.inflight[h.id] ~= h then return end
     self.inflight[h.id] = nil
     if err and peer.closed and not h.cancelled and not self.closed and not self.shutdown_sent then
@@ -256,7 +253,19 @@ function Client:send(h)
       end
     end
     h.cb(result, err)
-  end, h.raw)
+  end
+end
+
+-- Writes request (or notification) h on the live connection, with the client's id as its wire id.
+function Client:send(h)
+  local peer = self.peer
+  if not peer or peer.closed then return self:dispatch(h) end
+  if h.notification then return peer:notify(h.method, h.params) end
+  h.peer = peer
+  self.inflight[h.id] = h
+  peer.next_id = h.id - 1
+  self.write_refused = nil
+  peer:request(h.method, h.params, settle(self, h, peer), h.raw)
   if self.write_refused and self.inflight[h.id] == h and not h.resent then
     -- the socket refused the request outright (agentd died and we had not read its EOF yet): agentd
     -- never saw it, so any method, retry-safe or not, goes once more on a new connection
@@ -267,6 +276,20 @@ function Client:send(h)
     self:lost(peer, "the connection refused a write")
     return self:dispatch(h)
   end
+end
+
+-- Takes over request h {id, method, params, raw, cb} that someone else (the server lane) wrote on
+-- the live connection: it settles, and is sent again after a lost connection, as one sent here.
+function Client:adopt(h)
+  h.attempts = 0
+  h.peer = self.peer
+  self.inflight[h.id] = h
+  self.peer:expect(h.id, settle(self, h, self.peer), h.raw)
+end
+
+-- The channel of the live connection (hello answered), or nil.
+function Client:live_channel()
+  return self.peer and not self.peer.closed and self.ch or nil
 end
 
 -- Sends h now when connected, else queues it behind a connect.

@@ -211,11 +211,13 @@ function Peer:reply_to(id)
   return make_reply(self, id)
 end
 
--- Waits for the answer to request id sent by another process image: cb(result, err) as for request.
-function Peer:expect(id, cb)
+-- Waits for the answer to request id sent by another process image (or C code): cb(result, err) as
+-- for request, raw as there.
+function Peer:expect(id, cb, raw)
   if self.closed then return cb(nil, M.error(M.INTERNAL_ERROR, "connection closed")) end
   if not self.pending[id] then self.pending_n = self.pending_n + 1 end
   self.pending[id] = cb
+  if raw then self.raw[id] = true end
   if id > self.next_id then self.next_id = id end
 end
 

@@ -43,6 +43,7 @@ local function new_state()
     generation = 0,     -- bumped by every successful swap (the server rebuilds its tool list on a change)
     warnings = {},      -- pending warnings for the next caller
     queue = nil,        -- the rmcp.fswatch queue over every watched dir, drained synchronously by check()
+    queue_fd = nil,     -- its fd (quiet_window)
     poll = nil,         -- agentd: a uv poll on the queue's fd, so an edit between calls runs a check
     wds = {},           -- watch key -> its watch descriptor in queue
     wd_dir = {},        -- watch descriptor -> the dir it watches
@@ -256,6 +257,19 @@ function M.check()
   return res
 end
 
+-- While check() would skip its stats (no event seen, every dir watched, the window open): the fd of
+-- the change queue (an event makes it readable) and the uv.hrtime() at which the window closes;
+-- else nil. The server lane (server/lane.lua) takes calls without a check only then.
+function M.quiet_window()
+  if not S.started or S.dirty or not S.covered or S.window <= 0 or not S.queue_fd then return nil end
+  return S.queue_fd, S.last_full + S.window
+end
+
+-- True when warnings wait for the next caller (take_warnings).
+function M.has_warnings()
+  return #S.warnings > 0
+end
+
 -- agentd: runs a check shortly after the queue becomes readable between calls (editors write in
 -- several steps), then listens again.
 local function listen()
@@ -386,6 +400,7 @@ function M.init(opts)
     end
   end
   S.queue = fswatch.open()
+  S.queue_fd = S.queue and S.queue:fileno()
   S.started = true
   if S.watch then
     for name in pairs(package.loaded) do

@@ -44,9 +44,10 @@ function Calls:track(call, aid, answered)
   end
 end
 
--- Runs the checked call of tool with args (request id, params._meta) on server; reply answers it
--- with the tool's result or an isError result, unless the host cancelled it first.
-function Calls:run(server, tool, args, id, meta, reply)
+-- Registers the call of tool for host request id (params._meta meta) on server; returns it and the
+-- function that ends it with (result, err): reply answers with the tool's result or an isError
+-- result, unless the host cancelled it first.
+local function start(self, server, tool, id, meta, reply)
   local token = meta.progressToken
   if token ~= nil and type(token) ~= "string" and type(token) ~= "number" then token = nil end
   local call = { id = id, tool = tool, agentd_ids = {}, progress_token = token, progress_n = 0,
@@ -66,18 +67,30 @@ function Calls:run(server, tool, args, id, meta, reply)
     if err ~= nil then reply(server:with_warnings(view.error(tool.name, err)))
     else reply(server:with_warnings(view.result(tool, result, server.protocol_version))) end
   end
+  return call, done
+end
+
+-- What ends a forwarded call with agentd's answer (result, err).
+local function forwarded_done(tool, done)
+  return function(result, err)
+    if result == nil and err == nil then err = "tool " .. tool.name .. " returned no result" end
+    done(result, err)
+  end
+end
+
+-- Runs the checked call of tool with args (request id, params._meta meta) on server; reply answers
+-- it with the tool's result or an isError result, unless the host cancelled it first.
+function Calls:run(server, tool, args, id, meta, reply)
+  local call, done = start(self, server, tool, id, meta, reply)
   local function raised(e)
     log.error("tool %s%s raised: %s", tool.name, tool.policy and (" (policy " .. tool.policy .. ")") or "", tostring(e))
     done(nil, (tool.policy and "policy tool failed: " or "internal error in the MCP server: ") .. tostring(e):match("^[^\n]*"))
   end
   -- a tool that only passes its arguments to agentd needs no coroutine nor ctx: the call sends them
   local direct = require("rmcp.tools.common").forwarded(tool.handler)
-  if direct then
+  if direct and not (direct.blocking and call.progress_token ~= nil) then -- (progress: the handler asks)
     local params = direct.keep and server.receipts:ask(args, id) or args
-    local ok, e = pcall(tool_ctx.sender(server, call), direct.method, params, true, function(result, err)
-      if result == nil and err == nil then err = "tool " .. tool.name .. " returned no result" end
-      done(result, err)
-    end)
+    local ok, e = pcall(tool_ctx.sender(server, call), direct.method, params, true, forwarded_done(tool, done))
     if not ok then raised(e) end
     return
   end
@@ -88,8 +101,18 @@ function Calls:run(server, tool, args, id, meta, reply)
   end, raised)
 end
 
+-- Takes over a call of forwarding tool whose agentd request (agentd id aid) the server lane
+-- (server/lane.lua) sent with args: from now on it ends as one Calls:run made.
+function Calls:adopt(server, tool, args, id, aid)
+  local call, done = start(self, server, tool, id, {}, server.peer:reply_to(id))
+  local direct = require("rmcp.tools.common").forwarded(tool.handler)
+  local params = direct.keep and server.receipts:ask(args, id) or args
+  tool_ctx.adopt(server, call, aid, direct.method, params, forwarded_done(tool, done))
+end
+
 -- Cancels the call of host request id (a long one releases its agentd requests); no reply is sent.
 function Calls:cancel(server, id, reason)
+  if server.lane and server.lane:has(id) then server.lane:close() end -- its call is ours now
   local call = self.by_key[jsonrpc.id_key(id)]
   if not call then
     log.debug("mcp: cancel for unknown or finished request %s", tostring(id))

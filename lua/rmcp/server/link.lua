@@ -46,9 +46,12 @@ function M.new(server, orch, flow)
         tostring(hello.version), tostring(math.tointeger(hello.agentd_pid) or hello.agentd_pid),
         orch, server.project_dir)
       require("rmcp.clients.dashboard").autostart()
+      if server.lane then server.lane:sync() end
     end,
     on_disconnect = function(reason) log.info("agentd link: disconnected (%s)", tostring(reason)) end,
     read_gate = flow.read_gate, on_drain = flow.on_drain,
+    -- the server lane's calls on it become Lua's before it fails them
+    on_drop = function() if server.lane then server.lane:close() end end,
   })
   return self
 end
@@ -65,6 +68,20 @@ function Link:request(method, params, cb, raw)
     if err ~= nil and type(err) ~= "table" then err = unavailable(tostring(err)) end
     cb(result, err)
   end, raw)
+end
+
+-- Takes over request aid (method, params) that the server lane wrote on this connection: cb(result,
+-- err) once, as for a raw request.
+function Link:adopt(aid, method, params, cb)
+  self.conn:adopt({ id = aid, method = method, params = params, raw = true, cb = function(result, err)
+    if err ~= nil and type(err) ~= "table" then err = unavailable(tostring(err)) end
+    cb(result, err)
+  end })
+end
+
+-- The channel of the live connection, or nil (the server lane writes its requests there).
+function Link:channel()
+  return self.conn and self.conn:live_channel()
 end
 
 -- Why agentd is behind on what we wrote it, or nil.

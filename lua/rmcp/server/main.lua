@@ -48,7 +48,7 @@ local function make_gates(S)
       why = link:unread()
       if why then return why end
     end
-    return flow.too_many(S.server.peer:unanswered(), max_in_flight, "host requests")
+    return flow.too_many(S.server.peer:unanswered() + S.server.lane:count(), max_in_flight, "host requests")
   end)
   S.links_gate = flow.gate("server agentd links", function() return flow.unread(S.out, "the host") end)
 end
@@ -69,6 +69,7 @@ function M.main(_args)
     stopping = true
     log.info("server stopping: %s", why)
     if input then input:close() end
+    if S.server and S.server.lane then S.server.lane:stop() end
     if S.server then S.server:close() end
     exit_when_flushed(S.out, code)
   end
@@ -105,6 +106,7 @@ function M.main(_args)
     mode = "ndjson", read = true, write = false, max_line = max_line,
     on_line = function(line)
       S.server:receive(line)
+      S.server.lane:sync()
       S.stdin_gate:check()
     end,
     on_oversize = function(n) S.server:oversize(n, max_line) end,
@@ -115,6 +117,11 @@ function M.main(_args)
     return require("rmcp.sys").stop(1)
   end
   S.stdin_gate:add(input)
+  -- the forwarding tools' calls, in C while nothing needs Lua (server/lane.lua)
+  S.server.lane = require("rmcp.server.lane").new(S.server, {
+    host = out, input = input, max_in_flight = config.limit("max_in_flight"),
+    on_settle = function() S.stdin_gate:check(); released(); S.links_gate:check() end,
+  })
   if supervised() then
     -- our launcher's death hangs us up (PDEATHSIG SIGHUP): what it wrote before dying is still in
     -- stdin (its word that the host has an answer, which agentd waits for), and we read it, stop at

@@ -63,6 +63,7 @@ Lost your ids? reasonix_list.]]
 ---@field tools_generation integer?   the reload generation they were loaded at
 ---@field tools_cache table?          the encoded tools/list answer {version, text}
 ---@field warned table                warnings already reported to this host (until the next swap)
+---@field lane ServerLane?            the forwarding tools' calls in C (server/lane.lua; server/main.lua makes it)
 local Server = {}
 Server.__index = Server
 
@@ -128,12 +129,8 @@ end
 -- True when two decoded JSON values are equal (key order aside).
 local function same_value(a, b)
   if type(a) ~= "table" or type(b) ~= "table" then return a == b end
-  for k, v in pairs(a) do
-    if not same_value(v, b[k]) then return false end
-  end
-  for k in pairs(b) do
-    if a[k] == nil then return false end
-  end
+  for k, v in pairs(a) do if not same_value(v, b[k]) then return false end end
+  for k in pairs(b) do if a[k] == nil then return false end end
   return true
 end
 
@@ -435,6 +432,7 @@ function Server:on_agentd_notification(method, params, orch)
   elseif method == "reload_warning" then
     -- agentd's copy of a broken policy fails like ours: the same text is reported once
     if type(params.message) == "string" then reload.warn(params.message, true) end
+    if self.lane then self.lane:sync() end -- (closes it: the next call carries the warning)
   elseif method == "watch_progress" then
     self.calls:progress(self, orch, params)
   else

@@ -21,6 +21,16 @@ local function sender(server, call)
 end
 M.sender = sender
 
+-- Takes over agentd request aid (method, params) that the server lane sent for call on server, as
+-- sender would have made it: cb(result, err) once.
+function M.adopt(server, call, aid, method, params, cb)
+  server.calls:track(call, aid, false)
+  server:link(call.orchestrator):adopt(aid, method, params, function(result, err)
+    server.calls:track(call, aid, true)
+    cb(result, err)
+  end)
+end
+
 -- The ctx of tools/call call on server.
 function M.new(server, call)
   local ctx = {

@@ -5,7 +5,7 @@ local config = require "rmcp.config"
 local M = {}
 
 -- The handlers M.forward made that send their arguments as they are (no prepare, or only
--- keep_answer): {method, keep} (weak keys: a reload makes new ones).
+-- keep_answer, blocking or both): {method, keep, blocking} (weak keys: a reload makes new ones).
 local plain = setmetatable({}, { __mode = "k" })
 
 -- An object schema: properties, required names; unknown arguments are refused (typos surface).
@@ -129,6 +129,11 @@ function M.blocking(args, ctx)
   return params
 end
 
+-- Params for a watch: blocking's, held by agentd until the receipt (keep_answer).
+function M.blocking_kept(args, ctx)
+  return M.keep_answer(M.blocking(args, ctx), ctx)
+end
+
 -- Asks agentd to hold the answer of a watch or poll until its receipt says the host got it
 -- (server/receipts.lua, agentd/PROTOCOL.md "Receipts"): the server's ctx adds what the receipt
 -- needs; a process with no launcher (ctl) asks for none. Returns params. (Such a tool says
@@ -151,12 +156,16 @@ function M.forward(method, prepare)
     end
     return ctx.agentd(method, params, true)
   end
-  if not prepare or prepare == M.keep_answer then plain[handler] = { method = method, keep = prepare ~= nil } end
+  if not prepare or prepare == M.keep_answer or prepare == M.blocking or prepare == M.blocking_kept then
+    plain[handler] = { method = method, keep = prepare == M.keep_answer or prepare == M.blocking_kept,
+                       blocking = prepare == M.blocking or prepare == M.blocking_kept }
+  end
   return handler
 end
 
 -- What a handler of M.forward sends, when a caller may send it itself without running the
--- handler: {method (agentd's), keep (the answer is kept until its receipt: keep_answer)}; else nil.
+-- handler: {method (agentd's), keep (the answer is kept until its receipt: keep_answer), blocking
+-- (a call with a progress token asks for agentd's progress: blocking)}; else nil.
 function M.forwarded(handler)
   return plain[handler]
 end

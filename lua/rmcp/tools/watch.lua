@@ -35,7 +35,5 @@ return {
     },
     notes = "Returns when a watched session ends a turn, exits, dies, needs a decision, becomes stalled, or takes an integration step; a terminal state stays pending until a watch delivers it. A decision wakes a connection's watch once, then again after a failed answer, a dismissed form, or every 5 minutes (REASONIX_MCP_DECISION_REMIND_S). While it blocks it sends notifications/progress every ~10 s when the call carried a progressToken.",
   },
-  handler = common.forward("watch", function(args, ctx)
-    return common.keep_answer(common.blocking(args, ctx), ctx)
-  end),
+  handler = common.forward("watch", common.blocking_kept),
 }
