@@ -2,7 +2,8 @@
  * closes it). A host's tools/call of a tool that only passes its arguments to agentd goes from the
  * server's stdin to agentd as a request of the lane's own (ids from LANE_FIRST_ID up, above any the
  * agentd client makes), and agentd's raw result comes back to the host as the CallToolResult
- * server/tool_view.lua makes of it, without entering Lua. A host line is taken only when nothing
+ * server/tool_view.lua makes of it, without entering Lua; a ping is answered here too, while the lane
+ * is open. A host line is taken only when nothing
  * could make Lua act otherwise: fastlane_scan's plain request (no _meta), method tools/call, a tool
  * of the table Lua gave, an id in flight nowhere, arguments an object whose members pass the checks
  * Lua compiled from the tool's inputSchema (anything the checks do not know goes to Lua, which gives
@@ -337,15 +338,27 @@ static int write_request(serverlane_t *s, channel_t *to, const lane_call *c)
   return channel_write(to, s->buf, (size_t)(o - s->buf));
 }
 
-/* Server stdin filter: takes a tools/call of a lane tool (see the head of this file). */
+/* Answers a host's ping as server/mcp.lua does (an empty result); 1 when written, 0 leaves it to Lua. */
+static int answer_ping(serverlane_t *s, channel_t *host, int64_t id)
+{
+  char reply[64];
+  int n = snprintf(reply, sizeof reply, "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"result\":{}}", (long long)id);
+  (void)s;
+  return channel_write(host, reply, (size_t)n) < 0 ? 0 : 1;
+}
+
+/* Server stdin filter: takes a ping, and a tools/call of a lane tool (see the head of this file). */
 static int lane_host_line(void *data, int tag, const char *line, size_t len)
 {
   (void)tag;
   serverlane_t *s = data;
   fastlane_request r;
   channel_t *to = channel_lua_ready(s->agentd);
-  if (!to || !channel_lua_ready(s->host)) return 0;
-  if (!fastlane_scan(line, len, &r) || !r.name) return 0;
+  channel_t *host = channel_lua_ready(s->host);
+  if (!to || !host) return 0;
+  if (!fastlane_scan(line, len, &r)) return 0;
+  if (r.method_len == 4 && memcmp(r.method, "ping", 4) == 0) return answer_ping(s, host, r.id);
+  if (!r.name) return 0;
   if (r.method_len != 10 || memcmp(r.method, "tools/call", 10) != 0) return 0;
   int tool = -1;
   for (int i = 0; i < s->ntools && tool < 0; i++)
