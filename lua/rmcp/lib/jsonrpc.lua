@@ -299,9 +299,11 @@ end
 -- and a method name needing no escape: its id, method and params, read by one match and a decode of
 -- the params alone ("{}" none at all), not of the whole envelope. nil for any other line, and for
 -- one whose params are not one JSON object or array (Peer:receive then decodes it whole, as before).
+-- (the head compared whole, then a match of the rest: a pattern costs per character it matches)
 local function plain_request(line)
-  local id, method, at = line:match('^{"jsonrpc":"2%.0","id":(%d+),"method":"([%w_/$]+)","params":()')
-  if not at or line:byte(-1) ~= 125 or #id > 15 or (#id > 1 and id:byte(1) == 48) then return nil end
+  if line:byte(-1) ~= 125 or line:sub(1, 22) ~= '{"jsonrpc":"2.0","id":' then return nil end
+  local id, method, at = line:match('^(%d+),"method":"([%w_/$]+)","params":()', 23)
+  if not at or #id > 15 or (#id > 1 and id:byte(1) == 48) then return nil end
   if #line - at == 2 and line:byte(at) == 123 and line:byte(at + 1) == 125 then
     return math.tointeger(tonumber(id)), method, {}
   end
