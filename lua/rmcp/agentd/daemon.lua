@@ -40,7 +40,8 @@ local M = {}
 ---@return Daemon
 function M.new(paths, lock)
   return {
-    paths = paths, pid = uv.os_getpid(), version = require("rmcp.host").version, lock = lock,
+    -- (luv gives the pid as a float: an integer encodes without the JSON encoder's number fix)
+    paths = paths, pid = math.tointeger(uv.os_getpid()), version = require("rmcp.host").version, lock = lock,
     sessions = {}, sessions_gen = 0, session_order = nil, parked_gen = 0, parked_tally = nil, conns = {}, next_conn = 0, server = nil, signals = {}, shutting_down = false,
     watch_by_session = {}, waits = {}, receipts = {},
     upgrade = nil, idle_exit = nil, models_cache = nil, retention_timer = nil, health = nil, observers = nil,

@@ -20,9 +20,17 @@ local M = {}
 local RESTART_REFUSED = -32005
 local bad = params.bad
 
+-- The answer to ping of each daemon, as JSON: it never changes in a process, so it is encoded once.
+local ping_answers = setmetatable({}, { __mode = "k" })
+
 -- ping: which daemon answers (restart_agentd verifies its successor by it).
 function M.ping(d, _, _, reply)
-  reply({ agentd_pid = d.pid, version = d.version })
+  local answer = ping_answers[d]
+  if not answer then
+    answer = json.raw(assert(json.encode({ agentd_pid = d.pid, version = d.version })))
+    ping_answers[d] = answer
+  end
+  reply(answer)
 end
 
 -- models: the selectable models of an agent (p.agent, default the spawn default) with their efforts (cached).

@@ -1,0 +1,54 @@
+-- The JSON-RPC peer (lib/jsonrpc.lua) reads a request written id first with an integer id by one
+-- match and a decode of its params alone: each such line is answered as the same request written
+-- otherwise (members in another order, so the whole line is decoded) is, and a line that only looks
+-- like one (a repeated member, an id with a leading zero or too long, params not an object) gets
+-- the answer of the whole decode.
+local jsonrpc = require "rmcp.lib.jsonrpc"
+local json = require "rmcp.lib.json"
+
+-- The lines a peer with methods echo and count sends for each of lines, in order.
+local function answers(lines)
+  local out = {}
+  local peer = jsonrpc.new{
+    send = function(line) out[#out + 1] = line end,
+    methods = {
+      echo = function(params, reply) reply({ got = params }) end,
+      ["$/count"] = function(params, reply) reply({ n = #params }) end,
+    },
+  }
+  for _, line in ipairs(lines) do peer:receive(line) end
+  return out
+end
+
+test("a request written id first is answered as the same request decoded whole", function(t)
+  local pairs_of = {
+    { '{"jsonrpc":"2.0","id":1,"method":"echo","params":{}}', '{"id":1,"method":"echo","jsonrpc":"2.0","params":{}}' },
+    { '{"jsonrpc":"2.0","id":2,"method":"echo","params":{"a":[1,2.0],"b":"x","c":[]}}',
+      '{"method":"echo","params":{"a":[1,2.0],"b":"x","c":[]},"jsonrpc":"2.0","id":2}' },
+    { '{"jsonrpc":"2.0","id":3,"method":"$/count","params":[1,2,3]}', '{"params":[1,2,3],"jsonrpc":"2.0","id":3,"method":"$/count"}' },
+    { '{"jsonrpc":"2.0","id":4,"method":"nope","params":{}}', '{"method":"nope","jsonrpc":"2.0","id":4,"params":{}}' },
+  }
+  for _, p in ipairs(pairs_of) do
+    local fast, whole = answers({ p[1] }), answers({ p[2] })
+    t.eq(#fast, 1, p[1])
+    t.eq(fast[1], whole[1], p[1])
+  end
+  t.eq(answers({ pairs_of[1][1] })[1], '{"jsonrpc":"2.0","id":1,"result":{"got":{}}}')
+end)
+
+test("a line that only looks like one gets the answer of the whole decode", function(t)
+  t.eq(answers({ '{"jsonrpc":"2.0","id":3,"method":"echo","params":{},"id":9}' })[1],
+       '{"jsonrpc":"2.0","id":9,"result":{"got":{}}}', "a repeated member: the last one counts")
+  t.eq(answers({ '{"jsonrpc":"2.0","id":007,"method":"echo","params":{}}' })[1],
+       answers({ '{"id":007,"jsonrpc":"2.0","method":"echo","params":{}}' })[1], "a leading zero")
+  local big = json.decode(answers({ '{"jsonrpc":"2.0","id":99999999999999999999,"method":"echo","params":{}}' })[1])
+  t.eq(big.id, json.null, "an id past the integers")
+  t.eq(big.error.code, jsonrpc.INVALID_REQUEST)
+  t.eq(answers({ '{"jsonrpc":"2.0","id":5,"method":"echo","params":null}' })[1],
+       '{"jsonrpc":"2.0","id":5,"result":{"got":{}}}', "null params: none")
+  t.eq(json.decode(answers({ '{"jsonrpc":"2.0","id":6,"method":"echo","params":"s"}' })[1]).error.code, jsonrpc.INVALID_PARAMS)
+  t.eq(answers({ '{"jsonrpc":"2.0","id":7,"method":"echo","params":{}} ' })[1],
+       '{"jsonrpc":"2.0","id":7,"result":{"got":{}}}', "a blank after the object")
+  t.eq(answers({ '{"jsonrpc":"2.0","id":8,"method":"echo","params":{"a":1}' })[1]:match('"id":null,"error"'),
+       '"id":null,"error"', "an unclosed object is a parse error")
+end)
