@@ -70,9 +70,11 @@ local function try_watch(d, w)
     for sid, u in pairs(given) do results[sid] = rules_poll.fit(u.result, share) end
   end
   if w.detail and #ready > 0 then w.poll_opts.budget = share end
+  local took = {} -- (the sessions whose undelivered turns this answer carries)
   for _, s in ipairs(ready) do
     local repeated = rules_watch.decision_repeated(s)
-    local snap = session.drain(d, s, w.detail)
+    local snap, took_turns = session.drain(d, s, w.detail)
+    if took_turns then took[#took + 1] = s end
     snap.health = health.anomaly(d, s)
     if w.detail then
       results[s.id] = rules_poll.shape(snap, w.poll_opts)
@@ -85,6 +87,7 @@ local function try_watch(d, w)
   end
   for sid, result in pairs(results) do receipts.hold(d, w, sid, given[sid], result) end
   finish(d, w, { results = results })
+  for _, s in ipairs(took) do session.journal_delivered(d, s) end
   return true
 end
 
