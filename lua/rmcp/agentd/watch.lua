@@ -74,7 +74,7 @@ local function try_watch(d, w)
   for _, s in ipairs(ready) do
     local repeated = rules_watch.decision_repeated(s)
     local snap, took_turns = session.drain(d, s, w.detail)
-    if took_turns then took[#took + 1] = s end
+    took[s] = took_turns
     snap.health = health.anomaly(d, s)
     if w.detail then
       results[s.id] = rules_poll.shape(snap, w.poll_opts)
@@ -83,11 +83,14 @@ local function try_watch(d, w)
     end
     if repeated then results[s.id].decision_repeated = true end
     if why[s.id] == "reminder" then results[s.id].decision_reminder = true end
-    session.mark_delivered(d, s, watcher)
   end
   for sid, result in pairs(results) do receipts.hold(d, w, sid, given[sid], result) end
   finish(d, w, { results = results })
-  for _, s in ipairs(took) do session.journal_delivered(d, s) end
+  -- what the answer delivered is recorded once it is out (a tombstone's record is saved at once)
+  for _, s in ipairs(ready) do
+    if took[s] then session.journal_delivered(d, s) end
+    session.mark_delivered(d, s, watcher)
+  end
   return true
 end
 
