@@ -70,10 +70,15 @@ local function daemon_exe()
   if not out or out == "" then return EXE end
   -- (only what runs for a line of the socket is counted, and with RMCP_CALLGRIND_AGENT_LINES=1 for
   -- a line of an agent too: the daemon's timers are not, so what they do while the calls run, at
-  -- times that vary, does not blur the count)
-  local agent_lines = os.getenv("RMCP_CALLGRIND_AGENT_LINES") == "1" and "--toggle-collect=lproc_on_line " or ""
+  -- times that vary, does not blur the count; =split counts the agents' lines alone, a file after
+  -- each and one before each socket write, OUT.1, OUT.2, …: a line's work before and after the
+  -- answer it wakes)
+  local mode = os.getenv("RMCP_CALLGRIND_AGENT_LINES")
+  local count = ({ ["1"] = "--toggle-collect=lchannel_on_line --toggle-collect=lproc_on_line",
+                   split = "--toggle-collect=lproc_on_line --dump-after=lproc_on_line --dump-before=lchannel_write" })[mode]
+    or "--toggle-collect=lchannel_on_line"
   write_script(DIR .. "/agentd-callgrind", string.format("exec valgrind --tool=callgrind --collect-atstart=no "
-    .. "--toggle-collect=lchannel_on_line %s--callgrind-out-file='%s' '%s' \"$@\"", agent_lines, out, EXE))
+    .. "%s --callgrind-out-file='%s' '%s' \"$@\"", count, out, EXE))
   return DIR .. "/agentd-callgrind"
 end
 
