@@ -70,7 +70,7 @@ local function try_watch(d, w)
     for sid, u in pairs(given) do results[sid] = rules_poll.fit(u.result, share) end
   end
   if w.detail and #ready > 0 then w.poll_opts.budget = share end
-  local took = {} -- (the sessions whose undelivered turns this answer carries)
+  local took = {} -- [session] = true when this answer carries turns not delivered before
   for _, s in ipairs(ready) do
     local repeated = rules_watch.decision_repeated(s)
     local snap, took_turns = session.drain(d, s, w.detail)
