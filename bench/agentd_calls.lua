@@ -6,8 +6,10 @@
 -- SESSIONS fake agents (tests/fake_agent; default 0) and waits until each ended its first turn and
 -- the daemon settled, then sends N requests of METHOD over its socket, one at a time: list, poll
 -- (of the first session), send (to the first session, with the watch that takes its turn's end),
--- ping. Then it shuts the daemon down and waits until it is gone. Run it for two N: the cost of one
--- call is (Ir(N2) - Ir(N1)) / (N2 - N1), start-up and teardown cancelled out.
+-- wake (a watch of the first session, then a send to it: the turn's end wakes the waiting watch, as
+-- in bench/run.lua's watch wake-up), ping. Then it shuts the daemon down and waits until it is
+-- gone. Run it for two N: the cost of one call is (Ir(N2) - Ir(N1)) / (N2 - N1), start-up and
+-- teardown cancelled out.
 local uv = require "luv"
 local async = require "rmcp.lib.async"
 local files = require "rmcp.lib.files"
@@ -24,9 +26,16 @@ local requests = {
     if not r then return nil, err end
     return c:call("watch", { session_ids = { ids[1] } })
   end,
+  wake = function(c, ids)
+    local r = async.map({ "watch", "send" }, 2, function(m)
+      if m == "watch" then return c:call("watch", { session_ids = { ids[1] } }) end
+      return c:call("send", { session_id = ids[1], message = "hi" })
+    end)
+    return r[1] and r[2]
+  end,
 }
-if not requests[method] or not n or not sessions or ((method == "poll" or method == "send") and sessions < 1) then
-  io.stderr:write("usage: reasonix-mcp script bench/agentd_calls.lua list|poll|send|ping N [SESSIONS] (poll, send: SESSIONS >= 1)\n")
+if not requests[method] or not n or not sessions or ((method == "poll" or method == "send" or method == "wake") and sessions < 1) then
+  io.stderr:write("usage: reasonix-mcp script bench/agentd_calls.lua list|poll|send|wake|ping N [SESSIONS] (poll, send, wake: SESSIONS >= 1)\n")
   os.exit(2)
 end
 
@@ -59,10 +68,17 @@ end
 local function daemon_exe()
   local out = os.getenv("RMCP_CALLGRIND_OUT")
   if not out or out == "" then return EXE end
-  -- (only what runs for a line of the socket is counted: the daemon's timers and the agents' lines
-  -- are not, so what they do while the calls run, at times that vary, does not blur the count)
+  -- (only what runs for a line of the socket is counted, and with RMCP_CALLGRIND_AGENT_LINES=1 for
+  -- a line of an agent too: the daemon's timers are not, so what they do while the calls run, at
+  -- times that vary, does not blur the count; =split counts the agents' lines alone, a file after
+  -- each and one before each socket write, OUT.1, OUT.2, …: a line's work before and after the
+  -- answer it wakes)
+  local mode = os.getenv("RMCP_CALLGRIND_AGENT_LINES")
+  local count = ({ ["1"] = "--toggle-collect=lchannel_on_line --toggle-collect=lproc_on_line",
+                   split = "--toggle-collect=lproc_on_line --dump-after=lproc_on_line --dump-before=lchannel_write" })[mode]
+    or "--toggle-collect=lchannel_on_line"
   write_script(DIR .. "/agentd-callgrind", string.format("exec valgrind --tool=callgrind --collect-atstart=no "
-    .. "--toggle-collect=lchannel_on_line --callgrind-out-file='%s' '%s' \"$@\"", out, EXE))
+    .. "%s --callgrind-out-file='%s' '%s' \"$@\"", count, out, EXE))
   return DIR .. "/agentd-callgrind"
 end
 

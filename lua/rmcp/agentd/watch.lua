@@ -70,9 +70,11 @@ local function try_watch(d, w)
     for sid, u in pairs(given) do results[sid] = rules_poll.fit(u.result, share) end
   end
   if w.detail and #ready > 0 then w.poll_opts.budget = share end
+  local took = {} -- [session] = true when this answer carries turns not delivered before
   for _, s in ipairs(ready) do
     local repeated = rules_watch.decision_repeated(s)
-    local snap = session.drain(d, s, w.detail)
+    local snap, took_turns = session.drain(d, s, w.detail)
+    took[s] = took_turns
     snap.health = health.anomaly(d, s)
     if w.detail then
       results[s.id] = rules_poll.shape(snap, w.poll_opts)
@@ -81,10 +83,14 @@ local function try_watch(d, w)
     end
     if repeated then results[s.id].decision_repeated = true end
     if why[s.id] == "reminder" then results[s.id].decision_reminder = true end
-    session.mark_delivered(d, s, watcher)
   end
   for sid, result in pairs(results) do receipts.hold(d, w, sid, given[sid], result) end
   finish(d, w, { results = results })
+  -- what the answer delivered is recorded once it is out (a tombstone's record is saved at once)
+  for _, s in ipairs(ready) do
+    if took[s] then session.journal_delivered(d, s) end
+    session.mark_delivered(d, s, watcher)
+  end
   return true
 end
 

@@ -105,11 +105,12 @@ function M.poll(d, conn, p, reply)
     receipts.hold(d, asker, s.id, given)
     return reply(given.result)
   end
-  local snap = session.drain(d, s, o.detail)
+  local snap, took_turns = session.drain(d, s, o.detail)
   snap.health = health.anomaly(d, s)
   local result, text = rules_poll.shape(snap, o)
   receipts.hold(d, asker, s.id, nil, result)
   reply(text and json.raw(text) or result) -- (encoded once: the text fit measured)
+  if took_turns then session.journal_delivered(d, s) end
 end
 
 -- transcript: what the agent did, from the journal.

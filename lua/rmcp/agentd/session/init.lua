@@ -214,6 +214,7 @@ return {
   respond = function(...) return events.respond(...) end,
   stop = function(...) return turns.stop(...) end,
   drain = state.drain,
+  journal_delivered = state.journal_delivered,
   current_work = state.current_work,
   newest_first = require("rmcp.agentd.session.order").newest_first,
   parked_tally = require("rmcp.agentd.session.tally").parked,

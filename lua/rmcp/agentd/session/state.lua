@@ -305,10 +305,16 @@ local function release(s)
   rt.released = true
 end
 
+-- Journals how far s's turns were delivered (saved a moment later): right after the reply of a drain.
+function M.journal_delivered(d, s)
+  M.journal(d, s, { type = "delivered", turns = s.turns_drained })
+  M.persist(d, s, "later")
+end
+
 -- Drains what is new since the last poll/watch into a snapshot for policy shaping, and resets it.
 -- The events are taken only by a result that shows them (with_events: a detailed poll or watch);
 -- a lean one leaves them for the next detailed look. A parked session comes back for it, and is
--- parked again a moment later.
+-- parked again a moment later. Also returns true when it took undelivered turns: journal_delivered then follows the reply.
 function M.drain(d, s, with_events)
   park.unpark(d, s)
   local rt = s.rt
@@ -343,13 +349,8 @@ function M.drain(d, s, with_events)
   rt.turns_dropped = 0
   rt.plan_seen, rt.error_seen = rt.plan_rev, rt.error_rev
   rt.wait_dirty = false
-  if s.turns_drained ~= s.turns_total then
-    -- what was delivered is journaled at once (and saved after the reply), so a daemon death
-    -- neither loses nor repeats a turn; a queued daemon reload counts the turn's result as delivered
-    s.turns_drained = s.turns_total
-    M.journal(d, s, { type = "delivered", turns = s.turns_drained })
-    M.persist(d, s, "later")
-  end
+  local took_turns = s.turns_drained ~= s.turns_total
+  s.turns_drained = s.turns_total -- (a queued daemon reload counts the turn's result as delivered)
   -- the whole-session texts (up to max_full_text each) are joined, or read from disk for a released
   -- tombstone, only when a shaping asks for them (a detailed poll with include_full): a watch or
   -- lean poll of a long session must not copy them each time
@@ -365,7 +366,7 @@ function M.drain(d, s, with_events)
   end })
   if not released and not live_status[s.status] then release(s) end
   if not live_status[s.status] then park.later(d, s) end
-  return snap
+  return snap, took_turns
 end
 
 -- Flags the running turn of s as stalled (agentd/health.lua saw no progress): the next watch reports
