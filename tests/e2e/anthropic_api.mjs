@@ -7,7 +7,7 @@
 import { createServer } from 'node:http';
 import { once } from 'node:events';
 import { servedSums } from './served_usage.mjs';
-import { readJsonBody } from './http_body.mjs';
+import { readRequest } from './http_body.mjs';
 
 // Writes one server-sent event.
 function sse(res, event, data) {
@@ -76,10 +76,9 @@ export async function startAnthropicApi(rules, opts = {}) {
   api.served = (filter) => servedSums(api.requests, USAGE_KEYS, filter);
   let n = 0;
   const server = createServer(async (req, res) => {
-    const got = await readJsonBody(req, res);
+    const got = await readRequest(req, res);
     if (!got) return;
-    const { body } = got;
-    const path = req.url.split('?')[0];
+    const { path, body } = got;
     const record = { path, body };
     api.requests.push(record);
     n += 1;

@@ -7,7 +7,7 @@
 import { createServer } from 'node:http';
 import { once } from 'node:events';
 import { servedSums } from './served_usage.mjs';
-import { readJsonBody } from './http_body.mjs';
+import { readRequest } from './http_body.mjs';
 
 // The usageMetadata keys a response reports, and its value when a rule names none.
 const DEFAULT_USAGE = { promptTokenCount: 10, candidatesTokenCount: 5, cachedContentTokenCount: 0, thoughtsTokenCount: 0 };
@@ -62,11 +62,10 @@ export async function startGeminiApi(rules, opts = {}) {
   const api = { requests: [] };
   api.served = (filter = () => true) => servedSums(api.requests, USAGE_KEYS, (r) => r.complete && filter(r));
   const server = createServer(async (req, res) => {
-    const got = await readJsonBody(req, res);
+    const got = await readRequest(req, res);
     if (!got) return;
-    const { body } = got;
-    const path = req.url.split('?')[0];
-    const record = { method: req.method, path, body };
+    const { method, path, body } = got;
+    const record = { method, path, body };
     res.on('close', () => { record.complete = res.writableFinished; });
     api.requests.push(record);
     const json = (status, value) => { res.writeHead(status, { 'content-type': 'application/json' }); res.end(JSON.stringify(value)); };

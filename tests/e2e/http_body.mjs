@@ -31,3 +31,11 @@ export async function readJsonBody(req, res, maxBytes = MAX_BODY) {
     return refuse(res, 400, `the request body is not JSON (${e.message}): ${raw.slice(0, 200)}`);
   }
 }
+
+// Reads req as a scripted API records it: resolves {method, path (without the query), body, raw},
+// or undefined once readJsonBody answered res itself.
+export async function readRequest(req, res) {
+  const got = await readJsonBody(req, res);
+  if (!got) return undefined;
+  return { method: req.method, path: req.url.split('?')[0], body: got.body, raw: got.raw };
+}

@@ -9,7 +9,7 @@
 import { createServer } from 'node:http';
 import { once } from 'node:events';
 import { streamResponse } from '../e2e/openai_responses_api.mjs';
-import { readJsonBody } from '../e2e/http_body.mjs';
+import { readRequest } from '../e2e/http_body.mjs';
 
 // The host's tool definitions flattened: Codex nests an MCP server's tools in a namespace tool
 // ({type: "namespace", name: "mcp__reasonix", tools}); each entry is {name, namespace?, def}.
@@ -128,10 +128,9 @@ export async function startScriptedApi() {
     return action;
   };
   const server = createServer(async (req, res) => {
-    const got = await readJsonBody(req, res);
+    const got = await readRequest(req, res);
     if (!got) return;
-    const { body, raw } = got;
-    const path = req.url.split('?')[0];
+    const { path, body, raw } = got;
     api.requests.push({ path, body, raw });
     if (path.endsWith('/messages/count_tokens')) {
       res.writeHead(200, { 'content-type': 'application/json' });
