@@ -73,7 +73,7 @@ return function(input)
   end
   d.on_output = function(s) watch.check(d, s) end
   d.shutdown = function() d.shutting_down = true end
-  for _, rec in ipairs(records()) do session.restore(d, rec) end
+  session.restore_records(d, records())
   local bad
   local conn = api.connect(d, function(line)
     if bad then return end
