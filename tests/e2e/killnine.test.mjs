@@ -530,17 +530,23 @@ test('a launcher killed right after relaying a watch answer: its word still reac
   await until(() => written() > before, 10000, 'the server sends the watch to agentd');
   process.kill(launcher, 'SIGSTOP');
   const forwarded = written();
+  // write system calls the launcher made: resumed, it makes two, the answer to the host and then its
+  // word to the server (a kill between them gives the answer again: at least once, never lost)
+  const launcherWrites = () => Number(/^syscw: (\d+)/m.exec(readFileSync(`/proc/${launcher}/io`, 'utf8'))[1]);
+  let writesBefore;
   try {
     await until(() => { try { return readFileSync(journal, 'utf8').includes('"delivered"') && written() > forwarded; } catch { return false; } },
       30000, 'agentd answers and the server writes the answer to the stopped launcher');
     process.kill(server, 'SIGSTOP');
   } finally {
+    writesBefore = launcherWrites();
     process.kill(launcher, 'SIGCONT');
   }
   try {
     const r = await withTimeout(watch, 10000, 'the launcher relays the answer to the host');
     assert.deepEqual(tokensIn(r.structuredContent.results[sid].message), ['a6.t0.r0']);
-    // the launcher wrote its word on the answer to the stopped server as it relayed it
+    // the launcher writes its word on the answer to the stopped server as it relays it
+    await until(() => launcherWrites() >= writesBefore + 2, 10000, 'the launcher writes its word after the answer');
     process.kill(launcher, 'SIGKILL');
     await until(() => !alive(launcher), 5000, 'the launcher is gone');
   } finally {
