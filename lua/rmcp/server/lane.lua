@@ -142,9 +142,6 @@ function Lane:sync()
     self.tools = {}
     for name, tool in pairs(server.tools_by_name) do
       local e = M.entry(name, tool)
-      -- under a launcher a kept answer (watch, poll) has a receipt: Lua's path carries those (a
-      -- killed launcher's receipt was lost through the lane: the answer given again, e2e.killnine)
-      if e and e.keep and server.receipts.supervised then e = nil end
       if e then list[#list + 1], self.tools[name] = e, tool end
     end
     self.c:set_tools(list)
