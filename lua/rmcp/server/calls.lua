@@ -78,6 +78,12 @@ local function forwarded_done(tool, done)
   end
 end
 
+-- The agentd params of a call of forwarding direct (tools/common.lua forwarded) for host request
+-- id: args, with the receipt asked for when its answer is kept.
+local function forward_params(server, direct, args, id)
+  return direct.keep and server.receipts:ask(args, id) or args
+end
+
 -- Runs the checked call of tool with args (request id, params._meta meta) on server; reply answers
 -- it with the tool's result or an isError result, unless the host cancelled it first.
 function Calls:run(server, tool, args, id, meta, reply)
@@ -89,8 +95,8 @@ function Calls:run(server, tool, args, id, meta, reply)
   -- a tool that only passes its arguments to agentd needs no coroutine nor ctx: the call sends them
   local direct = require("rmcp.tools.common").forwarded(tool.handler)
   if direct and not (direct.blocking and call.progress_token ~= nil) then -- (progress: the handler asks)
-    local params = direct.keep and server.receipts:ask(args, id) or args
-    local ok, e = pcall(tool_ctx.sender(server, call), direct.method, params, true, forwarded_done(tool, done))
+    local ok, e = pcall(tool_ctx.sender(server, call), direct.method, forward_params(server, direct, args, id), true,
+      forwarded_done(tool, done))
     if not ok then raised(e) end
     return
   end
@@ -106,8 +112,7 @@ end
 function Calls:adopt(server, tool, args, id, aid)
   local call, done = start(self, server, tool, id, {}, server.peer:reply_to(id))
   local direct = require("rmcp.tools.common").forwarded(tool.handler)
-  local params = direct.keep and server.receipts:ask(args, id) or args
-  tool_ctx.adopt(server, call, aid, direct.method, params, forwarded_done(tool, done))
+  tool_ctx.adopt(server, call, aid, direct.method, forward_params(server, direct, args, id), forwarded_done(tool, done))
 end
 
 -- Cancels the call of host request id (a long one releases its agentd requests); no reply is sent.
