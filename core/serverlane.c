@@ -93,7 +93,8 @@ static char *dup_field(lua_State *L, int idx, const char *k)
   return copy;
 }
 
-/* Reads one property {name, kind, required?, enum?, minimum?, maximum?} at the top of the stack. */
+/* Reads one property {name, kind, required?, enum?, minimum?, maximum?, min_items?, nonempty?} at
+ * the top of the stack. */
 static void read_prop(lua_State *L, lane_prop *p)
 {
   int t = lua_gettop(L);
@@ -108,7 +109,8 @@ static void read_prop(lua_State *L, lane_prop *p)
   if (lua_getfield(L, t, "minimum") == LUA_TNUMBER) p->has_min = 1, p->min = lua_tonumber(L, -1);
   if (lua_getfield(L, t, "maximum") == LUA_TNUMBER) p->has_max = 1, p->max = lua_tonumber(L, -1);
   if (lua_getfield(L, t, "min_items") == LUA_TNUMBER) p->has_min = 1, p->min = lua_tonumber(L, -1);
-  lua_pop(L, 3);
+  p->nonempty = lua_toboolean(L, (lua_getfield(L, t, "nonempty"), -1));
+  lua_pop(L, 4);
   if (lua_getfield(L, t, "enum") == LUA_TTABLE) {
     int n = (int)lua_rawlen(L, -1);
     p->enums = calloc((size_t)n + 1, sizeof *p->enums);
@@ -206,6 +208,7 @@ static int arg_member(const char *k, size_t n, const char *v, const char *vend, 
     switch (p->kind) {
     case LANE_STRING:
       if (*v != '"') return 0;
+      if (p->nonempty && len <= 2) return 0; /* "": any other string has a character, escaped or not */
       if (!p->nenums) return 1;
       for (int j = 0; j < p->nenums; j++)
         if (strlen(p->enums[j]) == len - 2 && memcmp(p->enums[j], v + 1, len - 2) == 0) return 1;

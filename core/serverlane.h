@@ -21,6 +21,7 @@ typedef struct {
   int required;
   char **enums;       /* LANE_STRING: the allowed values, or NULL */
   int nenums;
+  int nonempty;       /* LANE_STRING: "" goes to Lua (a minLength of 1) */
   int has_min, has_max;
   double min, max;    /* LANE_INTEGER's bounds; LANE_STRINGS's min: the fewest items */
 } lane_prop;
@@ -34,7 +35,7 @@ typedef struct {
 } lane_tool;
 
 /* Reads the tool entry {name, method, keep, props = {{name, kind, required?, enum?, minimum?,
- * maximum?, min_items?}}} at the top of L's stack into t; raises on a malformed one. */
+ * maximum?, min_items?, nonempty?}}} at the top of L's stack into t; raises on a malformed one. */
 void serverlane_tool_read(lua_State *L, lane_tool *t);
 
 /* Frees what serverlane_tool_read allocated for t. */

@@ -4,7 +4,7 @@
 // a list in flight when agentd is killed is answered by the restarted one; a policy that replaces
 // reasonix_list, written while the lane is open, answers the very next call; a cancelled call the
 // lane sent gets no answer; a watch the lane sent wakes at the turn's end, and a cancelled one gets
-// no answer either. The agents are the fake ACP agent (tests/fake_agent).
+// no answer either; a send to one session answers as through Lua. The agents are the fake ACP agent (tests/fake_agent).
 // needs: python3 clients
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -53,6 +53,8 @@ const CALLS = [
   ['reasonix_list', { limit: 'x' }], // the schema's error: Lua's
   ['reasonix_models', {}],
   ['reasonix_list', { include_task: true, pending_only: false }],
+  ['reasonix_send', { session_id: 'no-such-session', message: 'x' }], // agentd's error: handed to Lua
+  ['reasonix_send', { session_id: 'no-such-session', message: '' }], // the schema's error: Lua's
 ];
 
 test('the lane answers as Lua does, results and errors alike, under each protocol version', async () => {
@@ -110,6 +112,26 @@ test('a call the lane sent and the host cancelled gets no answer; the others do'
   assert.ok(after.result.structuredContent);
   assert.equal(srv.frames.find((f) => f.id === 7002), undefined, 'no answer to the cancelled call');
   assert.ok(await taken(srv) >= 2, 'the lane sent them');
+});
+
+// The answer to a send to an idle session of its own, the session's id made SID.
+async function sendAnswer(srv) {
+  const spawned = await srv.request('tools/call', { name: 'reasonix_spawn', arguments: { task: 'hello lane' } });
+  const sid = spawned.result.structuredContent?.session_id;
+  assert.ok(sid, JSON.stringify(spawned));
+  await srv.request('tools/call', { name: 'reasonix_watch', arguments: { session_ids: [sid] } }); // its first turn's end
+  const [sent] = await answers(srv, [['reasonix_send', { session_id: sid, message: 'again', expect: 'new_turn' }]]);
+  return JSON.parse(JSON.stringify(sent).replaceAll(sid, 'SID'));
+}
+
+test('a send to one session through the lane answers as Lua does', async () => {
+  const lane = await started();
+  const lua = await started({ REASONIX_MCP_SERVERLANE: '0' });
+  const a = await sendAnswer(lane);
+  assert.deepEqual(a, await sendAnswer(lua));
+  assert.equal(a.result.structuredContent.delivered, 'new_turn', JSON.stringify(a));
+  assert.ok(await taken(lane) >= 1, 'the lane took calls');
+  assert.equal(await taken(lua), 0);
 });
 
 test('a watch the lane sent wakes at the turn end; a cancelled one gets no answer', async () => {

@@ -2,12 +2,12 @@
  * core/serverlane.c) on arbitrary bytes, against Lua: whenever the check lets the lane take the
  * arguments, serverlane_check.lua must find that the server's Lua would have sent agentd the same
  * call (they decode to an object without nulls that the tool's inputSchema accepts). Byte 0 picks
- * the tool (reasonix_list, reasonix_poll or reasonix_watch, compiled by lua/rmcp/server/lane.lua),
- * the rest is the arguments text. */
+ * the tool (reasonix_list, reasonix_poll, reasonix_watch or reasonix_send, compiled by
+ * lua/rmcp/server/lane.lua), the rest is the arguments text. */
 #include "fuzz_lua.h"
 #include "serverlane.h"
 
-#define TOOLS 3
+#define TOOLS 4
 
 /* libFuzzer entry: one arguments text through the check; a taken one goes to the checker with the
  * tool's number. */

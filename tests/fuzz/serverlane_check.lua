@@ -1,19 +1,22 @@
 -- The checks of fuzz_serverlane.c, for an arguments text the server lane's check
 -- (serverlane_args_ok) lets it take: the server's Lua would have made the same call of agentd, so
 -- the text decodes (rmcp.json) to an object without nulls (Lua drops them) that the tool's
--- inputSchema accepts (lib/schema.lua validate), each value of the JSON type its property says (an
--- array's items strings).
--- Called without a text, it returns the lane entries of the three tools the target checks.
+-- inputSchema accepts (lib/schema.lua validate), and so does the narrower schema of a tool that
+-- forwards only some calls (tools/common.lua forward_when: send), each value of the JSON type its
+-- property says (an array's items strings).
+-- Called without a text, it returns the lane entries of the four tools the target checks.
 local json = require "rmcp.lib.json"
 local schema = require "rmcp.lib.schema"
 local lane = require "rmcp.server.lane"
 
-local TOOLS = { require "rmcp.tools.list", require "rmcp.tools.poll", require "rmcp.tools.watch" }
+local TOOLS = { require "rmcp.tools.list", require "rmcp.tools.poll", require "rmcp.tools.watch", require "rmcp.tools.send" }
 
 -- One taken arguments text of tool which: nil when every check holds, else what failed.
 return function(text, which)
   if text == nil then
-    return lane.entry(TOOLS[1].name, TOOLS[1]), lane.entry(TOOLS[2].name, TOOLS[2]), lane.entry(TOOLS[3].name, TOOLS[3])
+    local entries = {}
+    for i, tool in ipairs(TOOLS) do entries[i] = lane.entry(tool.name, tool) end
+    return table.unpack(entries)
   end
   local tool = TOOLS[which]
   local q = string.format("%q", text)
@@ -37,5 +40,8 @@ return function(text, which)
   end
   local ok, why = schema.validate(tool.inputSchema, v)
   if not ok then return tool.name .. ": taken, Lua refuses it (" .. why .. "): " .. q end
+  local when = require("rmcp.tools.common").forwarded(tool.handler).when
+  ok, why = when == nil or schema.validate(when, v)
+  if not ok then return tool.name .. ": taken, but not a plain forward (" .. why .. "): " .. q end
   return nil
 end

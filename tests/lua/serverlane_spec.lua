@@ -89,7 +89,7 @@ test("anything the checks do not know goes to Lua", function(t)
     call(9, "reasonix_list", '{"cursor":"é"}'),        -- not ASCII
     call(10, "reasonix_list", "[]"),                   -- not an object
     call(11, "reasonix_poll", "{}"),                   -- a required argument missing
-    call(12, "reasonix_send", '{"session_id":"x"}'),   -- not a lane tool
+    call(12, "reasonix_stop", '{"session_id":"x"}'),   -- not a lane tool
     '{"jsonrpc":"2.0","id":13,"method":"tools/call","params":{"name":"reasonix_list","_meta":{"progressToken":1}}}',
     '{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{"name":"reasonix_list"}}',
     '{"jsonrpc":"2.0","id":14,"method":"tools/list"}',
@@ -214,6 +214,35 @@ test("only a forwarding tool with a schema of plain properties is a lane tool", 
   t.eq(lane_mod.entry("x", { handler = common.forward("list"), inputSchema = odd }), nil, "a required array of numbers")
   local prepared = common.forward("list", function(args) return args end)
   t.eq(lane_mod.entry("x", { handler = prepared, inputSchema = list.inputSchema }), nil, "a prepare of its own")
+end)
+
+test("a tool that forwards only some of its calls is a lane tool for those: send to one session", function(t)
+  local send = lane_mod.entry("reasonix_send", require "rmcp.tools.send")
+  local kinds = {}
+  for _, p in ipairs(send.props) do
+    kinds[p.name] = p.kind .. (p.required and "!" or "") .. (p.nonempty and "+" or "") .. (p.enum and table.concat(p.enum, "|") or "")
+  end
+  t.eq({ send.method, send.keep, kinds }, { "send", false,
+    { session_id = "string!", message = "string!+", expect = "stringsteer|new_turn" } })
+  local r = rig(t)
+  r.lane:set_tools({ send })
+  r.open()
+  r.host(call(1, "reasonix_send", '{"session_id":"s-1","message":"go on"}'))
+  r.host(call(2, "reasonix_send", '{"session_id":"s-1","message":"x","expect":"new_turn"}'))
+  local lua_lines = {
+    call(3, "reasonix_send", '{"session_id":"s-1","message":""}'),              -- empty: Lua's schema error
+    call(4, "reasonix_send", '{"session_id":"s-1","message":"x","expect":"any"}'), -- any: Lua drops it
+    call(5, "reasonix_send", '{"session_ids":["s-1"],"message":"x"}'),          -- many: a broadcast
+    call(6, "reasonix_send", '{"session_id":"s-1","message":"x","parallelism":2}'), -- Lua refuses it
+    call(7, "reasonix_send", '{"message":"x"}'),                                -- no session: Lua's error
+  }
+  for _, line in ipairs(lua_lines) do r.host(line) end
+  t.wait_for(function() return #r.requests == 2 and #r.lua_host == #lua_lines end, 5000, "two at agentd, the rest in Lua")
+  t.eq(r.requests, {
+    '{"jsonrpc":"2.0","id":' .. ID .. ',"method":"send","params":{"session_id":"s-1","message":"go on"}}',
+    '{"jsonrpc":"2.0","id":' .. (ID + 1) .. ',"method":"send","params":{"session_id":"s-1","message":"x","expect":"new_turn"}}',
+  })
+  t.eq(r.lua_host, lua_lines)
 end)
 
 test("a request the link refuses outright (agentd gone, its end not read yet) goes to Lua", function(t)

@@ -94,7 +94,8 @@ function Calls:run(server, tool, args, id, meta, reply)
   end
   -- a tool that only passes its arguments to agentd needs no coroutine nor ctx: the call sends them
   local direct = require("rmcp.tools.common").forwarded(tool.handler)
-  if direct and not (direct.blocking and call.progress_token ~= nil) then -- (progress: the handler asks)
+  -- (progress: the handler asks; a forward only for some arguments: the handler tells which)
+  if direct and not direct.when and not (direct.blocking and call.progress_token ~= nil) then
     local ok, e = pcall(tool_ctx.sender(server, call), direct.method, forward_params(server, direct, args, id), true,
       forwarded_done(tool, done))
     if not ok then raised(e) end

@@ -29,7 +29,8 @@ local function only(t, names)
   return true
 end
 
-local SCALAR_KEYS = { type = true, enum = true, minimum = true, maximum = true, default = true, description = true }
+local SCALAR_KEYS = { type = true, enum = true, minimum = true, maximum = true, minLength = true, default = true,
+                      description = true }
 local LIST_KEYS = { type = true, items = true, minItems = true, description = true }
 
 -- The checks of property schema p the C lane knows ({kind, enum?, minimum?, maximum?, min_items?}),
@@ -51,7 +52,9 @@ local function prop_check(p)
     end
   end
   if (p.minimum ~= nil or p.maximum ~= nil) and t ~= "integer" then return { kind = "lua" } end
-  return { kind = t, enum = p.enum, minimum = p.minimum, maximum = p.maximum }
+  -- a minLength of 1 is "not empty", which the raw text tells; a longer one counts characters
+  if p.minLength ~= nil and (t ~= "string" or p.minLength > 1) then return { kind = "lua" } end
+  return { kind = t, enum = p.enum, minimum = p.minimum, maximum = p.maximum, nonempty = p.minLength == 1 or nil }
 end
 
 -- The C lane's entry of tool (named name), or nil when the lane cannot take its calls: a policy's,
@@ -59,7 +62,7 @@ end
 function M.entry(name, tool)
   -- (required here: tools/common.lua is reloadable, and a reload's handlers are the new one's)
   local direct = not tool.policy and require("rmcp.tools.common").forwarded(tool.handler)
-  local s = tool.inputSchema
+  local s = direct and direct.when or tool.inputSchema
   if not direct or type(s) ~= "table" or s.type ~= "object" or s.additionalProperties ~= false then return nil end
   for k in pairs(s) do
     if k ~= "type" and k ~= "properties" and k ~= "required" and k ~= "additionalProperties" then return nil end

@@ -163,9 +163,18 @@ function M.forward(method, prepare)
   return handler
 end
 
--- What a handler of M.forward sends, when a caller may send it itself without running the
--- handler: {method (agentd's), keep (the answer is kept until its receipt: keep_answer), blocking
--- (a call with a progress token asks for agentd's progress: blocking)}; else nil.
+-- Marks handler as a plain forward of its arguments to agentd's method for the calls whose
+-- arguments schema (narrower than the tool's inputSchema) accepts: a caller that checks them may
+-- send those itself without running it (the server lane does). Returns handler.
+function M.forward_when(handler, method, schema)
+  plain[handler] = { method = method, keep = false, blocking = false, when = schema }
+  return handler
+end
+
+-- What a handler of M.forward (or M.forward_when) sends, when a caller may send it itself without
+-- running the handler: {method (agentd's), keep (the answer is kept until its receipt:
+-- keep_answer), blocking (a call with a progress token asks for agentd's progress: blocking), when
+-- (only for arguments this schema accepts; nil: any the tool's inputSchema accepts)}; else nil.
 function M.forwarded(handler)
   return plain[handler]
 end

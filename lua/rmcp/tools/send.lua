@@ -33,7 +33,8 @@ return {
     },
     notes = "With session_ids, an id that is not yours refuses the whole call. A message that would start a turn while a budget covering the session is reached is refused (-32022).",
   },
-  handler = function(args, ctx)
+  -- one session, expect steer or new_turn or none: agentd's send takes the arguments as they are
+  handler = common.forward_when(function(args, ctx)
     local ok, err = common.one_of(args, { "session_id", "session_ids" })
     if not ok then return nil, err end
     local params = common.without_any_expect(args)
@@ -42,5 +43,9 @@ return {
       return ctx.agentd("send", params, true)
     end
     return ctx.agentd("broadcast", params, true)
-  end,
+  end, "send", common.object({
+    session_id = common.session_id(),
+    message = { type = "string", minLength = 1 },
+    expect = { type = "string", enum = { "steer", "new_turn" } },
+  }, { "session_id", "message" })),
 }
