@@ -189,13 +189,40 @@ static int key_is(const char *k, size_t n, const char *name)
   return strlen(name) == n && memcmp(k, name, n) == 0;
 }
 
-/* fastlane_members callback of params: its name (a plain string), its arguments and whether it
- * has _meta. */
+/* What meta_kind gives for a _meta the lanes must leave to Lua: one with a threadId (the server's
+ * Lua reads it: it names the call's orchestrator), or not an object with plain keys. */
+#define META_REFUSED (-1)
+
+/* fastlane_members callback of _meta: a threadId stops the walk; a progressToken is noted. */
+static int meta_member(const char *k, size_t n, const char *v, const char *vend, void *ctx)
+{
+  int *kind = ctx;
+  (void)v;
+  (void)vend;
+  if (key_is(k, n, "threadId")) return 0;
+  if (key_is(k, n, "progressToken")) *kind = FASTLANE_META_PROGRESS;
+  return 1;
+}
+
+/* The FASTLANE_META_ kind of the _meta value [v, vend), or META_REFUSED. */
+static int meta_kind(const char *v, const char *vend)
+{
+  int kind = FASTLANE_META_INERT;
+  if (!fastlane_members(v, vend, meta_member, &kind)) return META_REFUSED;
+  return kind;
+}
+
+/* fastlane_members callback of params: its name (a plain string), its arguments and its _meta's
+ * kind (of a repeated _meta, the one that refuses most: cjson keeps the last). */
 static int params_member(const char *k, size_t n, const char *v, const char *vend, void *ctx)
 {
   request_t *r = ctx;
   int esc;
-  if (key_is(k, n, "_meta")) r->meta = 1;
+  if (key_is(k, n, "_meta")) {
+    int kind = meta_kind(v, vend);
+    if (kind == META_REFUSED) return 0;
+    if (kind > r->meta) r->meta = kind;
+  }
   if (key_is(k, n, "arguments")) {
     r->args = v;
     r->args_end = vend;
@@ -272,7 +299,7 @@ int fastlane_scan(const char *line, size_t len, fastlane_request *r)
   if (!end || ws(end, e) != e || !q.jsonrpc || !q.id || !q.method) return 0;
   if (!fastlane_parse_id(q.id, q.id_end, &r->id)) return 0;
   if (q.params && !fastlane_members(q.params, q.params_end, params_member, &q)) return 0;
-  if (q.meta) return 0;
+  r->meta = q.meta;
   r->method = q.method;
   r->method_len = (size_t)(q.method_end - q.method);
   r->name = q.name;
@@ -346,7 +373,8 @@ static int lane_host_line(void *data, int tag, const char *line, size_t len)
   if ((lua_Integer)f->fast + f->lua_pending + 1 >= f->max_in_flight) return 0;
   int kind = fastlane_scan(line, len, &r);
   int64_t id = r.id;
-  if (!kind || lane_find(f, id, 1) >= 0 || lane_find(f, id, 0) >= 0) return 0;
+  /* (a line with _meta is Lua's: the launcher notes its progress token and thread) */
+  if (!kind || r.meta != FASTLANE_META_NONE || lane_find(f, id, 1) >= 0 || lane_find(f, id, 0) >= 0) return 0;
   char *copy = malloc(len ? len : 1);
   if (!copy) return 0;
   memcpy(copy, line, len);

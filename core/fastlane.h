@@ -12,15 +12,24 @@
  * tag is the number given with the filter (the launcher's child number). */
 typedef int (*line_filter_fn)(void *data, int tag, const char *line, size_t len);
 
+/* What a host line's params._meta holds, as the server's Lua reads it: nothing (no _meta), only
+ * members it ignores (a host's own, such as claudecode/toolUseId or callId), or a progressToken
+ * besides them. A threadId (it names the call's orchestrator), an escaped key or a _meta that is
+ * not an object makes fastlane_scan refuse the line. */
+enum { FASTLANE_META_NONE, FASTLANE_META_INERT, FASTLANE_META_PROGRESS };
+
 /* What fastlane_scan found in a host line it lets the lane take: method, name and args point into
- * the line (name NULL when params has none; args, the value of params.arguments, NULL when absent). */
+ * the line (name NULL when params has none; args, the value of params.arguments, NULL when absent);
+ * meta, a FASTLANE_META_ kind. */
 typedef struct {
   int64_t id;
   const char *method, *name, *args;
   size_t method_len, name_len, args_len;
+  int meta;
 } fastlane_request;
 
-/* Whether the lane may take a host line: 0 no, 1 yes, 2 yes and its answer has a receipt. */
+/* Whether a lane may take a host line: 0 no, 1 yes, 2 yes and its answer has a receipt (r->meta
+ * then says what its _meta holds: each lane decides what it takes). */
 int fastlane_scan(const char *line, size_t len, fastlane_request *r);
 
 /* A member callback of fastlane_members: the key (without quotes, no escapes) and the value's span,

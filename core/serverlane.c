@@ -2,14 +2,16 @@
  * closes it). A host's tools/call of a tool that only passes its arguments to agentd goes from the
  * server's stdin to agentd as a request of the lane's own (ids from LANE_FIRST_ID up, above any the
  * agentd client makes), and agentd's raw result comes back to the host as the CallToolResult
- * server/tool_view.lua makes of it, without entering Lua; a ping is answered here too, while the lane
- * is open. A host line is taken only when nothing
- * could make Lua act otherwise: fastlane_scan's plain request (no _meta), method tools/call, a tool
- * of the table Lua gave, an id in flight nowhere, arguments an object whose members pass the checks
- * Lua compiled from the tool's inputSchema (anything the checks do not know goes to Lua, which gives
- * its own answer); only while no gate is behind, and no reload event is queued and the reload
- * check's window is open, or Lua's check (on_window) made it so. Any answer but a raw result, and every call in flight when Lua closes the lane,
- * is handed to Lua (on_adopt, close), which then ends it as one of its own. */
+ * server/tool_view.lua makes of it, without entering Lua; a ping is answered here too, while the
+ * lane is open. A host line is taken only when nothing could make Lua act otherwise:
+ * fastlane_scan's request (a _meta only of members Lua ignores, such as a host's own call id, or a
+ * progressToken for a tool that does not block), method tools/call, a tool of the table Lua gave,
+ * an id in flight nowhere, arguments an object whose members pass the checks Lua compiled from the
+ * tool's inputSchema (anything the checks do not know goes to Lua, which gives its own answer);
+ * only while no gate is behind, and no reload event is queued and the reload check's window is
+ * open, or Lua's check (on_window) made it so. Any answer but a raw result, and every call in
+ * flight when Lua closes the lane, is handed to Lua (on_adopt, close), which then ends it as one of
+ * its own. */
 #include <lauxlib.h>
 #include <poll.h>
 #include <stdio.h>
@@ -125,8 +127,9 @@ static void read_prop(lua_State *L, lane_prop *p)
   lua_pop(L, 1);
 }
 
-/* Reads the tool entry {name, method, keep, props = {{name, kind, ...}}} at the top of L's stack
- * into t (serverlane.h; zeroed first); raises on a malformed one (what t holds is then freeable). */
+/* Reads the tool entry {name, method, keep, blocking, props = {{name, kind, ...}}} at the top of
+ * L's stack into t (serverlane.h; zeroed first); raises on a malformed one (what t holds is then
+ * freeable). */
 void serverlane_tool_read(lua_State *L, lane_tool *t)
 {
   int top = lua_gettop(L);
@@ -134,7 +137,8 @@ void serverlane_tool_read(lua_State *L, lane_tool *t)
   t->name = dup_field(L, top, "name");
   t->method = dup_field(L, top, "method");
   t->keep = lua_toboolean(L, (lua_getfield(L, top, "keep"), -1));
-  lua_pop(L, 1);
+  t->blocking = lua_toboolean(L, (lua_getfield(L, top, "blocking"), -1));
+  lua_pop(L, 2);
   lua_getfield(L, top, "props");
   int np = (int)lua_rawlen(L, -1);
   if (np > SERVERLANE_MAX_PROPS) luaL_error(L, "serverlane: tool %s has over %d properties", t->name, SERVERLANE_MAX_PROPS);
@@ -360,13 +364,15 @@ static int lane_host_line(void *data, int tag, const char *line, size_t len)
   channel_t *host = channel_lua_ready(s->host);
   if (!to || !host) return 0;
   if (!fastlane_scan(line, len, &r)) return 0;
-  if (r.method_len == 4 && memcmp(r.method, "ping", 4) == 0) return answer_ping(s, host, r.id);
+  if (r.method_len == 4 && memcmp(r.method, "ping", 4) == 0)
+    return r.meta == FASTLANE_META_NONE && answer_ping(s, host, r.id); /* (a ping with _meta: Lua's) */
   if (!r.name) return 0;
   if (r.method_len != 10 || memcmp(r.method, "tools/call", 10) != 0) return 0;
   int tool = -1;
   for (int i = 0; i < s->ntools && tool < 0; i++)
     if (strlen(s->tools[i].name) == r.name_len && memcmp(s->tools[i].name, r.name, r.name_len) == 0) tool = i;
   if (tool < 0) return 0;
+  if (r.meta == FASTLANE_META_PROGRESS && s->tools[tool].blocking) return 0;
   if (r.args && *r.args != '{') return 0;
   if (!serverlane_args_ok(&s->tools[tool], r.args, r.args_len)) return 0;
   if (call_find(s, r.id, 1) >= 0 || lua_holds(s, r.id)) return 0;

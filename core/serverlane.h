@@ -30,12 +30,14 @@ typedef struct {
 typedef struct {
   char *name, *method;
   int keep;           /* the answer is kept until its receipt (delivery_key, confirm) */
+  int blocking;       /* a call with a progress token asks agentd for progress: Lua's */
   lane_prop *props;
   int nprops;
 } lane_tool;
 
-/* Reads the tool entry {name, method, keep, props = {{name, kind, required?, enum?, minimum?,
- * maximum?, min_items?, nonempty?}}} at the top of L's stack into t; raises on a malformed one. */
+/* Reads the tool entry {name, method, keep, blocking, props = {{name, kind, required?, enum?,
+ * minimum?, maximum?, min_items?, nonempty?}}} at the top of L's stack into t; raises on a
+ * malformed one. */
 void serverlane_tool_read(lua_State *L, lane_tool *t);
 
 /* Frees what serverlane_tool_read allocated for t. */

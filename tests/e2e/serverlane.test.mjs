@@ -4,7 +4,7 @@
 // a list in flight when agentd is killed is answered by the restarted one; a policy that replaces
 // reasonix_list, written while the lane is open, answers the very next call; a cancelled call the
 // lane sent gets no answer; a watch the lane sent wakes at the turn's end, and a cancelled one gets
-// no answer either; a send to one session answers as through Lua. The agents are the fake ACP agent (tests/fake_agent).
+// no answer either; a send to one session, and calls with a real host's _meta, answer as through Lua. The agents are the fake ACP agent (tests/fake_agent).
 // needs: python3 clients
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -72,6 +72,26 @@ test('the lane answers as Lua does, results and errors alike, under each protoco
     assert.ok(await taken(lane) >= 3, 'the lane took the plain calls');
     assert.equal(await taken(lua), 0, 'REASONIX_MCP_SERVERLANE=0 keeps it closed');
   }
+});
+
+// The _meta real hosts send with every tools/call: Claude Code's (a progress token besides its own
+// id) and Codex's (its own ids and turn metadata, no threadId).
+const HOST_META = [
+  { 'claudecode/toolUseId': 'toolu_1', progressToken: 1 },
+  { callId: 'call_1', 'x-codex-turn-metadata': { thread_id: 't-1', turn_id: 'u-1' } },
+];
+
+test('calls with a real host\'s _meta take the lane and answer as Lua does', async () => {
+  const lane = await started();
+  const lua = await started({ REASONIX_MCP_SERVERLANE: '0' });
+  const calls = HOST_META.flatMap((meta) => CALLS.map(([name, args]) => ({ name, arguments: args, _meta: meta })));
+  const ask = async (srv) => (await Promise.all(calls.map((p) => srv.request('tools/call', p)))).map(({ id: _id, ...rest }) => rest);
+  const a = await ask(lane);
+  assert.deepEqual(a, await ask(lua));
+  assert.equal(a[0].result.isError, undefined, JSON.stringify(a[0]));
+  // of each host's calls, the four that agentd answers with a result are the lane's at least
+  assert.ok(await taken(lane) >= 8, 'the lane took the calls with a host\'s _meta');
+  assert.equal(await taken(lua), 0);
 });
 
 test('calls a second or more apart (past the reload check\'s window) still take the lane', async () => {

@@ -1,8 +1,11 @@
 -- The checks of fuzz_fastlane.c, for a line the scanner (fastlane_scan) lets the lane take: the
 -- line decodes (rmcp.json, as the launcher's Lua and the server read it) to an object with
 -- "jsonrpc":"2.0", the integer id the scanner read, the method it read (ping, tools/list or
--- tools/call), params an object (or absent) without _meta, and params.name the string it read
--- (required for tools/call); kind 2 exactly when a tools/call names a tool with a receipt.
+-- tools/call), params an object (or absent), and params.name the string it read (required for
+-- tools/call); kind 2 exactly when a tools/call names a tool with a receipt. meta, the kind the
+-- scanner gave its _meta (0 none, 1 members the server's Lua ignores, 2 a progressToken too): none
+-- means no _meta, and otherwise _meta is an object without threadId, with a progressToken exactly
+-- when the kind says so (or a repeated _meta had one: the kind is then the more careful).
 local json = require "rmcp.lib.json"
 
 local RECEIPT = require("rmcp.launcher.wire").RECEIPT_TOOLS
@@ -14,7 +17,7 @@ local function is_object(v)
 end
 
 -- One taken line: nil when every check holds, else what failed.
-return function(text, kind, id, method, name)
+return function(text, kind, id, method, name, meta)
   local q = string.format("%q", text)
   local v, err = json.decode(text)
   if not is_object(v) then
@@ -32,7 +35,13 @@ return function(text, kind, id, method, name)
     return "params taken that is not an object: " .. q
   end
   params = params or {}
-  if params._meta ~= nil then return "taken with params._meta: " .. q end
+  local m = params._meta
+  if meta == 0 and m ~= nil then return "taken with params._meta, scanned as none: " .. q end
+  if meta ~= 0 then
+    if not is_object(m) then return "_meta kind " .. meta .. ", cjson reads no object: " .. q end
+    if m.threadId ~= nil then return "taken with a threadId in _meta: " .. q end
+    if meta == 1 and m.progressToken ~= nil then return "a progressToken scanned as an inert _meta: " .. q end
+  end
   if params.name ~= name then
     return string.format("name %q taken, cjson reads %q: %s", tostring(name), tostring(params.name), q)
   end

@@ -5,7 +5,7 @@
 #include "fuzz_lua.h"
 
 /* libFuzzer entry: one input through the scanner; a line it takes goes to fastlane_check.lua with
- * what the scanner extracted (text, kind, id, method, name or nil). */
+ * what the scanner extracted (text, kind, id, method, name or nil, the kind of its _meta). */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
   static lua_State *L;
@@ -24,7 +24,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     lua_pushlstring(L, r.name, r.name_len);
   else
     lua_pushnil(L);
-  if (lua_pcall(L, 5, 1, -7) != LUA_OK) fuzz_lua_die(L, "fuzz_fastlane");
+  lua_pushinteger(L, r.meta);
+  if (lua_pcall(L, 6, 1, -8) != LUA_OK) fuzz_lua_die(L, "fuzz_fastlane");
   if (!lua_isnil(L, -1)) fuzz_lua_die(L, "fuzz_fastlane");
   lua_pop(L, 2);
   return 0;

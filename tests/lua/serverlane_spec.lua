@@ -90,7 +90,7 @@ test("anything the checks do not know goes to Lua", function(t)
     call(10, "reasonix_list", "[]"),                   -- not an object
     call(11, "reasonix_poll", "{}"),                   -- a required argument missing
     call(12, "reasonix_stop", '{"session_id":"x"}'),   -- not a lane tool
-    '{"jsonrpc":"2.0","id":13,"method":"tools/call","params":{"name":"reasonix_list","_meta":{"progressToken":1}}}',
+    '{"jsonrpc":"2.0","id":13,"method":"tools/call","params":{"name":"reasonix_list","_meta":{"threadId":"t"}}}',
     '{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{"name":"reasonix_list"}}',
     '{"jsonrpc":"2.0","id":14,"method":"tools/list"}',
   }
@@ -100,6 +100,35 @@ test("anything the checks do not know goes to Lua", function(t)
   t.wait_for(function() return #r.lua_host == #lines + 1 end, 5000, "every line in Lua")
   t.eq(r.lua_host[#lines + 1], call(15, "reasonix_list"))
   t.eq(r.lane:taken(), 0)
+end)
+
+test("a host's _meta: its own members and a progress token are taken, unless the tool blocks; a threadId is Lua's", function(t)
+  local r = rig(t)
+  local WATCH = { name = "reasonix_watch", method = "watch", keep = true, blocking = true,
+    props = { { name = "session_ids", kind = "strings", required = true, min_items = 1 } } }
+  r.lane:set_tools({ LIST, WATCH })
+  r.open()
+  local function with_meta(id, name, meta, args)
+    return '{"method":"tools/call","params":{"name":"' .. name .. '","arguments":' .. (args or "{}") .. ',"_meta":' .. meta
+      .. '},"jsonrpc":"2.0","id":' .. id .. "}"
+  end
+  local taken = {
+    with_meta(1, "reasonix_list", '{"claudecode/toolUseId":"toolu_5","progressToken":5}'), -- Claude Code's
+    with_meta(2, "reasonix_list", '{"callId":"call_1","x-codex-turn-metadata":{"thread_id":"t-1"}}'), -- Codex's
+    with_meta(3, "reasonix_watch", '{"callId":"c"}', '{"session_ids":["s-1"]}'),
+  }
+  local lua_lines = {
+    with_meta(4, "reasonix_watch", '{"progressToken":4}', '{"session_ids":["s-1"]}'), -- its progress is Lua's
+    with_meta(5, "reasonix_list", '{"threadId":"t-1"}'),            -- names the orchestrator
+    with_meta(6, "reasonix_list", '{"thread\\u0049d":"t-1"}'),    -- an escaped key
+    with_meta(7, "reasonix_list", "null"),                          -- not an object
+    with_meta(8, "reasonix_list", '{"progressToken":1},"_meta":{"threadId":"t"}'), -- cjson keeps the last
+  }
+  for _, line in ipairs(taken) do r.host(line) end
+  for _, line in ipairs(lua_lines) do r.host(line) end
+  t.wait_for(function() return #r.requests == #taken and #r.lua_host == #lua_lines end, 5000, "taken and Lua's")
+  t.eq(r.lua_host, lua_lines)
+  t.eq(json.decode(r.requests[3]).method, "watch")
 end)
 
 test("a ping is answered while the lane is open, as server/mcp.lua answers it; closed, Lua answers", function(t)

@@ -78,7 +78,7 @@ function M.entry(name, tool)
     required[pname] = nil
   end
   if next(required) or #props > 32 then return nil end
-  return { name = name, method = direct.method, keep = direct.keep, props = props }
+  return { name = name, method = direct.method, keep = direct.keep, blocking = direct.blocking, props = props }
 end
 
 -- The lane of server, on its stdout (host) and stdin (input); max_in_flight as the stdin gate's,
