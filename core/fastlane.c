@@ -25,6 +25,8 @@ typedef struct {
   char *line;    /* the host's line: Lua needs it back when the lane closes; NULL for a held id */
   size_t len;
   int receipt;   /* a tool of receipt_tools: its answer has a receipt */
+  int has_token; /* its _meta.progressToken, the integer token: the server's progress for it passes */
+  int64_t token;
 } lane_entry;
 
 typedef struct {
@@ -180,7 +182,8 @@ const char *fastlane_members(const char *p, const char *e, fastlane_member_fn fn
 typedef struct {
   const char *jsonrpc, *id, *id_end, *method, *method_end, *params, *params_end;
   const char *name, *name_end, *args, *args_end;
-  int meta;
+  int meta, metas, meta_plain;
+  int64_t token;
 } request_t;
 
 /* True when the member (k, n) is the name given. */
@@ -193,23 +196,31 @@ static int key_is(const char *k, size_t n, const char *name)
  * Lua reads it: it names the call's orchestrator), or not an object with plain keys. */
 #define META_REFUSED (-1)
 
+/* What one _meta holds: its kind, its progressToken members, the last one as a plain integer. */
+typedef struct {
+  int kind, tokens, token_plain;
+  int64_t token;
+} meta_t;
+
 /* fastlane_members callback of _meta: a threadId stops the walk; a progressToken is noted. */
 static int meta_member(const char *k, size_t n, const char *v, const char *vend, void *ctx)
 {
-  int *kind = ctx;
-  (void)v;
-  (void)vend;
+  meta_t *m = ctx;
   if (key_is(k, n, "threadId")) return 0;
-  if (key_is(k, n, "progressToken")) *kind = FASTLANE_META_PROGRESS;
+  if (key_is(k, n, "progressToken")) {
+    m->kind = FASTLANE_META_PROGRESS;
+    m->tokens++;
+    m->token_plain = fastlane_parse_id(v, vend, &m->token);
+  }
   return 1;
 }
 
-/* The FASTLANE_META_ kind of the _meta value [v, vend), or META_REFUSED. */
-static int meta_kind(const char *v, const char *vend)
+/* What the _meta value [v, vend) holds (kind META_REFUSED: the lanes leave the line to Lua). */
+static meta_t meta_scan(const char *v, const char *vend)
 {
-  int kind = FASTLANE_META_INERT;
-  if (!fastlane_members(v, vend, meta_member, &kind)) return META_REFUSED;
-  return kind;
+  meta_t m = {FASTLANE_META_INERT, 0, 0, 0};
+  if (!fastlane_members(v, vend, meta_member, &m)) m.kind = META_REFUSED;
+  return m;
 }
 
 /* fastlane_members callback of params: its name (a plain string), its arguments and its _meta's
@@ -219,9 +230,12 @@ static int params_member(const char *k, size_t n, const char *v, const char *ven
   request_t *r = ctx;
   int esc;
   if (key_is(k, n, "_meta")) {
-    int kind = meta_kind(v, vend);
-    if (kind == META_REFUSED) return 0;
-    if (kind > r->meta) r->meta = kind;
+    meta_t m = meta_scan(v, vend);
+    if (m.kind == META_REFUSED) return 0;
+    if (m.kind > r->meta) r->meta = m.kind;
+    r->metas++;
+    r->meta_plain = r->metas == 1 && (m.tokens == 0 || (m.tokens == 1 && m.token_plain));
+    r->token = m.token;
   }
   if (key_is(k, n, "arguments")) {
     r->args = v;
@@ -300,6 +314,8 @@ int fastlane_scan(const char *line, size_t len, fastlane_request *r)
   if (!fastlane_parse_id(q.id, q.id_end, &r->id)) return 0;
   if (q.params && !fastlane_members(q.params, q.params_end, params_member, &q)) return 0;
   r->meta = q.meta;
+  r->meta_plain = q.meta_plain;
+  r->token = q.token;
   r->method = q.method;
   r->method_len = (size_t)(q.method_end - q.method);
   r->name = q.name;
@@ -323,8 +339,8 @@ static long lane_find(const fastlane_t *f, int64_t id, int fast)
   return -1;
 }
 
-/* Appends an entry; 0 when out of memory. */
-static int lane_add(fastlane_t *f, int64_t id, char *line, size_t len, int receipt)
+/* Appends an entry (token: its integer progress token, or NULL); 0 when out of memory. */
+static int lane_add(fastlane_t *f, int64_t id, char *line, size_t len, int receipt, const int64_t *token)
 {
   if (f->n == f->cap) {
     size_t cap = f->cap ? f->cap * 2 : 16;
@@ -333,7 +349,7 @@ static int lane_add(fastlane_t *f, int64_t id, char *line, size_t len, int recei
     f->e = e;
     f->cap = cap;
   }
-  f->e[f->n++] = (lane_entry){id, line ? ++f->seq : 0, line, len, receipt};
+  f->e[f->n++] = (lane_entry){id, line ? ++f->seq : 0, line, len, receipt, token != NULL, token ? *token : 0};
   if (line) f->fast++;
   return 1;
 }
@@ -373,12 +389,14 @@ static int lane_host_line(void *data, int tag, const char *line, size_t len)
   if ((lua_Integer)f->fast + f->lua_pending + 1 >= f->max_in_flight) return 0;
   int kind = fastlane_scan(line, len, &r);
   int64_t id = r.id;
-  /* (a line with _meta is Lua's: the launcher notes its progress token and thread) */
-  if (!kind || r.meta != FASTLANE_META_NONE || lane_find(f, id, 1) >= 0 || lane_find(f, id, 0) >= 0) return 0;
+  /* a _meta of more than one progress token, or one not a plain integer, is Lua's (it routes the
+   * progress); a threadId never comes here (fastlane_scan refuses it) */
+  if (!kind || (r.meta != FASTLANE_META_NONE && !r.meta_plain)) return 0;
+  if (lane_find(f, id, 1) >= 0 || lane_find(f, id, 0) >= 0) return 0;
   char *copy = malloc(len ? len : 1);
   if (!copy) return 0;
   memcpy(copy, line, len);
-  if (!lane_add(f, id, copy, len, kind == 2)) {
+  if (!lane_add(f, id, copy, len, kind == 2, r.meta == FASTLANE_META_PROGRESS ? &r.token : NULL)) {
     free(copy);
     return 0;
   }
@@ -543,12 +561,29 @@ static int lane_held(lua_State *L)
   if (!lua_isinteger(L, 2)) return 0;
   int64_t id = (int64_t)lua_tointeger(L, 2);
   if (delta > 0) {
-    if (!lane_add(f, id, NULL, 0, 0)) return luaL_error(L, "fastlane: out of memory");
+    if (!lane_add(f, id, NULL, 0, 0, NULL)) return luaL_error(L, "fastlane: out of memory");
   } else {
     long i = lane_find(f, id, 0);
     if (i >= 0) lane_remove(f, (size_t)i);
   }
   return 0;
+}
+
+/* lane:has_token(token) -> true when a request the lane relayed and that is not answered has
+ * this integer progress token (the server's progress for it goes to the host) */
+static int lane_has_token(lua_State *L)
+{
+  fastlane_t *f = lane_check(L);
+  if (!lua_isinteger(L, 2)) {
+    lua_pushboolean(L, 0);
+    return 1;
+  }
+  int64_t token = (int64_t)lua_tointeger(L, 2);
+  int found = 0;
+  for (size_t i = 0; i < f->n && !found; i++)
+    found = f->e[i].line != NULL && f->e[i].has_token && f->e[i].token == token;
+  lua_pushboolean(L, found);
+  return 1;
 }
 
 /* lane:count() -> the requests the lane relayed that are not answered */
@@ -582,7 +617,8 @@ int luaopen_rmcp_fastlane(lua_State *L)
 {
   static const luaL_Reg methods[] = {
     {"watch", lane_watch}, {"open", lane_open}, {"close", lane_close}, {"is_open", lane_is_open},
-    {"held", lane_held}, {"count", lane_count}, {"next_seq", lane_next_seq}, {NULL, NULL},
+    {"held", lane_held}, {"count", lane_count}, {"has_token", lane_has_token}, {"next_seq", lane_next_seq},
+    {NULL, NULL},
   };
   return lua_host_module(L, FASTLANE_MT, methods, lane_gc, lane_new);
 }

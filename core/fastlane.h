@@ -26,6 +26,8 @@ typedef struct {
   const char *method, *name, *args;
   size_t method_len, name_len, args_len;
   int meta;
+  int meta_plain;     /* one _meta, with at most one progressToken, a plain integer then (in token) */
+  int64_t token;
 } fastlane_request;
 
 /* Whether a lane may take a host line: 0 no, 1 yes, 2 yes and its answer has a receipt (r->meta

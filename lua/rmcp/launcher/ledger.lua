@@ -108,6 +108,12 @@ function Ledger:sync_lane(child)
   end
 end
 
+-- True when the lane relayed to child a request with this progress token that is not answered yet
+-- (the server's progress for it goes to the host).
+function Ledger:lane_token(child, token)
+  return self.lane ~= nil and child == self.lane_owner and math.type(token) == "integer" and self.lane:has_token(token)
+end
+
 -- The lane relayed a watch or poll with this (integer) id (queued nil), or wrote its result to the
 -- host with queued bytes still unwritten (-1: not written): its receipt is ours (relay below).
 function Ledger:lane_receipt(id, queued)

@@ -211,7 +211,9 @@ function Router:child_notification(child, line, msg)
   if type(method) == "string" and method:sub(1, 7) == "$/rmcp/" then return self:private(child, method, params) end
   if method == "notifications/progress" then
     local entry = self.tokens[jsonrpc.id_key(params.progressToken)]
-    if entry and entry.owner == child then self.send_host(line) end
+    if (entry and entry.owner == child) or (not entry and self.ledger:lane_token(child, params.progressToken)) then
+      self.send_host(line)
+    end
     return
   end
   if method == "notifications/cancelled" then
