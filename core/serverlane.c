@@ -152,7 +152,7 @@ void serverlane_tool_read(lua_State *L, lane_tool *t)
   lua_pop(L, 1);
 }
 
-/* lane:set_tools{{name, method, keep, props = {{name, kind, ...}}}}: the tools the lane may take
+/* lane:set_tools{{name, method, keep, blocking, props = {{name, kind, ...}}}}: the tools the lane may take
  * (only while it has no call in flight: a call names its tool by index). */
 static int lane_set_tools(lua_State *L)
 {

@@ -305,3 +305,21 @@ test("a call past the window asks Lua's reload check first, and is taken if the 
   t.wait_for(function() return #r.lua_host == 1 end, 5000, "the line in Lua")
   t.eq({ checks, r.lane:taken(), r.lane:is_open() }, { 2, 1, true })
 end)
+
+-- (last: it swaps tools/common.lua in anew, which forgets the forwards the tools above were made with)
+test("a call handed over after a hot reload of tools/common.lua goes on as the lane sent it", function(t)
+  local list = require "rmcp.tools.list"
+  local entry = lane_mod.entry("reasonix_list", list)
+  local ok = require("rmcp.lib.swap").build({ "rmcp.tools.common" }, {
+    reloadable = function(n) return n == "rmcp.tools.common" end, stamps = {}, stamp = function() return 0 end,
+    path_of = function(n) return package.searchpath(n, package.path) end })
+  t.ok(ok, "tools/common.lua built anew")
+  t.eq(require("rmcp.tools.common").forwarded(list.handler), nil, "the reload forgot the old tool's forward")
+  local adopted = {}
+  local calls = require("rmcp.server.calls").new()
+  local server = { calls = calls, call_orchestrator = function() return "orch" end,
+    peer = { reply_to = function() return function() end end },
+    link = function() return { adopt = function(_, aid, method, params) adopted[#adopted + 1] = { aid, method, params } end } end }
+  calls:adopt(server, list, entry, { all = true }, 7, ID)
+  t.eq(adopted, { { ID, "list", { all = true } } })
+end)

@@ -109,10 +109,10 @@ function Calls:run(server, tool, args, id, meta, reply)
 end
 
 -- Takes over a call of forwarding tool whose agentd request (agentd id aid) the server lane
--- (server/lane.lua) sent with args: from now on it ends as one Calls:run made.
-function Calls:adopt(server, tool, args, id, aid)
+-- (server/lane.lua) sent with args, as its lane entry direct ({method, keep}) says: from now on it
+-- ends as one Calls:run made.
+function Calls:adopt(server, tool, direct, args, id, aid)
   local call, done = start(self, server, tool, id, {}, server.peer:reply_to(id))
-  local direct = require("rmcp.tools.common").forwarded(tool.handler)
   tool_ctx.adopt(server, call, aid, direct.method, forward_params(server, direct, args, id), forwarded_done(tool, done))
 end
 

@@ -16,6 +16,8 @@ local M = {}
 ---@field off boolean                 REASONIX_MCP_SERVERLANE=0, or stopped
 ---@field generation integer?         the reload generation of the tool table the C lane has
 ---@field tools table<string, table>  that table's tools by name (what a handed-over call was)
+---@field entries table<string, table> their C lane entries by name (what such a call sent agentd:
+---                                   kept here, as a hot reload of tools/common.lua forgets its forwards)
 ---@field ch userdata?                the link channel the C lane was last opened on
 ---@field opened table?               what it was last opened with (sync reopens only on a change)
 local Lane = {}
@@ -33,9 +35,9 @@ local SCALAR_KEYS = { type = true, enum = true, minimum = true, maximum = true, 
                       description = true }
 local LIST_KEYS = { type = true, items = true, minItems = true, description = true }
 
--- The checks of property schema p the C lane knows ({kind, enum?, minimum?, maximum?, min_items?}),
--- or kind "lua": a call with that argument goes to Lua. A number is checked as an integer: any other
--- number goes to Lua.
+-- The checks of property schema p the C lane knows ({kind, enum?, minimum?, maximum?, min_items?,
+-- nonempty?}), or kind "lua": a call with that argument goes to Lua. A number is checked as an
+-- integer: any other number goes to Lua.
 local function prop_check(p)
   local t = p.type
   if t == "array" and only(p, LIST_KEYS) and type(p.items) == "table" and p.items.type == "string"
@@ -53,7 +55,7 @@ local function prop_check(p)
   end
   if (p.minimum ~= nil or p.maximum ~= nil) and t ~= "integer" then return { kind = "lua" } end
   -- a minLength of 1 is "not empty", which the raw text tells; a longer one counts characters
-  if p.minLength ~= nil and (t ~= "string" or p.minLength > 1) then return { kind = "lua" } end
+  if p.minLength ~= nil and (t ~= "string" or (p.minLength > 0 and p.minLength ~= 1)) then return { kind = "lua" } end
   return { kind = t, enum = p.enum, minimum = p.minimum, maximum = p.maximum, nonempty = p.minLength == 1 or nil }
 end
 
@@ -85,7 +87,8 @@ end
 -- on_settle() when the gates must look again.
 ---@return ServerLane
 function M.new(server, opts)
-  local self = setmetatable({ server = server, off = os.getenv("REASONIX_MCP_SERVERLANE") == "0", tools = {} }, Lane)
+  local self = setmetatable({ server = server, off = os.getenv("REASONIX_MCP_SERVERLANE") == "0", tools = {},
+                              entries = {} }, Lane)
   self.c = require("rmcp.serverlane").new{
     host = opts.host, input = opts.input, peer = server.peer, max_in_flight = opts.max_in_flight,
     on_settle = opts.on_settle,
@@ -102,9 +105,8 @@ end
 -- server/calls.lua takes over call {id, aid, tool, args?} of the C lane.
 function Lane:adopt(call)
   local server = self.server
-  local tool = self.tools[call.tool]
   local args = call.args and json.decode(call.args) or {}
-  server.calls:adopt(server, tool, args, call.id, call.aid)
+  server.calls:adopt(server, self.tools[call.tool], self.entries[call.tool], args, call.id, call.aid)
 end
 
 -- Closes the lane: its calls in flight are Lua's from now on.
@@ -142,10 +144,10 @@ function Lane:sync()
   end
   if self.generation ~= server.tools_generation then
     local list = {}
-    self.tools = {}
+    self.tools, self.entries = {}, {}
     for name, tool in pairs(server.tools_by_name) do
       local e = M.entry(name, tool)
-      if e then list[#list + 1], self.tools[name] = e, tool end
+      if e then list[#list + 1], self.tools[name], self.entries[name] = e, tool, e end
     end
     self.c:set_tools(list)
     self.generation = server.tools_generation
