@@ -5,7 +5,8 @@
 #include "fuzz_lua.h"
 
 /* libFuzzer entry: one input through the scanner; a line it takes goes to fastlane_check.lua with
- * what the scanner extracted (text, kind, id, method, name or nil, the kind of its _meta). */
+ * what the scanner extracted (text, kind, id, method, name or nil, the kind of its _meta, and its
+ * integer progress token when the launcher's lane would keep it, else nil). */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
   static lua_State *L;
@@ -25,7 +26,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
   else
     lua_pushnil(L);
   lua_pushinteger(L, r.meta);
-  if (lua_pcall(L, 6, 1, -8) != LUA_OK) fuzz_lua_die(L, "fuzz_fastlane");
+  if (r.meta == FASTLANE_META_PROGRESS && r.meta_plain)
+    lua_pushinteger(L, (lua_Integer)r.token);
+  else
+    lua_pushnil(L);
+  if (lua_pcall(L, 7, 1, -9) != LUA_OK) fuzz_lua_die(L, "fuzz_fastlane");
   if (!lua_isnil(L, -1)) fuzz_lua_die(L, "fuzz_fastlane");
   lua_pop(L, 2);
   return 0;
