@@ -182,7 +182,7 @@ const char *fastlane_members(const char *p, const char *e, fastlane_member_fn fn
 typedef struct {
   const char *jsonrpc, *id, *id_end, *method, *method_end, *params, *params_end;
   const char *name, *name_end, *args, *args_end;
-  int meta, metas, meta_plain;
+  int meta, metas, meta_plain, thread;
   int64_t token;
 } request_t;
 
@@ -192,21 +192,21 @@ static int key_is(const char *k, size_t n, const char *name)
   return strlen(name) == n && memcmp(k, name, n) == 0;
 }
 
-/* What meta_kind gives for a _meta the lanes must leave to Lua: one with a threadId (the server's
- * Lua reads it: it names the call's orchestrator), or not an object with plain keys. */
+/* The kind meta_scan gives a _meta the lanes must leave to Lua: not an object with plain keys. */
 #define META_REFUSED (-1)
 
-/* What one _meta holds: its kind, its progressToken members, the last one as a plain integer. */
+/* What one _meta holds: its kind, whether it has a threadId, its progressToken members, the last
+ * one as a plain integer. */
 typedef struct {
-  int kind, tokens, token_plain;
+  int kind, thread, tokens, token_plain;
   int64_t token;
 } meta_t;
 
-/* fastlane_members callback of _meta: a threadId stops the walk; a progressToken is noted. */
+/* fastlane_members callback of _meta: a threadId and a progressToken are noted. */
 static int meta_member(const char *k, size_t n, const char *v, const char *vend, void *ctx)
 {
   meta_t *m = ctx;
-  if (key_is(k, n, "threadId")) return 0;
+  if (key_is(k, n, "threadId")) m->thread = 1;
   if (key_is(k, n, "progressToken")) {
     m->kind = FASTLANE_META_PROGRESS;
     m->tokens++;
@@ -218,7 +218,7 @@ static int meta_member(const char *k, size_t n, const char *v, const char *vend,
 /* What the _meta value [v, vend) holds (kind META_REFUSED: the lanes leave the line to Lua). */
 static meta_t meta_scan(const char *v, const char *vend)
 {
-  meta_t m = {FASTLANE_META_INERT, 0, 0, 0};
+  meta_t m = {FASTLANE_META_INERT, 0, 0, 0, 0};
   if (!fastlane_members(v, vend, meta_member, &m)) m.kind = META_REFUSED;
   return m;
 }
@@ -233,6 +233,7 @@ static int params_member(const char *k, size_t n, const char *v, const char *ven
     meta_t m = meta_scan(v, vend);
     if (m.kind == META_REFUSED) return 0;
     if (m.kind > r->meta) r->meta = m.kind;
+    r->thread |= m.thread;
     r->metas++;
     r->meta_plain = r->metas == 1 && (m.tokens == 0 || (m.tokens == 1 && m.token_plain));
     r->token = m.token;
@@ -315,6 +316,7 @@ int fastlane_scan(const char *line, size_t len, fastlane_request *r)
   if (q.params && !fastlane_members(q.params, q.params_end, params_member, &q)) return 0;
   r->meta = q.meta;
   r->meta_plain = q.meta_plain;
+  r->thread = q.thread;
   r->token = q.token;
   r->method = q.method;
   r->method_len = (size_t)(q.method_end - q.method);
@@ -390,8 +392,8 @@ static int lane_host_line(void *data, int tag, const char *line, size_t len)
   int kind = fastlane_scan(line, len, &r);
   int64_t id = r.id;
   /* a _meta of more than one progress token, or one not a plain integer, is Lua's (it routes the
-   * progress); a threadId never comes here (fastlane_scan refuses it) */
-  if (!kind || (r.meta != FASTLANE_META_NONE && !r.meta_plain)) return 0;
+   * progress), and so is a watch's or poll's with a threadId (its receipt names the thread) */
+  if (!kind || (r.meta != FASTLANE_META_NONE && !r.meta_plain) || (r.thread && kind == 2)) return 0;
   if (lane_find(f, id, 1) >= 0 || lane_find(f, id, 0) >= 0) return 0;
   char *copy = malloc(len ? len : 1);
   if (!copy) return 0;

@@ -14,8 +14,8 @@ typedef int (*line_filter_fn)(void *data, int tag, const char *line, size_t len)
 
 /* What a host line's params._meta holds, as the server's Lua reads it: nothing (no _meta), only
  * members it ignores (a host's own, such as claudecode/toolUseId or callId), or a progressToken
- * besides them. A threadId (it names the call's orchestrator), an escaped key or a _meta that is
- * not an object makes fastlane_scan refuse the line. */
+ * besides them (a threadId, which names the call's orchestrator, is told apart: thread). An escaped
+ * key or a _meta that is not an object makes fastlane_scan refuse the line. */
 enum { FASTLANE_META_NONE, FASTLANE_META_INERT, FASTLANE_META_PROGRESS };
 
 /* What fastlane_scan found in a host line it lets the lane take: method, name and args point into
@@ -26,6 +26,7 @@ typedef struct {
   const char *method, *name, *args;
   size_t method_len, name_len, args_len;
   int meta;
+  int thread;         /* a _meta has a threadId (Codex's conversation) */
   int meta_plain;     /* one _meta, with at most one progressToken, a plain integer then (in token) */
   int64_t token;
 } fastlane_request;

@@ -5,7 +5,7 @@
  * server/tool_view.lua makes of it, without entering Lua; a ping is answered here too, while the
  * lane is open. A host line is taken only when nothing could make Lua act otherwise:
  * fastlane_scan's request (a _meta only of members Lua ignores, such as a host's own call id, or a
- * progressToken for a tool that does not block), method tools/call, a tool of the table Lua gave,
+ * progressToken for a tool that does not block; no threadId), method tools/call, a tool of the table Lua gave,
  * an id in flight nowhere, arguments an object whose members pass the checks Lua compiled from the
  * tool's inputSchema (anything the checks do not know goes to Lua, which gives its own answer);
  * only while no gate is behind, and no reload event is queued and the reload check's window is
@@ -373,6 +373,7 @@ static int lane_host_line(void *data, int tag, const char *line, size_t len)
     if (strlen(s->tools[i].name) == r.name_len && memcmp(s->tools[i].name, r.name, r.name_len) == 0) tool = i;
   if (tool < 0) return 0;
   if (r.meta == FASTLANE_META_PROGRESS && s->tools[tool].blocking) return 0;
+  if (r.thread) return 0; /* a conversation's orchestrator: its own link, Lua's */
   if (r.args && *r.args != '{') return 0;
   if (!serverlane_args_ok(&s->tools[tool], r.args, r.args_len)) return 0;
   if (call_find(s, r.id, 1) >= 0 || lua_holds(s, r.id)) return 0;

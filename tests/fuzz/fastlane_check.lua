@@ -4,9 +4,10 @@
 -- tools/call), params an object (or absent), and params.name the string it read (required for
 -- tools/call); kind 2 exactly when a tools/call names a tool with a receipt. meta, the kind the
 -- scanner gave its _meta (0 none, 1 members the server's Lua ignores, 2 a progressToken too): none
--- means no _meta, and otherwise _meta is an object without threadId, with a progressToken exactly
--- when the kind says so (or a repeated _meta had one: the kind is then the more careful). token, the
--- integer progress token the launcher's lane keeps for the line (nil: none kept), is cjson's.
+-- means no _meta, and otherwise _meta is an object, with a progressToken exactly when the kind says
+-- so (or a repeated _meta had one: the kind is then the more careful). token, the integer progress
+-- token the launcher's lane keeps for the line (nil: none kept), is cjson's. thread: a threadId
+-- cjson reads is never missed.
 local json = require "rmcp.lib.json"
 
 local RECEIPT = require("rmcp.launcher.wire").RECEIPT_TOOLS
@@ -18,7 +19,7 @@ local function is_object(v)
 end
 
 -- One taken line: nil when every check holds, else what failed.
-return function(text, kind, id, method, name, meta, token)
+return function(text, kind, id, method, name, meta, token, thread)
   local q = string.format("%q", text)
   local v, err = json.decode(text)
   if not is_object(v) then
@@ -40,7 +41,7 @@ return function(text, kind, id, method, name, meta, token)
   if meta == 0 and m ~= nil then return "taken with params._meta, scanned as none: " .. q end
   if meta ~= 0 then
     if not is_object(m) then return "_meta kind " .. meta .. ", cjson reads no object: " .. q end
-    if m.threadId ~= nil then return "taken with a threadId in _meta: " .. q end
+    if m.threadId ~= nil and not thread then return "a threadId in _meta not seen: " .. q end
     if meta == 1 and m.progressToken ~= nil then return "a progressToken scanned as an inert _meta: " .. q end
   end
   if token ~= nil and (math.type(m.progressToken) ~= "integer" or m.progressToken ~= token) then

@@ -5,8 +5,9 @@
 #include "fuzz_lua.h"
 
 /* libFuzzer entry: one input through the scanner; a line it takes goes to fastlane_check.lua with
- * what the scanner extracted (text, kind, id, method, name or nil, the kind of its _meta, and its
- * integer progress token when the launcher's lane would keep it, else nil). */
+ * what the scanner extracted (text, kind, id, method, name or nil, the kind of its _meta, its
+ * integer progress token when the launcher's lane would keep it, else nil, and whether a _meta has
+ * a threadId). */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
   static lua_State *L;
@@ -30,7 +31,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     lua_pushinteger(L, (lua_Integer)r.token);
   else
     lua_pushnil(L);
-  if (lua_pcall(L, 7, 1, -9) != LUA_OK) fuzz_lua_die(L, "fuzz_fastlane");
+  lua_pushboolean(L, r.thread);
+  if (lua_pcall(L, 8, 1, -10) != LUA_OK) fuzz_lua_die(L, "fuzz_fastlane");
   if (!lua_isnil(L, -1)) fuzz_lua_die(L, "fuzz_fastlane");
   lua_pop(L, 2);
   return 0;

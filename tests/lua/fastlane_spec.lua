@@ -38,7 +38,7 @@ test("an open lane relays plain requests and their answers; the rest goes to Lua
   r.host(request(1, "ping"))
   -- params first, as the SDK writes it
   r.host('{"method":"tools/call","params":{"name":"reasonix_list","arguments":{"a":[1,{"b":"}"}]}},"jsonrpc":"2.0","id":2}')
-  r.host(request(3, "tools/call", '{"name":"reasonix_send","_meta":{"threadId":"t-1"}}'))
+  r.host(request(3, "tools/call", '{"name":"reasonix_send","_meta":{"progressToken":"t-1"}}'))
   r.host(request('"s"', "ping"))
   r.host(request(4, "initialize", "{}"))
   r.host('{"jsonrpc":"2.0","method":"notifications/initialized"}')
@@ -46,7 +46,7 @@ test("an open lane relays plain requests and their answers; the rest goes to Lua
   t.eq(r.lua_server[1], request(1, "ping"))
   t.match(r.lua_server[2], '"id":2}$')
   t.wait_for(function() return #r.lua_host == 4 end, 5000, "the other lines in Lua")
-  t.match(r.lua_host[1], "threadId")
+  t.match(r.lua_host[1], "progressToken")
   t.eq(r.lua_host[2], request('"s"', "ping"))
   t.eq(r.lane:count(), 2)
   r.answer('{"jsonrpc":"2.0","id":2,"result":{"content":[]}}')
@@ -61,23 +61,26 @@ test("an open lane relays plain requests and their answers; the rest goes to Lua
   t.eq(r.lane:count(), 1)
 end)
 
-test("a host's own _meta and an integer progress token go through the lane, which knows the token", function(t)
+test("a host's own _meta, a thread and an integer progress token go through the lane, which knows the token", function(t)
   local r = rig(t)
   r.lane:open(r.server.stdin, 1)
   local function call(id, meta)
     return '{"method":"tools/call","params":{"name":"reasonix_list","arguments":{},"_meta":' .. meta .. '},"jsonrpc":"2.0","id":' .. id .. "}"
   end
   r.host(call(1, '{"claudecode/toolUseId":"toolu_1","progressToken":7}'))
-  r.host(call(2, '{"callId":"call_1","x-codex-turn-metadata":{"thread_id":"t"}}'))
+  r.host(call(2, '{"callId":"call_1","x-codex-turn-metadata":{"thread_id":"t"},"threadId":"t","progressToken":1}'))
   local lua_lines = {
+    -- a watch's or poll's thread names its receipt's orchestrator: Lua's
+    '{"method":"tools/call","params":{"name":"reasonix_poll","_meta":{"threadId":"t"}},"jsonrpc":"2.0","id":6}',
     call(3, '{"progressToken":"seven"}'),                  -- not an integer: Lua routes its progress
     call(4, '{"progressToken":1,"progressToken":2}'),      -- two tokens
     call(5, '{"progressToken":1},"_meta":{"callId":"c"}'), -- two _meta
   }
   for _, line in ipairs(lua_lines) do r.host(line) end
-  t.wait_for(function() return #r.lua_server == 2 and #r.lua_host == #lua_lines end, 5000, "two relayed, three in Lua")
+  t.wait_for(function() return #r.lua_server == 2 and #r.lua_host == #lua_lines end, 5000, "two relayed, the rest in Lua")
   t.eq(r.lua_host, lua_lines)
-  t.eq({ r.lane:count(), r.lane:has_token(7), r.lane:has_token(8), r.lane:has_token("7") }, { 2, true, false, false })
+  t.eq({ r.lane:count(), r.lane:has_token(7), r.lane:has_token(1), r.lane:has_token(8), r.lane:has_token("7") },
+    { 2, true, true, false, false })
   r.answer('{"jsonrpc":"2.0","id":1,"result":{"content":[]}}')
   t.wait_for(function() return #r.to_host == 1 end, 5000, "the answer")
   t.eq({ r.lane:count(), r.lane:has_token(7) }, { 1, false }, "an answered request's token is gone")
