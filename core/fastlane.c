@@ -3,9 +3,11 @@
  * flight (a crash, a swap, a cancel, a stop): closing hands back the requests the lane relayed,
  * which Lua then owns like any other. A host line is taken only when nothing could make the Lua
  * path act otherwise: a top-level object with "jsonrpc":"2.0", an integer id not in flight, the
- * method ping, tools/list or tools/call (with a plain params.name) and no _meta; and only while no
- * peer is behind (the launcher's back-pressure gates, config.lua). The receipt of a watch or poll
- * answer stays Lua's: on_receipt hears of each such request as it goes out and of its answer. */
+ * method ping, tools/list or tools/call (with a plain params.name), and no _meta or one whose
+ * progress token the lane can keep (one plain integer, one _meta) and whose threadId no receipt
+ * needs (not a watch's or poll's); and only while no peer is behind (the launcher's back-pressure
+ * gates, config.lua). The receipt of a watch or poll answer stays Lua's: on_receipt hears of each
+ * such request as it goes out and of its answer. */
 #include <lauxlib.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -223,8 +225,9 @@ static meta_t meta_scan(const char *v, const char *vend)
   return m;
 }
 
-/* fastlane_members callback of params: its name (a plain string), its arguments and its _meta's
- * kind (of a repeated _meta, the one that refuses most: cjson keeps the last). */
+/* fastlane_members callback of params: its name (a plain string), its arguments, and of its _meta
+ * the kind (of a repeated _meta, the most careful: cjson keeps the last), whether one has a
+ * threadId, how many there are, and the last one's integer progress token. */
 static int params_member(const char *k, size_t n, const char *v, const char *vend, void *ctx)
 {
   request_t *r = ctx;
@@ -391,8 +394,9 @@ static int lane_host_line(void *data, int tag, const char *line, size_t len)
   if ((lua_Integer)f->fast + f->lua_pending + 1 >= f->max_in_flight) return 0;
   int kind = fastlane_scan(line, len, &r);
   int64_t id = r.id;
-  /* a _meta of more than one progress token, or one not a plain integer, is Lua's (it routes the
-   * progress), and so is a watch's or poll's with a threadId (its receipt names the thread) */
+  /* a repeated _meta, one of more than one progress token or of one not a plain integer, is Lua's
+   * (it routes the progress), and so is a watch's or poll's with a threadId (its receipt names the
+   * thread) */
   if (!kind || (r.meta != FASTLANE_META_NONE && !r.meta_plain) || (r.thread && kind == 2)) return 0;
   if (lane_find(f, id, 1) >= 0 || lane_find(f, id, 0) >= 0) return 0;
   char *copy = malloc(len ? len : 1);

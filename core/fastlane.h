@@ -1,7 +1,8 @@
 /* fastlane.h: the launcher's hot path in C (rmcp.fastlane). The host's plain requests (ping,
- * tools/list, a tools/call without _meta or a receipt) go straight to the active server and their
- * answers straight back, with the ids in flight kept here; every other line, and every line while
- * the launcher's Lua has closed the lane, goes to Lua (lua/rmcp/launcher/ledger.lua). */
+ * tools/list, a tools/call whose _meta, if any, the lane can route: see fastlane.c) go straight to
+ * the active server and their answers straight back, with the ids in flight kept here (a watch's or
+ * poll's receipt is Lua's); every other line, and every line while the launcher's Lua has closed
+ * the lane, goes to Lua (lua/rmcp/launcher/ledger.lua). */
 #ifndef RMCP_FASTLANE_H
 #define RMCP_FASTLANE_H
 

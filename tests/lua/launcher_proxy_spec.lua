@@ -240,6 +240,39 @@ test("a crash re-sends repeatable calls after the replay, fails mutating ones, a
   t.eq(notice[#notice].params.data.event.new_pid, b.pid)
 end)
 
+test("progress for a token only the lane knows goes to the host while its request is in flight there", function(t)
+  local r = rig()
+  local a = handshake(r)
+  a.pipes = function() return "stdin of a", "stdout of a" end
+  local relayed = {} -- the lane's requests in flight: progress token -> true
+  local seq = 0
+  r.p:use_lane({
+    open = function() end, close = function() return {} end, held = function() end, count = function() return 0 end,
+    next_seq = function() seq = seq + 1; return seq end,
+    has_token = function(_, token) return relayed[token] == true end,
+  })
+  r.p:sync_lane()
+  local function progress(token, n)
+    a:say({ jsonrpc = "2.0", method = "notifications/progress", params = { progressToken = token, progress = n } })
+  end
+  relayed[5] = true
+  progress(5, 1)
+  progress(6, 1)
+  progress("5", 1)
+  t.eq(#r.notes("notifications/progress"), 1, "the lane's token alone")
+  local c = call(7, "reasonix_watch")
+  c.params._meta = { progressToken = 5 } -- Lua's request with the same token: both pass
+  r.send(c)
+  progress(5, 2)
+  t.eq(#r.notes("notifications/progress"), 2)
+  a:say({ jsonrpc = "2.0", id = 7, result = {} })
+  progress(5, 3)
+  t.eq(#r.notes("notifications/progress"), 3, "Lua's answered, the lane's still in flight")
+  relayed[5] = nil
+  progress(5, 4)
+  t.eq(#r.notes("notifications/progress"), 3, "no progress after the lane's answer")
+end)
+
 test("progress goes to the host only from the server that owns the call", function(t)
   local r = rig()
   local a = handshake(r)

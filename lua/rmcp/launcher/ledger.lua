@@ -111,7 +111,8 @@ end
 -- True when the lane relayed to child a request with this progress token that is not answered yet
 -- (the server's progress for it goes to the host).
 function Ledger:lane_token(child, token)
-  return self.lane ~= nil and child == self.lane_owner and math.type(token) == "integer" and self.lane:has_token(token)
+  local n = type(token) == "number" and math.tointeger(token) or nil -- (7.0 is 7, as jsonrpc.id_key reads it)
+  return self.lane ~= nil and child == self.lane_owner and n ~= nil and self.lane:has_token(n)
 end
 
 -- The lane relayed a watch or poll with this (integer) id (queued nil), or wrote its result to the

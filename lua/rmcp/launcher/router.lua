@@ -20,7 +20,8 @@ local M = {}
 ---@field send_host fun(line: string): integer?
 ---@field ledger LauncherLedger
 ---@field supervisor LauncherSupervisor
----@field tokens table<any, LauncherRequest> id_key(progressToken) -> the host request it belongs to
+---@field tokens table<any, LauncherRequest> id_key(progressToken) -> the host request it belongs to (of
+---                                   the requests Lua relayed; the lane keeps its own: ledger lane_token)
 ---@field host_reqs table<any, LauncherHostRequest> id_key(host-facing id) -> a server's request to the host
 ---@field next_host_id integer        the last host-facing id given
 local Router = {}
@@ -211,7 +212,7 @@ function Router:child_notification(child, line, msg)
   if type(method) == "string" and method:sub(1, 7) == "$/rmcp/" then return self:private(child, method, params) end
   if method == "notifications/progress" then
     local entry = self.tokens[jsonrpc.id_key(params.progressToken)]
-    if (entry and entry.owner == child) or (not entry and self.ledger:lane_token(child, params.progressToken)) then
+    if (entry and entry.owner == child) or self.ledger:lane_token(child, params.progressToken) then
       self.send_host(line)
     end
     return
