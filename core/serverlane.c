@@ -5,13 +5,13 @@
  * server/tool_view.lua makes of it, without entering Lua; a ping is answered here too, while the
  * lane is open. A host line is taken only when nothing could make Lua act otherwise:
  * fastlane_scan's request (a _meta only of members Lua ignores, such as a host's own call id, or a
- * progressToken for a tool that does not block; no threadId), method tools/call, a tool of the table Lua gave,
- * an id in flight nowhere, arguments an object whose members pass the checks Lua compiled from the
- * tool's inputSchema (anything the checks do not know goes to Lua, which gives its own answer);
- * only while no gate is behind, and no reload event is queued and the reload check's window is
- * open, or Lua's check (on_window) made it so. Any answer but a raw result, and every call in
- * flight when Lua closes the lane, is handed to Lua (on_adopt, close), which then ends it as one of
- * its own. */
+ * progressToken for a tool that does not block; no threadId), method tools/call, a tool of the
+ * table Lua gave, an id in flight nowhere, arguments an object whose members pass the checks Lua
+ * compiled from the tool's inputSchema (anything the checks do not know goes to Lua, which gives
+ * its own answer); only while no gate is behind, and no reload event is queued and the reload
+ * check's window is open, or Lua's check (on_window) made it so. Any answer but a raw result, and
+ * every call in flight when Lua closes the lane, is handed to Lua (on_adopt, close), which then
+ * ends it as one of its own. */
 #include <lauxlib.h>
 #include <poll.h>
 #include <stdio.h>

@@ -15,9 +15,9 @@ local M = {}
 ---@field server McpServer
 ---@field off boolean                 REASONIX_MCP_SERVERLANE=0, or stopped
 ---@field generation integer?         the reload generation of the tool table the C lane has
----@field tools table<string, table>  that table's tools by name (what a handed-over call was)
----@field entries table<string, table> their C lane entries by name (what such a call sent agentd:
----                                   kept here, as a hot reload of tools/common.lua forgets its forwards)
+---@field tools table<string, table>  that table's lane tools by name, {tool, entry}: what a handed-over
+---                                   call was, and its C lane entry (what it sent agentd: kept here, as
+---                                   a hot reload of tools/common.lua forgets its forwards)
 ---@field ch userdata?                the link channel the C lane was last opened on
 ---@field opened table?               what it was last opened with (sync reopens only on a change)
 local Lane = {}
@@ -87,8 +87,7 @@ end
 -- on_settle() when the gates must look again.
 ---@return ServerLane
 function M.new(server, opts)
-  local self = setmetatable({ server = server, off = os.getenv("REASONIX_MCP_SERVERLANE") == "0", tools = {},
-                              entries = {} }, Lane)
+  local self = setmetatable({ server = server, off = os.getenv("REASONIX_MCP_SERVERLANE") == "0", tools = {} }, Lane)
   self.c = require("rmcp.serverlane").new{
     host = opts.host, input = opts.input, peer = server.peer, max_in_flight = opts.max_in_flight,
     on_settle = opts.on_settle,
@@ -106,7 +105,8 @@ end
 function Lane:adopt(call)
   local server = self.server
   local args = call.args and json.decode(call.args) or {}
-  server.calls:adopt(server, self.tools[call.tool], self.entries[call.tool], args, call.id, call.aid)
+  local t = self.tools[call.tool]
+  server.calls:adopt(server, t.tool, t.entry, args, call.id, call.aid)
 end
 
 -- Closes the lane: its calls in flight are Lua's from now on.
@@ -144,10 +144,10 @@ function Lane:sync()
   end
   if self.generation ~= server.tools_generation then
     local list = {}
-    self.tools, self.entries = {}, {}
+    self.tools = {}
     for name, tool in pairs(server.tools_by_name) do
       local e = M.entry(name, tool)
-      if e then list[#list + 1], self.tools[name], self.entries[name] = e, tool, e end
+      if e then list[#list + 1], self.tools[name] = e, { tool = tool, entry = e } end
     end
     self.c:set_tools(list)
     self.generation = server.tools_generation
