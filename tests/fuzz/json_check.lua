@@ -1,4 +1,5 @@
--- The checks of fuzz_json.c, one input at a time: json.encode writes any bytes as a JSON string
+-- The checks of fuzz_json.c, one input at a time: json.request reads a request line as json.decode
+-- does, or leaves it; json.encode writes any bytes as a JSON string
 -- that decodes back to them (made valid UTF-8), the same alone and in a table; json.decode never
 -- raises; a value it returns
 -- encodes without raising (an error string is allowed only for nesting past cjson's limit), as valid
@@ -48,6 +49,28 @@ local function same(a, b, path)
   return nil
 end
 
+-- True when a and b are the same decoded value (tables member by member, arrays marked alike).
+local function equal(a, b)
+  if type(a) ~= "table" or type(b) ~= "table" then return a == b or (a ~= a and b ~= b) end
+  if json.is_array(a) ~= json.is_array(b) then return false end
+  for k, v in pairs(a) do if not equal(v, b[k]) then return false end end
+  for k in pairs(b) do if a[k] == nil then return false end end
+  return true
+end
+
+-- nil when json.request reads text as json.decode reads it (or not at all), else what differs.
+local function request_check(text)
+  local id, method, params = json.request(text)
+  if id == nil then return nil end
+  local whole, err = json.decode(text)
+  if whole == nil and tostring(err):find("nested", 1, true) then return nil end -- params one level less deep
+  if type(whole) ~= "table" or whole.jsonrpc ~= "2.0" or math.type(whole.id) ~= "integer" or whole.id ~= id
+    or whole.method ~= method or type(params) ~= "table" or not equal(whole.params, params) then
+    return "json.request read another request than json.decode: " .. string.format("%q", text)
+  end
+  return nil
+end
+
 -- One input: nil when every check holds, else what failed.
 return function(text)
   -- any bytes encode as a JSON string of valid UTF-8 that decodes to them, made valid, alone and
@@ -60,6 +83,8 @@ return function(text)
   if listed ~= "[" .. quoted .. "]" and not (listed == nil and tostring(lerr):find("internal marker", 1, true)) then
     return "a string is written differently in a table: " .. string.format("%q", text)
   end
+  local rerr = request_check(text)
+  if rerr then return rerr end
   local v, err = json.decode(text)
   if v == nil then
     if type(err) ~= "string" then return "decode failed without a message" end

@@ -1,5 +1,5 @@
 -- The JSON-RPC peer (lib/jsonrpc.lua) reads a request written id first with an integer id by one
--- match and a decode of its params alone: each such line is answered as the same request written
+-- pass in C (json.request) and a decode of its params alone: each such line is answered as the same request written
 -- otherwise (members in another order, so the whole line is decoded) is, and a line that only looks
 -- like one (a repeated member, an id with a leading zero or too long, params not an object) gets
 -- the answer of the whole decode.

@@ -295,23 +295,6 @@ function M.envelope(line)
   return nil
 end
 
--- A request line as every JSON-RPC writer of ours and node's write it, id first with an integer id
--- and a method name needing no escape: its id, method and params, read by one match and a decode of
--- the params alone ("{}" none at all), not of the whole envelope. nil for any other line, and for
--- one whose params are not one JSON object or array (Peer:receive then decodes it whole, as before).
--- (the head compared whole, then a match of the rest: a pattern costs per character it matches)
-local function plain_request(line)
-  if line:byte(-1) ~= 125 or line:sub(1, 22) ~= '{"jsonrpc":"2.0","id":' then return nil end
-  local id, method, at = line:match('^(%d+),"method":"([%w_/$]+)","params":()', 23)
-  if not at or #id > 15 or (#id > 1 and id:byte(1) == 48) then return nil end
-  if #line - at == 2 and line:byte(at) == 123 and line:byte(at + 1) == 125 then
-    return math.tointeger(tonumber(id)), method, {}
-  end
-  local params = json.decode(line:sub(at, -2))
-  if type(params) ~= "table" then return nil end
-  return math.tointeger(tonumber(id)), method, params
-end
-
 -- Feeds one received line: dispatches requests/notifications, settles responses (a raw request's
 -- result is handed over undecoded when the line is an id-first envelope).
 function Peer:receive(line)
@@ -324,7 +307,9 @@ function Peer:receive(line)
       return cb(json.raw(line:sub(#'{"jsonrpc":"2.0","id":' + #tostring(id) + #',"result":' + 1, -2)))
     end
   end
-  local id, method, params = plain_request(line)
+  -- (a request written id first, as every writer of ours and node's writes it, is read in one C
+  -- pass: core/json.c json.request; any other line is decoded whole)
+  local id, method, params = json.request(line)
   if id then return self:run_request(method, params, id) end
   local msg, err = json.decode(line)
   if msg == nil then
