@@ -7,12 +7,16 @@
  *   bench-floor server SOCK DIR   the MCP server on stdio: answers initialize, ping and tools/list
  *                                 itself; tools/call asks the daemon and splices its result in
  *   bench-floor daemon SOCK DIR   the daemon: listens on SOCK, answers {"id":K,"tool":"NAME"} with
- *                                 {"id":K,"result":<DIR/NAME.json>}; exits at stdin EOF
+ *                                 {"id":K,"result":<DIR/NAME.json>}; exits at stdin EOF. Its child,
+ *                                 the agent, ends a "turn" on a pipe like an ACP agent on its stdio
  *
  * Canned answers are files in DIR holding one JSON value: initialize.json, tools_list.json (else
  * small defaults) and one per tool name (else {"content":[]}); bench/run.lua fills them with our
- * server's own replies, so both sides move the same bytes. The tool `stamp_watch` answers after
- * 20 ms and writes the CLOCK_MONOTONIC ns of its answer to DIR/stamp (the wake-up row's floor).
+ * server's own replies, so both sides move the same bytes. The tool `stamp_watch` is the wake-up
+ * row's floor, over the same hops as ours (the agent's turn end -> the daemon -> the server -> the
+ * launcher -> the host): the daemon starts a turn at its agent, which 20 ms later takes the
+ * CLOCK_MONOTONIC ns, writes its answer line to the daemon and then the stamp to DIR/stamp (as
+ * the fake agent does); the daemon answers the watch when that line comes.
  * Requests are never parsed as JSON: the id token, method and tool name are found by substring. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -275,11 +279,10 @@ static int run_server(const char *sock) {
 
 typedef struct {
   linebuf_t in;
-  long long stamp_due; /* a stamp_watch answer pending since then, else 0 */
-  char stamp_id[32];
 } client_t;
 
 static client_t clients[MAX_CLIENTS];
+static int agent_in = -1; /* the daemon's write end of its agent's stdin */
 
 /* Sends {"id":ID,"result":<canned or default>} to client fd. */
 static void daemon_answer(int fd, const char *id, const char *tool) {
@@ -292,7 +295,7 @@ static void daemon_answer(int fd, const char *id, const char *tool) {
   write_all(fd, iov, 5);
 }
 
-/* Answers one request line of the client in *arg (stamp_watch later, from the loop). */
+/* Answers one request line of the client in *arg (a stamp_watch when its agent's turn ends). */
 static void daemon_line(char *line, size_t len, void *arg) {
   client_t *cl = arg;
   char id[32] = "0", tool[120] = "";
@@ -303,19 +306,28 @@ static void daemon_line(char *line, size_t len, void *arg) {
   }
   string_after(line, len, "\"tool\":\"", tool, sizeof tool);
   if (strcmp(tool, "stamp_watch") == 0) {
-    cl->stamp_due = now_ns() + STAMP_DELAY_NS;
-    memcpy(cl->stamp_id, id, sizeof id);
+    char turn[64];
+    int n = snprintf(turn, sizeof turn, "%d %s\n", (int)(cl - clients), id);
+    struct iovec iov = { turn, (size_t)n };
+    write_all(agent_in, &iov, 1);
     return;
   }
   daemon_answer(cl->in.fd, id, tool);
 }
 
-/* Answers a due stamp_watch: the answer first, then the stamp of the moment before it, written
- * over the last one (no create or truncate keeps the woken reader waiting). */
-static void daemon_stamp(client_t *cl) {
-  long long t = now_ns();
-  daemon_answer(cl->in.fd, cl->stamp_id, "stamp_watch");
-  cl->stamp_due = 0;
+/* The agent's answer "CLIENT ID" ended a turn: answers that client's stamp_watch. */
+static void daemon_turn_end(char *line, size_t len, void *arg) {
+  (void)arg;
+  char id[32];
+  int i;
+  line[len - 1] = '\0';
+  if (sscanf(line, "%d %31s", &i, id) != 2 || i < 0 || i >= MAX_CLIENTS || clients[i].in.fd < 0) return;
+  daemon_answer(clients[i].in.fd, id, "stamp_watch");
+}
+
+/* Writes stamp (ns) over the last one in DIR/stamp (no create or truncate keeps the woken reader
+ * waiting). */
+static void agent_stamp(long long t) {
   if (stamp_fd < 0) {
     char path[4096];
     snprintf(path, sizeof path, "%s/stamp", dir);
@@ -325,6 +337,41 @@ static void daemon_stamp(client_t *cl) {
   char b[32];
   int n = snprintf(b, sizeof b, "%20lld\n", t);
   if (pwrite(stamp_fd, b, (size_t)n, 0) != n) perror("floor: stamp");
+}
+
+/* One turn of the agent (its line "CLIENT ID"): 20 ms later the stamp is taken, the line goes back
+ * as the turn's answer, then the stamp is written. */
+static void agent_turn(char *line, size_t len, void *arg) {
+  int out = *(int *)arg;
+  struct timespec delay = { 0, STAMP_DELAY_NS };
+  while (nanosleep(&delay, &delay) < 0 && errno == EINTR) {}
+  long long t = now_ns();
+  struct iovec iov = { line, len };
+  write_all(out, &iov, 1);
+  agent_stamp(t);
+}
+
+/* Starts the agent: a child that reads turns on a pipe and answers on another, as an ACP agent on
+ * its stdio; returns the fd the daemon reads its answers on. */
+static int start_agent(void) {
+  int to[2], from[2];
+  if (pipe2(to, O_CLOEXEC) < 0 || pipe2(from, O_CLOEXEC) < 0) fail("pipe");
+  pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid < 0) fail("fork");
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(0);
+    close(to[1]);
+    close(from[0]);
+    linebuf_t in = { to[0], NULL, 0, 0 };
+    while (fill(&in) > 0) each_line(&in, agent_turn, &from[1]);
+    _exit(0);
+  }
+  close(to[0]);
+  close(from[1]);
+  agent_in = to[1];
+  return from[0];
 }
 
 /* The daemon: a listening socket, up to MAX_CLIENTS connections, stdin EOF ends it. */
@@ -337,32 +384,25 @@ static int run_daemon(const char *sock) {
   if (bind(lfd, (struct sockaddr *)&a, sizeof a) < 0) fail("bind");
   if (listen(lfd, 16) < 0) fail("listen");
   for (int i = 0; i < MAX_CLIENTS; i++) clients[i].in.fd = -1;
+  linebuf_t agent = { start_agent(), NULL, 0, 0 };
   fprintf(stderr, "bench-floor: daemon listening on %s\n", sock);
   for (;;) {
-    struct pollfd p[MAX_CLIENTS + 2];
-    int map[MAX_CLIENTS + 2];
+    struct pollfd p[MAX_CLIENTS + 3];
+    int map[MAX_CLIENTS + 3];
     int n = 0;
     p[n] = (struct pollfd){ 0, POLLIN, 0 };
     map[n++] = -2;
     p[n] = (struct pollfd){ lfd, POLLIN, 0 };
     map[n++] = -1;
-    long long due = 0;
+    p[n] = (struct pollfd){ agent.fd, POLLIN, 0 };
+    map[n++] = -3;
     for (int i = 0; i < MAX_CLIENTS; i++) {
       if (clients[i].in.fd < 0) continue;
       p[n] = (struct pollfd){ clients[i].in.fd, POLLIN, 0 };
       map[n++] = i;
-      if (clients[i].stamp_due && (!due || clients[i].stamp_due < due)) due = clients[i].stamp_due;
     }
-    int timeout = -1;
-    if (due) {
-      long long left = due - now_ns();
-      timeout = left <= 0 ? 0 : (int)(left / 1000000LL);
-    }
-    int r = poll(p, (nfds_t)n, timeout);
+    int r = poll(p, (nfds_t)n, -1);
     if (r < 0 && errno != EINTR) fail("poll");
-    long long t = now_ns();
-    for (int i = 0; i < MAX_CLIENTS; i++)
-      if (clients[i].in.fd >= 0 && clients[i].stamp_due && clients[i].stamp_due <= t) daemon_stamp(&clients[i]);
     if (r <= 0) continue;
     for (int k = 0; k < n; k++) {
       if (!p[k].revents) continue;
@@ -372,6 +412,9 @@ static int run_daemon(const char *sock) {
           unlink(sock);
           return 0;
         }
+      } else if (map[k] == -3) {
+        if (fill(&agent) <= 0) fail("the agent is gone");
+        each_line(&agent, daemon_turn_end, NULL);
       } else if (map[k] == -1) {
         int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
         if (fd < 0) continue;
@@ -379,7 +422,6 @@ static int run_daemon(const char *sock) {
         while (i < MAX_CLIENTS && clients[i].in.fd >= 0) i++;
         if (i == MAX_CLIENTS) { close(fd); continue; }
         clients[i].in = (linebuf_t){ fd, clients[i].in.buf, clients[i].in.cap, 0 };
-        clients[i].stamp_due = 0;
       } else {
         client_t *cl = &clients[map[k]];
         if (fill(&cl->in) <= 0) {
