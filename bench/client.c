@@ -22,6 +22,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -496,7 +497,29 @@ static void print_server(server_t *s) {
   printf("]}\n");
 }
 
-/* rtt: all servers up, then ROUNDS rounds of every case (order rotated per round). */
+/* The next number of a xorshift64 sequence in *state (a fixed seed: the same orders every run). */
+static uint64_t next_random(uint64_t *state) {
+  uint64_t x = *state;
+  x ^= x << 13;
+  x ^= x >> 7;
+  x ^= x << 17;
+  return *state = x;
+}
+
+/* Puts the case numbers 0..ncases-1 into order[] in a new random order (Fisher-Yates). */
+static void shuffle_cases(int *order, uint64_t *state) {
+  for (int i = 0; i < ncases; i++) order[i] = i;
+  for (int i = ncases - 1; i > 0; i--) {
+    int j = (int)(next_random(state) % (uint64_t)(i + 1));
+    int t = order[i];
+    order[i] = order[j];
+    order[j] = t;
+  }
+}
+
+/* rtt: all servers up, then ROUNDS rounds of every case, each round in an order of its own. A
+ * case's time depends on what ran just before it (a case after the Node peer finds the caches
+ * holding the peer's code and data, not its own), so no case may always follow the same one. */
 static int run_rtt(int rounds, int warm) {
   for (int i = 0; i < nservers; i++) {
     server_start(&servers[i]);
@@ -506,8 +529,11 @@ static int run_rtt(int rounds, int warm) {
     cases[i].lat = calloc((size_t)rounds + 1, sizeof(double));
     if (!cases[i].lat) die(2, "out of memory");
   }
+  uint64_t seed = 0x9E3779B97F4A7C15ULL;
+  int order[MAX_CASES];
   for (int r = 0; r < warm + rounds; r++) {
-    for (int k = 0; k < ncases; k++) case_run(&cases[(r + k) % ncases], r >= warm);
+    shuffle_cases(order, &seed);
+    for (int k = 0; k < ncases; k++) case_run(&cases[order[k]], r >= warm);
   }
   for (int i = 0; i < nservers; i++) print_server(&servers[i]);
   fflush(stdout);
