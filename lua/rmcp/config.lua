@@ -125,10 +125,17 @@ function M.limits_now()
   return snapshot
 end
 
+-- REASONIX_MCP_<NAME> per flag name, built once (a poll reads two flags).
+local flag_env = setmetatable({}, { __index = function(t, name)
+  local v = "REASONIX_MCP_" .. name
+  t[name] = v
+  return v
+end })
+
 -- True when the boolean env flag REASONIX_MCP_<name> is set to 1/true/yes, in environment map e
 -- (an orchestrator's; default ours).
 function M.flag(name, e)
-  local v = env_of(e, "REASONIX_MCP_" .. name)
+  local v = env_of(e, flag_env[name])
   return v ~= nil and (v == "1" or v:lower() == "true" or v:lower() == "yes")
 end
 

@@ -12,13 +12,17 @@ M.static_types = { available_commands_update = true, config_option_update = true
 -- Events that are never filtered or dropped.
 M.critical_types = { permission_request = true, turn_end = true, process_exited = true }
 
+-- The boolean options of a poll, and its lists of event type names.
+local BOOLEAN_OPTIONS = { "detail", "include_thought", "include_full" }
+local EVENT_LISTS = { "include_events", "exclude_events" }
+
 -- Checks poll options; returns normalized options or nil, message naming the bad field.
 function M.options(p)
   local o = {}
-  for _, k in ipairs({ "detail", "include_thought", "include_full" }) do
+  for _, k in ipairs(BOOLEAN_OPTIONS) do
     if p[k] ~= nil and type(p[k]) ~= "boolean" then return nil, k .. " must be a boolean" end
   end
-  for _, k in ipairs({ "include_events", "exclude_events" }) do
+  for _, k in ipairs(EVENT_LISTS) do
     local v = p[k]
     if v ~= nil then
       if type(v) ~= "table" then return nil, k .. " must be an array of event type names" end
