@@ -76,53 +76,25 @@ end
 -- Statuses of an agent at work (pending_only keeps them).
 M.active = { starting = true, running = true, awaiting_decision = true }
 
--- The fields of a session the plain row (no detail) of a settled session is made of (a settled
--- session, with no agent at work and no decision pending, has no health and no pending_decision),
--- as they were when the row was encoded: { text = JSON, include_task = ..., id = s.id, ... }.
-local function plain_inputs(s, include_task, text)
-  local u, i = s.usage, s.integration
-  return { text = text, include_task = include_task, id = s.id, task = s.task, transcript_path = s.transcript_path,
-           created_at = s.created_at, status = s.status, cwd = s.cwd, stop_reason = s.stop_reason,
-           exit_reason = s.exit_reason, model = s.model, updated_at = s.updated_at, keep_alive = s.keep_alive,
-           terminal_pending = s.terminal_pending, damaged = s.damaged, spent = u and u.total, spent_cost = u and u.cost,
-           integration = i, integration_id = i and i.id, integration_state = i and i.state, integration_target = i and i.target }
-end
-
--- True when the fields plain_inputs kept in c are still those of s.
-local function same_inputs(c, s)
-  if c.status ~= s.status or c.updated_at ~= s.updated_at or c.id ~= s.id or c.task ~= s.task
-    or c.transcript_path ~= s.transcript_path or c.created_at ~= s.created_at or c.cwd ~= s.cwd or c.stop_reason ~= s.stop_reason
-    or c.exit_reason ~= s.exit_reason or c.model ~= s.model or c.keep_alive ~= s.keep_alive
-    or c.terminal_pending ~= s.terminal_pending or c.damaged ~= s.damaged then
-    return false
-  end
-  local u, i = s.usage, s.integration
-  if u then
-    if c.spent ~= u.total or c.spent_cost ~= u.cost then return false end
-  elseif c.spent ~= nil then
-    return false
-  end
-  if i == nil then return c.integration == nil end
-  return c.integration == i and c.integration_id == i.id and c.integration_state == i.state and c.integration_target == i.target
-end
-
 -- The encoded plain rows of settled sessions, by the session's runtime table s.rt (weak: the row
--- goes with it), as plain_inputs made them. A finished session that agentd parked (its runtime on
--- disk: agentd/session/park.lua) has none: its row, listed only with all=true, is encoded when
--- asked, and the row cached while it was idle goes when it is parked.
+-- goes with it): {text, include_task, session, rev = s.list_rev when it was encoded}. A finished
+-- session that agentd parked (its runtime on disk: agentd/session/park.lua) has none: its row,
+-- listed only with all=true, is encoded when asked, and the row cached while it was idle goes when
+-- it is parked.
 local encoded_rows = setmetatable({}, { __mode = "k" })
 
 -- The JSON text of s's row (M.row), or nil and the encoder's error. A settled session's plain row
--- is encoded once and reused while every field it is made of is unchanged: a fleet that is listed
--- again and again is mostly settled sessions.
+-- is encoded once and reused while its revision s.list_rev is the same: agentd writes every field a
+-- list reads through agentd/session/revision.lua, which bumps it (tests/lua/list_revision_spec.lua
+-- holds agentd to that). A fleet that is listed again and again is mostly settled sessions.
 function M.row_text(s, opts)
   local key = s.rt
   if not key or opts.detail or M.active[s.status] or (s.pending and #s.pending > 0) then return json.encode(M.row(s, opts)) end
   local c, include_task = encoded_rows[key], not not opts.include_task -- (M.row reads it as truthy)
-  if c and c.include_task == include_task and same_inputs(c, s) then return c.text end
+  if c and c.rev == s.list_rev and c.session == s and c.include_task == include_task then return c.text end
   local text, err = json.encode(M.row(s, opts))
   if not text then return nil, err end
-  encoded_rows[key] = plain_inputs(s, include_task, text)
+  encoded_rows[key] = { text = text, include_task = include_task, session = s, rev = s.list_rev }
   return text
 end
 
@@ -205,48 +177,61 @@ local function copy_tally(t)
   return c
 end
 
+-- True when a view shows session s: every session (all, not pending_only), or those an
+-- orchestrator acts on (M.pending); the default view those, a live agent and one whose file could
+-- not be read.
+local function shown(s, pending_only, all)
+  if all and not pending_only then return true end
+  local status, decisions = s.status, s.pending
+  return M.active[status] or (decisions ~= nil and #decisions > 0) or s.terminal_pending == true
+    or not pending_only and (status == "idle" or s.unreadable ~= nil)
+end
+
+-- The whole tally of a caller's sessions, for M.shape's opts.whole: parked, a tally (M.tally) of
+-- those for which is_counted(s) is true, of which the view leaves out hidden (none of them in
+-- listed); listed, the others and the rest of those parked, in any order. Made again by the caller
+-- whenever any of them changes: {counts, total, hidden = {default = n, pending_only = n}}.
+function M.whole(listed, parked, is_counted, hidden)
+  local t = copy_tally(parked)
+  local default, pending_only = hidden, hidden
+  for _, s in ipairs(listed) do
+    if not is_counted(s) then M.count(t, s) end
+    if not shown(s, false, false) then default = default + 1 end
+    if not shown(s, true, false) then pending_only = pending_only + 1 end
+  end
+  t.hidden = { default = default, pending_only = pending_only }
+  return t
+end
+
 -- Builds the list result from sessions (already filtered to the caller's; opts.sorted: already
--- newest first, as M.newer orders them), newest first. The view:
--- opts.pending_only (active, decision-blocked, uncollected), opts.all (every session), else what
--- the default view keeps: what an orchestrator acts on (M.pending), a live agent, or one whose file
--- could not be read (a finished session whose result was collected is counted, not shown: the
--- default list stays the size of the work at hand, however long the day's history); counts are by status over every session given (opts.counted: a tally (M.tally) of
--- those of them for which opts.is_counted(s) is true, kept by the caller: they are not counted again;
--- opts.uncounted, how many are not, ends a list of every session at its page). opts.hidden: sessions
--- the caller left out of sessions that the view would not show either. A page holds opts.limit rows (nil:
--- all) after opts.cursor ({created_at, id}); next_cursor when more follow; hidden counts the
--- caller's sessions the view leaves out; usage is what every session given spent, together. With opts.encoded the rows are JSON already (M.row_text):
--- sessions is then one json.raw array, or nil and the encoder's error; opts.budget (bytes) then ends
--- a page early (next_cursor, result_truncated) and cuts the task of a row alone over it.
+-- newest first, as M.newer orders them), newest first. The view: opts.pending_only (active,
+-- decision-blocked, uncollected), opts.all (every session), else the default (shown): a finished
+-- session whose result was collected is counted, not shown, so the default list stays the size of
+-- the work at hand, however long the day's history. Counts are by status over every session of the
+-- caller and usage is what they spent, together; hidden counts those the view leaves out. Those
+-- are opts.whole's (M.whole, kept by the caller: sessions may then be only those the view can
+-- show, and the walk ends with the page), else counted over sessions. A page holds opts.limit rows
+-- (nil: all) after opts.cursor ({created_at, id}); next_cursor when more follow. With opts.encoded
+-- the rows are JSON already (M.row_text): sessions is then one json.raw array, or nil and the
+-- encoder's error; opts.budget (bytes) then ends a page early (next_cursor, result_truncated) and
+-- cuts the task of a row alone over it.
 function M.shape(sessions, opts)
-  local rows = json.array()
-  local tally = opts.counted and copy_tally(opts.counted) or M.new_tally()
-  local is_counted = opts.counted and opts.is_counted
+  local rows, whole = json.array(), opts.whole
+  local tally = whole or M.new_tally()
   if not opts.sorted then table.sort(sessions, newer) end
-  local after, hidden, more, last, used, cut = opts.cursor, opts.hidden or 0, false, nil, 0, false
+  local pending_only, all = opts.pending_only, opts.all
+  local after, hidden, more, last, used, cut = opts.cursor, 0, false, nil, 0, false
+  if whole and not (all and not pending_only) then hidden = whole.hidden[pending_only and "pending_only" or "default"] end
   local room = opts.budget and opts.budget - ENVELOPE
-  local pending_only, all, active = opts.pending_only, opts.all, M.active
-  -- (every session shown: once the page is full and the last uncounted one counted, the rest
-  -- changes nothing)
-  local uncounted = all and not pending_only and opts.uncounted
   for _, s in ipairs(sessions) do
-    if not (is_counted and is_counted(s)) then
-      M.count(tally, s)
-      if uncounted then uncounted = uncounted - 1 end
-    end
-    local show = all and not pending_only
-    if not show then -- M.pending, or in_view, inline: a list asks it of every session of its caller
-      local status, decisions = s.status, s.pending
-      show = active[status] or (decisions ~= nil and #decisions > 0) or s.terminal_pending == true
-        or not pending_only and (status == "idle" or s.unreadable ~= nil)
-    end
-    if not show then
-      hidden = hidden + 1
+    if not whole then M.count(tally, s) end
+    if not shown(s, pending_only, all) then
+      if not whole then hidden = hidden + 1 end
     elseif after and not newer(after, s) then
       -- on an earlier page
     elseif more or (opts.limit and #rows >= opts.limit) then
       more = true
-      if uncounted == 0 then break end
+      if whole then break end -- (the rest changes nothing: counted already)
     elseif opts.encoded and room and opts.include_task and #(s.task or "") > room then
       -- a task longer than a page's whole budget: its row opens a page, the task cut (never encoded whole)
       if #rows == 0 then
