@@ -31,13 +31,15 @@ end
 local VIEWS = { {}, { include_task = true }, { pending_only = true }, { all = true }, { limit = 1 },
                 { all = true, limit = 1 } }
 
--- Checks that each view of orch's list says what a fresh count of its sessions says (what agentd
+-- Checks that each view of orch's list (and the page after each first page) says what a fresh count of its sessions says (what agentd
 -- adds of its own, the reload state and today's spend, and the health of an active row left out),
 -- twice: the second from what the first kept.
 local function same_as_fresh(t, d, what)
-  for _, view in ipairs(VIEWS) do
+  local views = { table.unpack(VIEWS) }
+  for _, view in ipairs(views) do
     local fresh = rules_list.shape({ table.unpack(order.newest_first(d, "orch")) }, { sorted = true, all = view.all,
-      pending_only = view.pending_only, limit = view.limit, include_task = view.include_task })
+      pending_only = view.pending_only, limit = view.limit, include_task = view.include_task,
+      cursor = view.cursor and rules_list.parse_cursor(view.cursor) })
     for round = 1, 2 do
       local got
       methods.list(d, { orch = "orch" }, view, function(r, err) got = assert(r, err and err.message) end)
@@ -46,6 +48,11 @@ local function same_as_fresh(t, d, what)
       if got.usage then got.usage.today = nil end
       for _, row in ipairs(got.sessions) do row.health = nil end
       t.eq(canon(got), canon(json.decode(json.encode(fresh))), string.format("%s, view %s, call %d", what, canon(view), round))
+      if got.next_cursor and not view.cursor then -- and the next page
+        local next_view = { cursor = got.next_cursor }
+        for k, v in pairs(view) do next_view[k] = v end
+        views[#views + 1] = next_view
+      end
     end
   end
 end
@@ -99,4 +106,19 @@ test("every view of a list follows each change of a session, and says it again u
   same_as_fresh(t, d, "b forgotten")
   store.close_journals()
   uv.run("nowait")
+end)
+
+test("a page with a session at work is made again each call (its health changes with time); one of settled sessions is kept", function(t)
+  local at_work = { id = "rx-000000000002", status = "running", task = "a", created_at = 2, pending = {}, rt = {} }
+  local settled = { id = "rx-000000000001", status = "idle", task = "b", created_at = 1, pending = {}, rt = {} }
+  local sessions = { at_work, settled }
+  local whole = rules_list.whole(sessions, rules_list.new_tally(), function() return false end, 0)
+  local n = 0
+  local opts = { whole = whole, encoded = true, sorted = true, health = function() n = n + 1; return { state = "h" .. n } end }
+  local function health_now() return json.decode(rules_list.result_text(rules_list.shape(sessions, opts))).sessions[1].health end
+  t.eq({ health_now(), health_now() }, { { state = "h1" }, { state = "h2" } })
+  local limited = { whole = whole, encoded = true, sorted = true, limit = 1, cursor = { created_at = 2, id = "rx-000000000002" } }
+  local page = rules_list.shape(sessions, limited)
+  t.ok(rawequal(rules_list.shape(sessions, limited).sessions, page.sessions), "the page of a settled session is kept")
+  t.eq(json.decode(rules_list.result_text(page)).sessions[1].session_id, "rx-000000000001")
 end)

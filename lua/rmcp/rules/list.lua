@@ -199,28 +199,20 @@ function M.whole(listed, parked, is_counted, hidden)
     if not shown(s, false, false) then default = default + 1 end
     if not shown(s, true, false) then pending_only = pending_only + 1 end
   end
-  t.hidden = { default = default, pending_only = pending_only }
+  t.hidden, t.pages, t.page_count = { default = default, pending_only = pending_only }, {}, 0
   return t
 end
 
--- Builds the list result from sessions (already filtered to the caller's; opts.sorted: already
--- newest first, as M.newer orders them), newest first. The view: opts.pending_only (active,
--- decision-blocked, uncollected), opts.all (every session), else the default (shown): a finished
--- session whose result was collected is counted, not shown, so the default list stays the size of
--- the work at hand, however long the day's history. Counts are by status over every session of the
--- caller and usage is what they spent, together; hidden counts those the view leaves out. Those
--- are opts.whole's (M.whole, kept by the caller: sessions may then be only those the view can
--- show, and the walk ends with the page), else counted over sessions. A page holds opts.limit rows
--- (nil: all) after opts.cursor ({created_at, id}); next_cursor when more follow. With opts.encoded
--- the rows are JSON already (M.row_text): sessions is then one json.raw array, or nil and the
--- encoder's error; opts.budget (bytes) then ends a page early (next_cursor, result_truncated) and
--- cuts the task of a row alone over it.
-function M.shape(sessions, opts)
+-- The page of sessions a view shows (M.shape's opts): {sessions = its rows (opts.encoded: one
+-- json.raw array), tally, hidden, next_cursor?, truncated?, kept = true when no row has a health or
+-- a pending decision (they change with time or in place) and none was cut},
+-- or nil and the encoder's error. With opts.whole nothing is counted and the walk ends with the
+-- page; else tally and hidden are counted over sessions.
+local function walk(sessions, opts)
   local rows, whole = json.array(), opts.whole
   local tally = whole or M.new_tally()
-  if not opts.sorted then table.sort(sessions, newer) end
   local pending_only, all = opts.pending_only, opts.all
-  local after, hidden, more, last, used, cut = opts.cursor, 0, false, nil, 0, false
+  local after, hidden, more, last, used, cut, kept = opts.cursor, 0, false, nil, 0, false, true
   if whole and not (all and not pending_only) then hidden = whole.hidden[pending_only and "pending_only" or "default"] end
   local room = opts.budget and opts.budget - ENVELOPE
   for _, s in ipairs(sessions) do
@@ -253,31 +245,81 @@ function M.shape(sessions, opts)
       if not more then
         rows[#rows + 1] = text
         used, last = used + #text + 1, s
+        kept = kept and not M.active[s.status] and not (s.pending and #s.pending > 0)
       end
     else
       rows[#rows + 1] = M.row(s, opts)
       last = s
     end
   end
-  local r = { sessions = opts.encoded and json.raw("[" .. table.concat(rows, ",") .. "]") or rows, counts = tally.counts,
-              usage = tally.total.any and M.spent(tally.total) or nil }
-  if hidden > 0 then r.hidden = hidden end
-  if more then r.next_cursor = cursor_of(last) end
-  if cut then r.result_truncated = true end
-  return r
+  return { sessions = opts.encoded and json.raw("[" .. table.concat(rows, ",") .. "]") or rows, tally = tally,
+           hidden = hidden, next_cursor = more and cursor_of(last) or nil, truncated = cut or nil, kept = kept and not cut }
 end
+
+-- How many pages a whole tally keeps (M.shape): a caller paging through a long list does not grow it.
+local KEPT_PAGES = 16
+
+-- What names a page of opts among those kept with its whole tally: the view, the page and how rows
+-- are made.
+local function page_key(opts)
+  local c = opts.cursor
+  return string.format("%s|%s|%s|%s|%s|%s", opts.pending_only, opts.all, not not opts.include_task, opts.limit,
+    opts.budget, c and string.format("%.17g/%s", c.created_at, c.id) or "")
+end
+
+-- Builds the list result from sessions (already filtered to the caller's; opts.sorted: already
+-- newest first, as M.newer orders them), newest first. The view: opts.pending_only (active,
+-- decision-blocked, uncollected), opts.all (every session), else the default (shown): a finished
+-- session whose result was collected is counted, not shown, so the default list stays the size of
+-- the work at hand, however long the day's history. Counts are by status over every session of the
+-- caller and usage is what they spent, together; hidden counts those the view leaves out. Those
+-- are opts.whole's (M.whole, kept by the caller while nothing a list reads changes: sessions may
+-- then be only those the view can show, the same for each call of the same view, the walk ends with the page, and a page of plain rows of
+-- settled sessions is kept with it), else counted over sessions. A page holds opts.limit rows (nil: all) after
+-- opts.cursor ({created_at, id}); next_cursor when more follow. With opts.encoded the rows are JSON
+-- already (M.row_text): sessions is then one json.raw array, or nil and the encoder's error;
+-- opts.budget (bytes) then ends a page early (next_cursor, result_truncated) and cuts the task of a
+-- row alone over it.
+function M.shape(sessions, opts)
+  if not opts.sorted then table.sort(sessions, newer) end
+  local whole = opts.whole
+  local key = whole and opts.encoded and not opts.detail and page_key(opts)
+  local page = key and whole.pages[key]
+  if not page then
+    local err
+    page, err = walk(sessions, opts)
+    if not page then return nil, err end
+    if key and page.kept then
+      if whole.page_count >= KEPT_PAGES then whole.pages, whole.page_count = {}, 0 end
+      whole.pages[key], whole.page_count = page, whole.page_count + 1
+    end
+  end
+  local tally = page.tally
+  return { sessions = page.sessions, counts = tally.counts, usage = tally.total.any and M.spent(tally.total) or nil,
+           hidden = page.hidden > 0 and page.hidden or nil, next_cursor = page.next_cursor,
+           result_truncated = page.truncated }
+end
+
+-- The last result text made of each rows array (a kept page's: M.shape), by the array (weak: the
+-- text goes with the page): {rest = the rest of the result encoded, text}.
+local result_texts = setmetatable({}, { __mode = "k" })
 
 -- The JSON text of list result r (M.shape's with opts.encoded, and what the caller added to it), or
 -- nil and the encoder's error: its rows are spliced in as they are and only the rest is encoded, so
--- the rows of a reply are not walked and copied once more.
+-- the rows of a reply are not walked and copied once more; the same rows (a kept page) with the
+-- same rest give the text made last time.
 function M.result_text(r)
   local rows = r.sessions
   r.sessions = nil
   local rest, err = json.encode(r)
   r.sessions = rows
   if not rest then return nil, err end
-  if rest == "{}" then return '{"sessions":' .. json.raw_text(rows) .. "}" end
-  return '{"sessions":' .. json.raw_text(rows) .. "," .. rest:sub(2)
+  local last = result_texts[rows]
+  if last and last.rest == rest then return last.text end
+  local text = rest == "{}" and '{"sessions":' .. json.raw_text(rows) .. "}"
+    or '{"sessions":' .. json.raw_text(rows) .. "," .. rest:sub(2)
+  result_texts[rows] = { rest = rest, text = text }
+  return text
 end
 
 return M
