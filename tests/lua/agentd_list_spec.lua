@@ -15,16 +15,6 @@ local revision = require "rmcp.agentd.session.revision"
 local methods = require "rmcp.agentd.methods.sessions"
 local rules_list = require "rmcp.rules.list"
 
--- A canonical text of v: keys sorted, so two values that would answer the same JSON compare equal.
-local function canon(v)
-  if type(v) ~= "table" then return json.encode(v) end
-  local keys, parts = {}, {}
-  for k in pairs(v) do keys[#keys + 1] = k end
-  table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
-  for i, k in ipairs(keys) do parts[i] = tostring(k) .. ":" .. canon(v[k]) end
-  return "{" .. table.concat(parts, ",") .. "}"
-end
-
 -- The views a list is asked for: the default, pending_only, every session, and pages of one (the
 -- first and the last the same kind of row as to the task: a row kept before a change is asked for
 -- after it).
@@ -47,7 +37,7 @@ local function same_as_fresh(t, d, what)
       got.reload, got.reload_pending = nil, nil
       if got.usage then got.usage.today = nil end
       for _, row in ipairs(got.sessions) do row.health = nil end
-      t.eq(canon(got), canon(json.decode(json.encode(fresh))), string.format("%s, view %s, call %d", what, canon(view), round))
+      t.eq(got, json.decode(json.encode(fresh)), string.format("%s, view %s, call %d", what, json.encode(view), round))
       if got.next_cursor and not view.cursor then -- and the next page
         local next_view = { cursor = got.next_cursor }
         for k, v in pairs(view) do next_view[k] = v end
