@@ -203,11 +203,22 @@ function M.whole(listed, parked, is_counted, hidden)
   return t
 end
 
+-- The index in sessions (newest first) of the first session past cursor ({created_at, id}): the
+-- first one it is newer than (#sessions + 1: none).
+local function first_after(sessions, cursor)
+  local lo, hi = 1, #sessions + 1
+  while lo < hi do
+    local mid = (lo + hi) // 2
+    if newer(cursor, sessions[mid]) then hi = mid else lo = mid + 1 end
+  end
+  return lo
+end
+
 -- The page of sessions a view shows (M.shape's opts): {sessions = its rows (opts.encoded: one
 -- json.raw array), tally, hidden, next_cursor?, truncated?, kept = true when no row has a health or
 -- a pending decision (they change with time or in place) and none was cut},
--- or nil and the encoder's error. With opts.whole nothing is counted and the walk ends with the
--- page; else tally and hidden are counted over sessions.
+-- or nil and the encoder's error. With opts.whole nothing is counted and the walk starts at the
+-- cursor and ends with the page; else tally and hidden are counted over sessions.
 local function walk(sessions, opts)
   local rows, whole = json.array(), opts.whole
   local tally = whole or M.new_tally()
@@ -215,7 +226,12 @@ local function walk(sessions, opts)
   local after, hidden, more, last, used, cut, kept = opts.cursor, 0, false, nil, 0, false, true
   if whole and not (all and not pending_only) then hidden = whole.hidden[pending_only and "pending_only" or "default"] end
   local room = opts.budget and opts.budget - ENVELOPE
-  for _, s in ipairs(sessions) do
+  local first = 1
+  if whole and after then -- (nothing to count: the page starts at the first session past the cursor)
+    first, after = first_after(sessions, after), nil
+  end
+  for i = first, #sessions do
+    local s = sessions[i]
     if not whole then M.count(tally, s) end
     if not shown(s, pending_only, all) then
       if not whole then hidden = hidden + 1 end
