@@ -216,11 +216,12 @@ test("an orchestrator's parked sessions are counted once, and again after a park
   state.mark_delivered(d, c)
   t.eq({ #tally.parked(d, "orch").listed, tally.parked(d, "orch").hidden }, { 1, 1 }, "hidden once a watch took it")
   listed()
-  local kept, generation = tally.parked(d, "orch"), reload.generation
+  local kept, whole, generation = tally.parked(d, "orch"), tally.whole(d, "orch"), reload.generation
+  t.ok(tally.whole(d, "orch") == whole, "the whole tally kept while nothing changed")
   reload.generation = function() return generation() + 1 end -- (a hot reload swapped a module in)
-  local swapped = tally.parked(d, "orch")
+  local swapped, swapped_whole = tally.parked(d, "orch"), tally.whole(d, "orch")
   reload.generation = generation
-  t.ok(swapped ~= kept, "made again after a swap")
+  t.ok(swapped ~= kept and swapped_whole ~= whole, "made again after a swap, the whole tally with it")
   t.eq({ tally.parked(d, "other").counts, #tally.parked(d, "other").listed }, { {}, 0 }, "another orchestrator's: none")
   store.close_journals()
 end)
