@@ -4,6 +4,7 @@ local json = require "rmcp.lib.json"
 local poll = require "rmcp.rules.poll"
 local watch = require "rmcp.rules.watch"
 local list = require "rmcp.rules.list"
+local revision = require "rmcp.agentd.session.revision"
 local spawn = require "rmcp.rules.spawn"
 local cleanup = require "rmcp.rules.cleanup"
 local caps = require "rmcp.rules.caps"
@@ -242,7 +243,8 @@ test("list rows: previews, pending decisions, pending_only, counts", function(t)
   t.eq(json.encode(list.shape({}, {}).sessions), "[]")
 end)
 
-test("encoded list rows: the rows' JSON, reused while what a row shows is unchanged", function(t)
+test("encoded list rows: the rows' JSON, reused while the session's revision is unchanged", function(t)
+  -- (agentd writes what a row shows through agentd/session/revision.lua: list_revision_spec.lua)
   -- a settled session with every field a plain row can show, and some it never shows
   local s = {
     id = "rx-set", status = "idle", cwd = "/w", task = "do it", transcript_path = "/t/rx-set.jsonl",
@@ -272,7 +274,7 @@ test("encoded list rows: the rows' JSON, reused while what a row shows is unchan
     updated_at = 1796428586.75, keep_alive = false, terminal_pending = false, damaged = "other",
   }
   for k, v in pairs(changes) do
-    s[k] = v
+    revision.set(s, k, v)
     made = 0
     local e = encoded()
     t.eq(made, 1, "a change of " .. k .. " makes the row again")
@@ -280,11 +282,12 @@ test("encoded list rows: the rows' JSON, reused while what a row shows is unchan
   end
   -- its spend and its integration, changed in place too
   local nested = {
-    { "usage", function() s.usage = { total = 10 } end }, { "usage.total", function() s.usage.total = 12 end },
-    { "usage.cost", function() s.usage.cost = 0.5 end },
-    { "integration", function() s.integration = { id = "in-1", state = "queued", target = "main" } end },
-    { "integration.state", function() s.integration.state = "merged" end },
-    { "integration.target", function() s.integration.target = "dev" end },
+    { "usage", function() revision.set(s, "usage", { total = 10 }) end },
+    { "usage.total", function() revision.set_in(s, "usage", "total", 12) end },
+    { "usage.cost", function() revision.set_in(s, "usage", "cost", 0.5) end },
+    { "integration", function() revision.set(s, "integration", { id = "in-1", state = "queued", target = "main" }) end },
+    { "integration.state", function() revision.set_in(s, "integration", "state", "merged") end },
+    { "integration.target", function() revision.set_in(s, "integration", "target", "dev") end },
   }
   for _, c in ipairs(nested) do
     c[2]()
@@ -316,7 +319,7 @@ test("encoded list rows: the rows' JSON, reused while what a row shows is unchan
   t.eq(made, 2)
   list.row = real_row
   -- a row that cannot be encoded is the shape's error, as the whole result's would be
-  s.pending, s.updated_at = {}, 1796428587
+  revision.set(s, "pending", {})
   list.row = function() return { bad = function() end } end
   local r, err = list.shape({ s }, { encoded = true })
   list.row = real_row

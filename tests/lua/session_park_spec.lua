@@ -9,6 +9,7 @@ local park = require "rmcp.agentd.session.park"
 local runtime = require "rmcp.agentd.session.runtime"
 local tally = require "rmcp.agentd.session.tally"
 local order = require "rmcp.agentd.session.order"
+local revision = require "rmcp.agentd.session.revision"
 local reload = require "rmcp.lib.reload"
 local rules_list = require "rmcp.rules.list"
 
@@ -179,8 +180,7 @@ test("an orchestrator's parked sessions are counted once, and again after a park
     for _, view in ipairs({ { all = true }, {}, { pending_only = true }, { all = true, limit = 1 }, { limit = 1 } }) do
       local every = view.all and not view.pending_only
       local with = rules_list.shape(every and mine or kept.listed, { sorted = true, all = view.all, pending_only = view.pending_only,
-        limit = view.limit, counted = kept, is_counted = tally.is_counted, hidden = not every and kept.hidden or nil,
-        uncounted = kept.uncounted })
+        limit = view.limit, whole = tally.whole(d, "orch") })
       local fresh = rules_list.shape(mine, { sorted = true, all = view.all, pending_only = view.pending_only, limit = view.limit })
       t.eq(canon(with), canon(fresh), "the kept tally and a fresh count agree: " .. canon(view))
     end
@@ -198,7 +198,8 @@ test("an orchestrator's parked sessions are counted once, and again after a park
   state.drain(d, b, false)
   t.eq(b.parked, nil)
   t.eq(tally.parked(d, "orch").counts, { exited = 1 }, "an unpark takes it out")
-  b.status, b.usage.total = "idle", 7
+  revision.set(b, "status", "idle")
+  revision.set_in(b, "usage", "total", 7)
   t.eq({ listed() }, { { exited = 1, idle = 1 }, { tokens = 17, cost = 0.5, currency = "USD", cost_partial = true, estimated = true } },
     "a session in memory is counted as it is now")
   local c = finished_session(d)
@@ -207,7 +208,7 @@ test("an orchestrator's parked sessions are counted once, and again after a park
   state.discard(d, a)
   t.eq(tally.parked(d, "orch").counts, { exited = 1 }, "a forgotten one")
   listed()
-  c.terminal_pending = true -- (its death uncollected: a view shows it)
+  revision.set(c, "terminal_pending", true) -- (its death uncollected: a view shows it)
   park.unpark(d, c)
   park.park(d, c)
   t.eq({ #tally.parked(d, "orch").listed, tally.parked(d, "orch").hidden }, { 2, 0 }, "shown while uncollected")
@@ -215,11 +216,12 @@ test("an orchestrator's parked sessions are counted once, and again after a park
   state.mark_delivered(d, c)
   t.eq({ #tally.parked(d, "orch").listed, tally.parked(d, "orch").hidden }, { 1, 1 }, "hidden once a watch took it")
   listed()
-  local kept, generation = tally.parked(d, "orch"), reload.generation
+  local kept, whole, generation = tally.parked(d, "orch"), tally.whole(d, "orch"), reload.generation
+  t.ok(tally.whole(d, "orch") == whole, "the whole tally kept while nothing changed")
   reload.generation = function() return generation() + 1 end -- (a hot reload swapped a module in)
-  local swapped = tally.parked(d, "orch")
+  local swapped, swapped_whole = tally.parked(d, "orch"), tally.whole(d, "orch")
   reload.generation = generation
-  t.ok(swapped ~= kept, "made again after a swap")
+  t.ok(swapped ~= kept and swapped_whole ~= whole, "made again after a swap, the whole tally with it")
   t.eq({ tally.parked(d, "other").counts, #tally.parked(d, "other").listed }, { {}, 0 }, "another orchestrator's: none")
   store.close_journals()
 end)

@@ -13,7 +13,7 @@ local M = {}
 ---@field sessions_gen integer         bumped whenever a session comes or goes (agentd/session: create, restore, discard)
 ---@field session_order table?         {gen, by_owner}: each orchestrator's sessions newest first as of sessions_gen (agentd/session: newest_first)
 ---@field parked_gen integer          bumped whenever a session is parked or unparked (agentd/session: park)
----@field parked_tally table?         {sessions_gen, parked_gen, swaps, by_owner}: each orchestrator's parked sessions counted and summed as of those and the hot reloads (agentd/session: tally)
+---@field parked_tally table?         {sessions_gen, parked_gen, swaps, by_owner}: each orchestrator's parked sessions counted and summed as of those and the hot reloads, and all its sessions' as of the list generation (agentd/session: tally, revision)
 ---@field conns table<AgentdConn, boolean> open socket connections (api.lua: accept, close)
 ---@field next_conn integer            the last connection number given (api.lua)
 ---@field server userdata?             the listening socket (main.lua; shutdown and handover close it)

@@ -76,53 +76,25 @@ end
 -- Statuses of an agent at work (pending_only keeps them).
 M.active = { starting = true, running = true, awaiting_decision = true }
 
--- The fields of a session the plain row (no detail) of a settled session is made of (a settled
--- session, with no agent at work and no decision pending, has no health and no pending_decision),
--- as they were when the row was encoded: { text = JSON, include_task = ..., id = s.id, ... }.
-local function plain_inputs(s, include_task, text)
-  local u, i = s.usage, s.integration
-  return { text = text, include_task = include_task, id = s.id, task = s.task, transcript_path = s.transcript_path,
-           created_at = s.created_at, status = s.status, cwd = s.cwd, stop_reason = s.stop_reason,
-           exit_reason = s.exit_reason, model = s.model, updated_at = s.updated_at, keep_alive = s.keep_alive,
-           terminal_pending = s.terminal_pending, damaged = s.damaged, spent = u and u.total, spent_cost = u and u.cost,
-           integration = i, integration_id = i and i.id, integration_state = i and i.state, integration_target = i and i.target }
-end
-
--- True when the fields plain_inputs kept in c are still those of s.
-local function same_inputs(c, s)
-  if c.status ~= s.status or c.updated_at ~= s.updated_at or c.id ~= s.id or c.task ~= s.task
-    or c.transcript_path ~= s.transcript_path or c.created_at ~= s.created_at or c.cwd ~= s.cwd or c.stop_reason ~= s.stop_reason
-    or c.exit_reason ~= s.exit_reason or c.model ~= s.model or c.keep_alive ~= s.keep_alive
-    or c.terminal_pending ~= s.terminal_pending or c.damaged ~= s.damaged then
-    return false
-  end
-  local u, i = s.usage, s.integration
-  if u then
-    if c.spent ~= u.total or c.spent_cost ~= u.cost then return false end
-  elseif c.spent ~= nil then
-    return false
-  end
-  if i == nil then return c.integration == nil end
-  return c.integration == i and c.integration_id == i.id and c.integration_state == i.state and c.integration_target == i.target
-end
-
 -- The encoded plain rows of settled sessions, by the session's runtime table s.rt (weak: the row
--- goes with it), as plain_inputs made them. A finished session that agentd parked (its runtime on
--- disk: agentd/session/park.lua) has none: its row, listed only with all=true, is encoded when
--- asked, and the row cached while it was idle goes when it is parked.
+-- goes with it): {text, include_task, session, rev = s.list_rev when it was encoded}. A finished
+-- session that agentd parked (its runtime on disk: agentd/session/park.lua) has none: its row,
+-- listed only with all=true, is encoded when asked, and the row cached while it was idle goes when
+-- it is parked.
 local encoded_rows = setmetatable({}, { __mode = "k" })
 
 -- The JSON text of s's row (M.row), or nil and the encoder's error. A settled session's plain row
--- is encoded once and reused while every field it is made of is unchanged: a fleet that is listed
--- again and again is mostly settled sessions.
+-- is encoded once and reused while its revision s.list_rev is the same: agentd writes every field a
+-- list reads through agentd/session/revision.lua, which bumps it (tests/lua/list_revision_spec.lua
+-- holds agentd to that). A fleet that is listed again and again is mostly settled sessions.
 function M.row_text(s, opts)
   local key = s.rt
   if not key or opts.detail or M.active[s.status] or (s.pending and #s.pending > 0) then return json.encode(M.row(s, opts)) end
   local c, include_task = encoded_rows[key], not not opts.include_task -- (M.row reads it as truthy)
-  if c and c.include_task == include_task and same_inputs(c, s) then return c.text end
+  if c and c.rev == s.list_rev and c.session == s and c.include_task == include_task then return c.text end
   local text, err = json.encode(M.row(s, opts))
   if not text then return nil, err end
-  encoded_rows[key] = plain_inputs(s, include_task, text)
+  encoded_rows[key] = { text = text, include_task = include_task, session = s, rev = s.list_rev }
   return text
 end
 
@@ -205,48 +177,69 @@ local function copy_tally(t)
   return c
 end
 
--- Builds the list result from sessions (already filtered to the caller's; opts.sorted: already
--- newest first, as M.newer orders them), newest first. The view:
--- opts.pending_only (active, decision-blocked, uncollected), opts.all (every session), else what
--- the default view keeps: what an orchestrator acts on (M.pending), a live agent, or one whose file
--- could not be read (a finished session whose result was collected is counted, not shown: the
--- default list stays the size of the work at hand, however long the day's history); counts are by status over every session given (opts.counted: a tally (M.tally) of
--- those of them for which opts.is_counted(s) is true, kept by the caller: they are not counted again;
--- opts.uncounted, how many are not, ends a list of every session at its page). opts.hidden: sessions
--- the caller left out of sessions that the view would not show either. A page holds opts.limit rows (nil:
--- all) after opts.cursor ({created_at, id}); next_cursor when more follow; hidden counts the
--- caller's sessions the view leaves out; usage is what every session given spent, together. With opts.encoded the rows are JSON already (M.row_text):
--- sessions is then one json.raw array, or nil and the encoder's error; opts.budget (bytes) then ends
--- a page early (next_cursor, result_truncated) and cuts the task of a row alone over it.
-function M.shape(sessions, opts)
-  local rows = json.array()
-  local tally = opts.counted and copy_tally(opts.counted) or M.new_tally()
-  local is_counted = opts.counted and opts.is_counted
-  if not opts.sorted then table.sort(sessions, newer) end
-  local after, hidden, more, last, used, cut = opts.cursor, opts.hidden or 0, false, nil, 0, false
+-- True when a view shows session s: every session (all, not pending_only), or those an
+-- orchestrator acts on (M.pending); the default view those, a live agent and one whose file could
+-- not be read.
+local function shown(s, pending_only, all)
+  if all and not pending_only then return true end
+  local status, decisions = s.status, s.pending
+  return M.active[status] or (decisions ~= nil and #decisions > 0) or s.terminal_pending == true
+    or not pending_only and (status == "idle" or s.unreadable ~= nil)
+end
+
+-- The whole tally of a caller's sessions, for M.shape's opts.whole: parked, a tally (M.tally) of
+-- those for which is_counted(s) is true, of which the view leaves out hidden (none of them in
+-- listed); listed, the others and the rest of those parked, in any order. Made again by the caller
+-- whenever any of them changes: {counts, total, hidden = {default = n, pending_only = n}}.
+function M.whole(listed, parked, is_counted, hidden)
+  local t = copy_tally(parked)
+  local default, pending_only = hidden, hidden
+  for _, s in ipairs(listed) do
+    if not is_counted(s) then M.count(t, s) end
+    if not shown(s, false, false) then default = default + 1 end
+    if not shown(s, true, false) then pending_only = pending_only + 1 end
+  end
+  t.hidden, t.pages, t.page_count = { default = default, pending_only = pending_only }, {}, 0
+  return t
+end
+
+-- The index in sessions (newest first) of the first session past cursor ({created_at, id}): the
+-- first one it is newer than (#sessions + 1: none).
+local function first_after(sessions, cursor)
+  local lo, hi = 1, #sessions + 1
+  while lo < hi do
+    local mid = (lo + hi) // 2
+    if newer(cursor, sessions[mid]) then hi = mid else lo = mid + 1 end
+  end
+  return lo
+end
+
+-- The page of sessions a view shows (M.shape's opts): {sessions = its rows (opts.encoded: one
+-- json.raw array), tally, hidden, next_cursor?, truncated?, kept = true when no row has a health or
+-- a pending decision (they change with time or in place) and none was cut},
+-- or nil and the encoder's error. With opts.whole nothing is counted and the walk starts at the
+-- cursor and ends with the page; else tally and hidden are counted over sessions.
+local function walk(sessions, opts)
+  local rows, whole = json.array(), opts.whole
+  local tally = whole or M.new_tally()
+  local pending_only, all = opts.pending_only, opts.all
+  local after, hidden, more, last, used, cut, kept = opts.cursor, 0, false, nil, 0, false, true
+  if whole and not (all and not pending_only) then hidden = whole.hidden[pending_only and "pending_only" or "default"] end
   local room = opts.budget and opts.budget - ENVELOPE
-  local pending_only, all, active = opts.pending_only, opts.all, M.active
-  -- (every session shown: once the page is full and the last uncounted one counted, the rest
-  -- changes nothing)
-  local uncounted = all and not pending_only and opts.uncounted
-  for _, s in ipairs(sessions) do
-    if not (is_counted and is_counted(s)) then
-      M.count(tally, s)
-      if uncounted then uncounted = uncounted - 1 end
-    end
-    local show = all and not pending_only
-    if not show then -- M.pending, or in_view, inline: a list asks it of every session of its caller
-      local status, decisions = s.status, s.pending
-      show = active[status] or (decisions ~= nil and #decisions > 0) or s.terminal_pending == true
-        or not pending_only and (status == "idle" or s.unreadable ~= nil)
-    end
-    if not show then
-      hidden = hidden + 1
+  local first = 1
+  if whole and after then -- (nothing to count: the page starts at the first session past the cursor)
+    first, after = first_after(sessions, after), nil
+  end
+  for i = first, #sessions do
+    local s = sessions[i]
+    if not whole then M.count(tally, s) end
+    if not shown(s, pending_only, all) then
+      if not whole then hidden = hidden + 1 end
     elseif after and not newer(after, s) then
       -- on an earlier page
     elseif more or (opts.limit and #rows >= opts.limit) then
       more = true
-      if uncounted == 0 then break end
+      if whole then break end -- (the rest changes nothing: counted already)
     elseif opts.encoded and room and opts.include_task and #(s.task or "") > room then
       -- a task longer than a page's whole budget: its row opens a page, the task cut (never encoded whole)
       if #rows == 0 then
@@ -268,31 +261,81 @@ function M.shape(sessions, opts)
       if not more then
         rows[#rows + 1] = text
         used, last = used + #text + 1, s
+        kept = kept and not M.active[s.status] and not (s.pending and #s.pending > 0)
       end
     else
       rows[#rows + 1] = M.row(s, opts)
       last = s
     end
   end
-  local r = { sessions = opts.encoded and json.raw("[" .. table.concat(rows, ",") .. "]") or rows, counts = tally.counts,
-              usage = tally.total.any and M.spent(tally.total) or nil }
-  if hidden > 0 then r.hidden = hidden end
-  if more then r.next_cursor = cursor_of(last) end
-  if cut then r.result_truncated = true end
-  return r
+  return { sessions = opts.encoded and json.raw("[" .. table.concat(rows, ",") .. "]") or rows, tally = tally,
+           hidden = hidden, next_cursor = more and cursor_of(last) or nil, truncated = cut or nil, kept = kept and not cut }
 end
+
+-- How many pages a whole tally keeps (M.shape): a caller paging through a long list does not grow it.
+local KEPT_PAGES = 16
+
+-- What names a page of opts among those kept with its whole tally: the view, the page and how rows
+-- are made.
+local function page_key(opts)
+  local c = opts.cursor
+  return string.format("%s|%s|%s|%s|%s|%s", opts.pending_only, opts.all, not not opts.include_task, opts.limit,
+    opts.budget, c and string.format("%.17g/%s", c.created_at, c.id) or "")
+end
+
+-- Builds the list result from sessions (already filtered to the caller's; opts.sorted: already
+-- newest first, as M.newer orders them), newest first. The view: opts.pending_only (active,
+-- decision-blocked, uncollected), opts.all (every session), else the default (shown): a finished
+-- session whose result was collected is counted, not shown, so the default list stays the size of
+-- the work at hand, however long the day's history. Counts are by status over every session of the
+-- caller and usage is what they spent, together; hidden counts those the view leaves out. Those
+-- are opts.whole's (M.whole, kept by the caller while nothing a list reads changes: sessions may
+-- then be only those the view can show, the same for each call of the same view, the walk ends with the page, and a page of plain rows of
+-- settled sessions is kept with it), else counted over sessions. A page holds opts.limit rows (nil: all) after
+-- opts.cursor ({created_at, id}); next_cursor when more follow. With opts.encoded the rows are JSON
+-- already (M.row_text): sessions is then one json.raw array, or nil and the encoder's error;
+-- opts.budget (bytes) then ends a page early (next_cursor, result_truncated) and cuts the task of a
+-- row alone over it.
+function M.shape(sessions, opts)
+  if not opts.sorted then table.sort(sessions, newer) end
+  local whole = opts.whole
+  local key = whole and opts.encoded and not opts.detail and page_key(opts)
+  local page = key and whole.pages[key]
+  if not page then
+    local err
+    page, err = walk(sessions, opts)
+    if not page then return nil, err end
+    if key and page.kept then
+      if whole.page_count >= KEPT_PAGES then whole.pages, whole.page_count = {}, 0 end
+      whole.pages[key], whole.page_count = page, whole.page_count + 1
+    end
+  end
+  local tally = page.tally
+  return { sessions = page.sessions, counts = tally.counts, usage = tally.total.any and M.spent(tally.total) or nil,
+           hidden = page.hidden > 0 and page.hidden or nil, next_cursor = page.next_cursor,
+           result_truncated = page.truncated }
+end
+
+-- The last result text made of each rows array (a kept page's: M.shape), by the array (weak: the
+-- text goes with the page): {rest = the rest of the result encoded, text}.
+local result_texts = setmetatable({}, { __mode = "k" })
 
 -- The JSON text of list result r (M.shape's with opts.encoded, and what the caller added to it), or
 -- nil and the encoder's error: its rows are spliced in as they are and only the rest is encoded, so
--- the rows of a reply are not walked and copied once more.
+-- the rows of a reply are not walked and copied once more; the same rows (a kept page) with the
+-- same rest give the text made last time.
 function M.result_text(r)
   local rows = r.sessions
   r.sessions = nil
   local rest, err = json.encode(r)
   r.sessions = rows
   if not rest then return nil, err end
-  if rest == "{}" then return '{"sessions":' .. json.raw_text(rows) .. "}" end
-  return '{"sessions":' .. json.raw_text(rows) .. "," .. rest:sub(2)
+  local last = result_texts[rows]
+  if last and last.rest == rest then return last.text end
+  local text = rest == "{}" and '{"sessions":' .. json.raw_text(rows) .. "}"
+    or '{"sessions":' .. json.raw_text(rows) .. "," .. rest:sub(2)
+  result_texts[rows] = { rest = rest, text = text }
+  return text
 end
 
 return M

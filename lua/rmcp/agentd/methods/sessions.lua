@@ -184,10 +184,9 @@ function M.list(d, conn, p, reply)
     if not cursor then return reply(nil, bad(cerr)) end
   end
   -- a view leaves out the parked sessions whose result was collected: it looks at the rest alone
-  local kept, every = session.parked_tally(d, conn.orch), p.all == true and p.pending_only ~= true
-  local r, err = rules_list.shape(every and mine or kept.listed, {
-    counted = kept, is_counted = session.is_parked, hidden = not every and kept.hidden or nil, uncounted = kept.uncounted,
-    encoded = true, sorted = true, include_task = p.include_task == true, pending_only = p.pending_only == true, all = p.all == true,
+  local every = p.all == true and p.pending_only ~= true
+  local r, err = rules_list.shape(every and mine or session.parked_tally(d, conn.orch).listed, {
+    whole = session.list_tally(d, conn.orch), encoded = true, sorted = true, include_task = p.include_task == true, pending_only = p.pending_only == true, all = p.all == true,
     detail = p.detail == true, current_work = session.current_work,
     health = function(s) return health.of(d, s) end,
     budget = caps.limit("max_result_bytes"),

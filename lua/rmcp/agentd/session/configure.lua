@@ -7,6 +7,7 @@ local log = require "rmcp.lib.log"
 local lazy = require "rmcp.lib.lazy"
 local rules_spawn = require "rmcp.rules.spawn"
 local state = require "rmcp.agentd.session.state"
+local revision = require "rmcp.agentd.session.revision"
 -- (used when an agent is configured or answered: an idle daemon does not load them)
 local acp_options = lazy "rmcp.rules.acp_options"
 local events = lazy "rmcp.agentd.session.events"
@@ -52,13 +53,15 @@ local function apply_config_options(s, wanted, cb)
       return step(i + 1)
     end
     if plan.keep then
-      s[k], applied[k] = wanted[k], wanted[k]
+      revision.set(s, k, wanted[k])
+      applied[k] = wanted[k]
       return step(i + 1)
     end
     local c = { key = k, method = "session/set_config_option", params = { configId = plan.id, value = plan.set } }
     send(s, c, failed, function(r)
       if type(r) == "table" and type(r.configOptions) == "table" then rt.config_options = r.configOptions end
-      s[k], applied[k] = wanted[k], wanted[k]
+      revision.set(s, k, wanted[k])
+      applied[k] = wanted[k]
     end, function() step(i + 1) end)
   end
   step(1)
@@ -85,7 +88,10 @@ local function apply_acp(s, wanted, cb)
     local c = calls[i]
     if not c then
       for k, v in pairs(wanted) do
-        if not skipped[k] and not failed[k] then s[k], applied[k] = v, v end
+        if not skipped[k] and not failed[k] then
+          revision.set(s, k, v)
+          applied[k] = v
+        end
       end
       if applied.tool_approval then rt.answer_gates = plan.answer_gates end
       rt.config_options = acp_options.view(rt.acp_offer)
@@ -188,11 +194,14 @@ function M.flush(d, s, after)
   -- the session's settings say so at once (the next prompt goes out after these requests); one the
   -- agent refuses goes back
   local before = {}
-  for k, v in pairs(wanted) do before[k], s[k] = s[k], v end
+  for k, v in pairs(wanted) do
+    before[k] = s[k]
+    revision.set(s, k, v)
+  end
   apply(s, wanted, function(_, failed, skipped)
     for k, why in pairs(skipped) do failed[k] = why end
     for k, why in pairs(failed) do
-      s[k] = before[k]
+      revision.set(s, k, before[k])
       log.warn("session %s: queued %s=%s not set: %s", s.id, k, tostring(wanted[k]), why)
       s.warnings = s.warnings or {}
       s.warnings[#s.warnings + 1] = string.format("queued %s=%s not set: %s", k, tostring(wanted[k]), why)

@@ -15,6 +15,7 @@ local sandbox = require "rmcp.agentd.session.sandbox"
 local runtime = require "rmcp.agentd.session.runtime"
 local profiles = require "rmcp.rules.profiles"
 local acp_options = require "rmcp.rules.acp_options"
+local revision = require "rmcp.agentd.session.revision"
 
 local M = {}
 
@@ -194,7 +195,7 @@ function M.on_permission(d, s, params, reply)
     if allow then auto = { verdict = "approve", option_id = allow, reason = "tool_approval=" .. approval, policy = "built-in (" .. approval .. ")" } end
   end
   if auto then return auto_answer(d, s, dec, auto) end
-  s.pending[#s.pending + 1] = dec
+  revision.add_pending(s, dec)
   rt.counters.decisions = rt.counters.decisions + 1
   push_event(s, { type = "permission_request", permission_request = state.decision_view(dec) })
   rt.wait_dirty = true
@@ -237,7 +238,7 @@ function M.respond(d, s, option_id, request_id)
         option_id, dec.request_id, table.concat(valid, ", ")))
     end
   end
-  table.remove(s.pending, index)
+  revision.remove_pending(s, index)
   dec.reply({ outcome = outcome })
   state.journal(d, s, { type = "permission_response", request_id = dec.request_id, option_id = option_id })
   if #s.pending == 0 and s.status == "awaiting_decision" then
@@ -261,24 +262,24 @@ function M.on_exit(d, s, agent, code, signal)
   local was_prompt = rt.prompt_active
   rt.prompt_active = false
   rt.active = {}
-  s.pending = {}
+  revision.set(s, "pending", {})
   if rt.setting_up then return end -- setup reports the failure itself
   if d.shutting_down then return end -- stays live on disk: orphaned at the next start
   local expected = rt.stopping
   rt.stopping = nil
   local err_text
   if expected then
-    s.exit_reason = expected
-    if was_prompt then s.stop_reason = "cancelled" end
+    revision.set(s, "exit_reason", expected)
+    if was_prompt then revision.set(s, "stop_reason", "cancelled") end
   else
     local tail = agent:stderr_tail()
     err_text = string.format("agent exited unexpectedly (%s)%s",
       signal and signal ~= 0 and ("signal " .. tostring(signal)) or ("exit code " .. tostring(code)),
       tail ~= "" and (": " .. tail) or "")
     state.set_error(s, err_text)
-    s.exit_reason = "crashed"
-    s.stop_reason = "process_exited"
-    s.terminal_pending = true
+    revision.set(s, "exit_reason", "crashed")
+    revision.set(s, "stop_reason", "process_exited")
+    revision.set(s, "terminal_pending", true)
     if was_prompt and rt.turn_text.size > 0 then s.last_text = buf_text(rt.turn_text):sub(-20000) end
     log.warn("session %s: %s", s.id, err_text)
   end
@@ -289,7 +290,7 @@ function M.on_exit(d, s, agent, code, signal)
   state.journal(d, s, { type = "process_exit", code = code, signal = signal, reason = s.exit_reason, error_text = err_text,
                         text = partial })
   store.close_journal(s.id)
-  s.status = "exited"
+  revision.set(s, "status", "exited")
   state.persist(d, s)
   state.changed(d, s, "process_exited", { error_text = err_text, note = s.exit_reason })
 end

@@ -73,6 +73,7 @@
 ---@field pending SessionDecision[] decisions awaiting respond_permission (runtime only)
 ---@field rt SessionRuntime?       runtime-only state, never persisted (nil while parked)
 ---@field parked string?           (not persisted) "file" or "record": where a parked finished session holds its runtime and park.PARKED fields (park.lua)
+---@field list_rev integer?       (not persisted) the list generation at its last change of a field a list reads (revision.lua)
 
 ---@class SessionWorktree           a session's git worktree (agentd/worktree.lua makes it, isolate.lua records it)
 ---@field state string             creating (saved before git runs) | ready | removed
@@ -218,7 +219,7 @@ return {
   current_work = state.current_work,
   newest_first = require("rmcp.agentd.session.order").newest_first,
   parked_tally = require("rmcp.agentd.session.tally").parked,
-  is_parked = require("rmcp.agentd.session.tally").is_counted,
+  list_tally = require("rmcp.agentd.session.tally").whole,
   forget = state.discard,
   mark_delivered = state.mark_delivered,
   mark_asking = state.mark_asking,

@@ -4,6 +4,7 @@
 -- (loaded only when a session has a worktree to make or end).
 local log = require "rmcp.lib.log"
 local state = require "rmcp.agentd.session.state"
+local revision = require "rmcp.agentd.session.revision"
 
 local M = {}
 
@@ -28,7 +29,7 @@ function M.make(d, s, cwd)
   end
   s.worktree.state = "ready"
   log.info("session %s: worktree %s on branch %s from %s", s.id, wt.path, wt.branch, wt.base:sub(1, 12))
-  s.cwd = agent_cwd
+  revision.set(s, "cwd", agent_cwd)
   state.save_first(d, s)
   return warnings
 end
@@ -50,7 +51,8 @@ function M.recover(d)
       log.warn("session %s: its worktree %s was being made when agentd stopped; removing it", s.id, tostring(wt.path))
       half[#half + 1] = wt
       s.worktree.state = "removed"
-      s.status, s.exit_reason = "exited", "worktree_interrupted"
+      revision.set(s, "status", "exited")
+      revision.set(s, "exit_reason", "worktree_interrupted")
       s.error_text = "agentd stopped while making this session's worktree; it was removed (spawn again)"
       state.persist(d, s)
     end

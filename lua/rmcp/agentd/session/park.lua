@@ -16,6 +16,7 @@ local after_reply = require "rmcp.lib.after_reply"
 local store = require "rmcp.agentd.store"
 local runtime = require "rmcp.agentd.session.runtime"
 local tally = require "rmcp.agentd.session.tally"
+local revision = require "rmcp.agentd.session.revision"
 
 local M = {}
 
@@ -65,8 +66,9 @@ function M.park(d, s)
     return false
   end
   store.save_waiting(dir, s) -- a save that waits encodes what is leaving now
-  for _, k in ipairs(M.PARKED) do s[k] = nil end
-  s.rt, s.parked = nil, "file"
+  for _, k in ipairs(M.PARKED) do revision.set(s, k, nil) end
+  s.rt = nil
+  revision.set(s, "parked", "file")
   on_file[s.id] = true
   tally.parked_changed(d)
   return true
@@ -97,8 +99,9 @@ end
 -- whose parked fields are its record's (not caught up with its journal: the caller says) can be.
 function M.park_on_record(d, s)
   if s.parked or not M.parkable(d, s) or #s.rt.turns > 0 then return end
-  for _, k in ipairs(M.PARKED) do s[k] = nil end
-  s.rt, s.parked = nil, "record"
+  for _, k in ipairs(M.PARKED) do revision.set(s, k, nil) end
+  s.rt = nil
+  revision.set(s, "parked", "record")
   tally.parked_changed(d)
 end
 
@@ -152,10 +155,11 @@ function M.unpark(d, s)
     rt = runtime.new_rt()
     rt.released = true -- its text is its journal's, as for any session read back at start
   end
-  for _, k in ipairs(M.PARKED) do s[k] = held.fields[k] end
+  for _, k in ipairs(M.PARKED) do revision.set(s, k, held.fields[k]) end
   if s.parked == "file" then os.remove(store.parked_path(d.paths.sessions, s.id)) end
   on_file[s.id] = nil
-  s.rt, s.parked = rt, nil
+  s.rt = rt
+  revision.set(s, "parked", nil)
   tally.parked_changed(d)
 end
 
@@ -163,7 +167,7 @@ end
 -- the view of its owner's list (tally.lua keeps which parked sessions it shows).
 function M.collected(d, s)
   if s.parked and s.terminal_pending then tally.parked_changed(d) end
-  s.terminal_pending = false
+  revision.set(s, "terminal_pending", false)
 end
 
 -- Removes the parked files this daemon wrote (it exits: the next one starts every runtime afresh

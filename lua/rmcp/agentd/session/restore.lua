@@ -10,6 +10,7 @@ local order = require "rmcp.agentd.session.order"
 local runtime = require "rmcp.agentd.session.runtime"
 local park = require "rmcp.agentd.session.park"
 local usage = require "rmcp.lib.lazy" "rmcp.agentd.session.usage" -- (a live session's spend, caught up)
+local revision = require "rmcp.agentd.session.revision"
 
 local M = {}
 
@@ -106,8 +107,8 @@ local function catch_up(s, records)
     s.id, ended - (s.turns_total or 0))
   s.turns_total = ended
   if type(last_end.text) == "string" then s.last_text = last_end.text end
-  if type(last_end.stop_reason) == "string" then s.stop_reason = last_end.stop_reason end
-  if running == false then s.status = "idle" end
+  if type(last_end.stop_reason) == "string" then revision.set(s, "stop_reason", last_end.stop_reason) end
+  if running == false then revision.set(s, "status", "idle") end
   return records
 end
 
@@ -118,20 +119,20 @@ function M.restore(d, rec)
   repair(rec)
   local s = rec
   s.rt = runtime.new_rt()
-  s.pending = {}
+  revision.set(s, "pending", {})
   s.plan = only(s.plan, "table")
   s.skipped_options = only(s.skipped_options, "string")
   if s.posture and type(s.posture.allow_write) == "table" then json.array(s.posture.allow_write) end
-  s.transcript_path = store.journal_path(d.paths.sessions, s.id)
+  revision.set(s, "transcript_path", store.journal_path(d.paths.sessions, s.id))
   local records
   local was_live = state.is_live(s)
   if was_live then
     records = catch_up(s, store.read_journal(s.transcript_path))
     usage.replay(s, records) -- (the journal has every increment; the save may lag it)
     s.interrupted_turn = s.status ~= "idle" or nil -- a turn was cut short: resume_fleet continues it
-    s.status = "orphaned"
-    s.exit_reason = "daemon_died"
-    s.terminal_pending = true
+    revision.set(s, "status", "orphaned")
+    revision.set(s, "exit_reason", "daemon_died")
+    revision.set(s, "terminal_pending", true)
   end
   s.rt.released = true -- a restored session's text is its journal's
   undrained_turns(s, records)
@@ -162,9 +163,9 @@ end
 function M.from_index(d, e)
   local s = e
   s.plan = s.plan or json.array()
-  s.transcript_path = store.journal_path(d.paths.sessions, s.id)
-  s.pending = {}
-  s.parked = "record"
+  revision.set(s, "transcript_path", store.journal_path(d.paths.sessions, s.id))
+  revision.set(s, "pending", {})
+  revision.set(s, "parked", "record")
   order.put(d, s.id, s)
   return s
 end

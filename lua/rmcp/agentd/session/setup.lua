@@ -19,6 +19,7 @@ local isolate = require "rmcp.agentd.session.isolate"
 local sandbox = require "rmcp.agentd.session.sandbox"
 local receipts = require "rmcp.agentd.receipts"
 local usage = require "rmcp.agentd.session.usage"
+local revision = require "rmcp.agentd.session.revision"
 
 local M = {}
 
@@ -66,7 +67,8 @@ function M.spawn(d, owner, project_dir, o, cwd, cb)
     if not ok then
       if s.worktree and not s.rt.stopping then require("rmcp.agentd.worktree").discard(s.worktree) end
       if s.rt.stopping then
-        s.status, s.exit_reason = "exited", s.rt.stopping
+        revision.set(s, "exit_reason", s.rt.stopping)
+        revision.set(s, "status", "exited")
         state.persist(d, s)
       else
         state.discard(d, s)
@@ -120,7 +122,7 @@ function M.resume(d, s, changes, env, cb)
   for k, v in pairs(changes) do
     if resumable[k] then
       if v == json.null then v = nil end -- (a budget null removes)
-      s[k] = v
+      revision.set(s, k, v)
     end
   end
   local over = usage.refusal(d, s)
@@ -136,25 +138,26 @@ function M.resume(d, s, changes, env, cb)
   s.rt = runtime.new_rt()
   s.rt.resuming = true
   for _, m in ipairs(s.undelivered or {}) do s.rt.queued[#s.rt.queued + 1] = m end -- (they start its next turn)
-  s.pending = {}
-  s.status = "starting"
+  revision.set(s, "pending", {})
+  revision.set(s, "status", "starting")
   -- the host knows it died (it resumes it): its death is no longer news for a watch, held or not
   -- (a failed resume puts the pending state back: retention and reloads still see it)
   local was_pending = s.terminal_pending
-  s.terminal_pending = false
+  revision.set(s, "terminal_pending", false)
   receipts.forget_death_notices(d, s.id)
   async.run(function()
     local ok, err = start.start(d, s, o, s.acp_session_id and "resume" or "new")
     if not ok then
-      s.status, s.terminal_pending = previous, was_pending
+      revision.set(s, "status", previous)
+      revision.set(s, "terminal_pending", was_pending)
       s.rt.resuming = nil -- (finished again: it may be parked)
       s.error_text = err.message
       local kept = keep_queued(s)
       state.persist(d, s)
       return cb(nil, jsonrpc.error(err.code, "resume failed: " .. err.message .. kept))
     end
-    s.status = "idle"
-    s.exit_reason = nil
+    revision.set(s, "status", "idle")
+    revision.set(s, "exit_reason", nil)
     s.interrupted_turn = nil
     s.undelivered = nil -- (queued again above)
     if s.queued_config == saved then s.queued_config = nil end -- set by this start
@@ -168,7 +171,8 @@ function M.resume(d, s, changes, env, cb)
     state.changed(d, s)
     cb(M.spawn_result(s))
   end, function(e)
-    s.status, s.terminal_pending = previous, was_pending
+    revision.set(s, "status", previous)
+    revision.set(s, "terminal_pending", was_pending)
     s.rt.resuming = nil
     local kept = keep_queued(s)
     state.persist(d, s)
@@ -212,13 +216,13 @@ function M.adopt(d, s, hs)
   s.rt = rt
   local gated, gerr = sandbox.reopen_gate(d, s)
   if not gated then log.warn("session %s: its strict sandbox has no network until it restarts: %s", s.id, tostring(gerr)) end
-  s.status, s.exit_reason, s.stop_reason, s.terminal_pending = hs.status, hs.exit_reason, hs.stop_reason, hs.terminal_pending
+  for _, k in ipairs({ "status", "exit_reason", "stop_reason", "terminal_pending" }) do revision.set(s, k, hs[k]) end
   rt.idle_since = s.status == "idle" and uv.now() or nil
-  s.pending = {}
+  revision.set(s, "pending", {})
   for _, dec in ipairs(hs.pending or {}) do
     dec.reply = agent.peer:reply_to(dec.agent_request_id)
     dec.agent_request_id = nil
-    s.pending[#s.pending + 1] = dec
+    revision.add_pending(s, dec)
   end
   if rt.prompt_active and rt.prompt_id then
     local text = rt.prompt_text
@@ -234,7 +238,10 @@ function M.kill_all(d, exit_reason)
   for _, s in pairs(d.sessions) do
     if s.rt and s.rt.agent then s.rt.agent:kill() end
     state.cancel_cleanup(s)
-    if exit_reason and state.is_live(s) then s.status, s.exit_reason = "exited", exit_reason end
+    if exit_reason and state.is_live(s) then
+      revision.set(s, "status", "exited")
+      revision.set(s, "exit_reason", exit_reason)
+    end
   end
 end
 

@@ -18,6 +18,7 @@ local acp_options = require "rmcp.rules.acp_options"
 local events = require "rmcp.agentd.session.events"
 local usage = require "rmcp.agentd.session.usage"
 local turns = require "rmcp.agentd.session.turns"
+local revision = require "rmcp.agentd.session.revision"
 
 local M = {}
 
@@ -74,7 +75,8 @@ local function apply_acp_options(s, agent, o, res, profile, skipped, warnings)
       if c.key == "model" then eff.model = c.value end
     end
   end
-  s.model, s.tool_approval, s.effort, s.work_mode = eff.model, eff.tool_approval, eff.effort, nil
+  revision.set(s, "model", eff.model)
+  s.tool_approval, s.effort, s.work_mode = eff.tool_approval, eff.effort, nil
   rt.answer_gates = plan.answer_gates
   rt.config_options = acp_options.view(rt.acp_offer)
   return true
@@ -92,10 +94,10 @@ local function apply_config_options(s, agent, o, options, profile, skipped, warn
       if serr then
         if o.explicit[key] then return nil, { what = "setting " .. key .. " failed", err = serr } end
         warnings[#warnings + 1] = string.format("could not set %s to %s: %s", key, step.set, tostring(serr.message))
-        s[key] = nil
+        revision.set(s, key, nil)
       else
         if type(r) == "table" and type(r.configOptions) == "table" then options = r.configOptions end
-        s[key] = o[key]
+        revision.set(s, key, o[key])
       end
     elseif step.skip then
       if o.strict and o.explicit[key] then
@@ -104,12 +106,12 @@ local function apply_config_options(s, agent, o, options, profile, skipped, warn
       end
       if step.warn then
         warnings[#warnings + 1] = step.warn
-        s[key] = key == "model" and step.fallback or nil
+        revision.set(s, key, key == "model" and step.fallback or nil)
       else
         skipped[#skipped + 1] = key
       end
     else
-      s[key] = o[key]
+      revision.set(s, key, o[key])
     end
   end
   return options
@@ -124,7 +126,7 @@ local function skip_options(s, o, skipped, warnings)
         key .. " not applied: this agent's profile sets no options (strict)") }
     elseif o[key] and o.explicit[key] then warnings[#warnings + 1] = key .. " not applied: this agent's profile sets no options"
     elseif o[key] then skipped[#skipped + 1] = key end
-    s[key] = nil
+    revision.set(s, key, nil)
   end
   return true
 end
@@ -148,7 +150,7 @@ local function configure_agent(s, agent, o, res, profile)
   end
   if not ok then return nil, err end
   local model_opt = rules_spawn.find_option(options, "model")
-  if model_opt then s.model = model_opt.currentValue end
+  if model_opt then revision.set(s, "model", model_opt.currentValue) end
   s.rt.config_options = options
   s.skipped_options, s.warnings = skipped, warnings
   return true

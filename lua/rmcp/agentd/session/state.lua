@@ -1,9 +1,8 @@
 -- A session's state and its bookkeeping: the persisted record, the runtime-only part (s.rt; its
 -- fresh shape and text buffers are runtime.lua's), the event queue, saving and journaling, waking
 -- watchers, and draining what is new for poll and watch (a session brought back from its file is
--- restore.lua's). The other session
--- modules change a session only through these helpers or their own verbs; nothing outside
--- rmcp.agentd.session writes a session field.
+-- restore.lua's). The other session modules change a session only through these helpers or their
+-- own verbs (a field a list reads: through revision.lua); nothing outside writes a session field.
 local uv = require "luv"
 local json = require "rmcp.lib.json"
 local log = require "rmcp.lib.log"
@@ -15,6 +14,7 @@ local caps = require "rmcp.rules.caps"
 local runtime = require "rmcp.agentd.session.runtime"
 local park = require "rmcp.agentd.session.park"
 local usage = require "rmcp.lib.lazy" "rmcp.agentd.session.usage" -- (it journals through this module)
+local revision = require "rmcp.agentd.session.revision"
 
 local M = {}
 
@@ -94,7 +94,7 @@ end
 local function save_failed(s, err)
   local note = "metadata not saved: " .. tostring(err)
   if s.damaged ~= note then
-    s.damaged = note
+    revision.set(s, "damaged", note)
     log.warn("session %s: %s", s.id, note)
   end
 end
@@ -106,7 +106,7 @@ end
 -- fields it holds on disk; a finished one is parked a moment later (park.lua).
 function M.persist(d, s, when)
   if s.unreadable then return end
-  s.updated_at = store.now()
+  revision.set(s, "updated_at", store.now())
   local now = when == "now" or (when ~= "later" and (d.shutting_down or not live_status[s.status]))
   local extra = s.parked and park.peek(d, s).fields or nil
   local ok, err = store.save(d.paths.sessions, s, now, function(e) save_failed(s, e) end, extra)
@@ -202,7 +202,7 @@ end
 -- Sets the session's status and persists when it changed.
 function M.set_status(d, s, status)
   if s.status ~= status then
-    s.status = status
+    revision.set(s, "status", status)
     M.persist(d, s)
   end
 end
@@ -408,7 +408,7 @@ end
 -- note?, files?, commit?}): saved, and news for the next watch of s.
 function M.mark_integration(d, s, info)
   if s.parked then park.unpark(d, s) end -- (a finished one too: its watch reports the news)
-  s.integration = info
+  revision.set(s, "integration", info)
   s.rt.integration_news = true
   M.persist(d, s)
   M.changed(d, s, "integration", info)

@@ -16,6 +16,7 @@ local configure = require "rmcp.agentd.session.configure"
 -- (a turn's end syncs a sandbox's git: loaded with the first one, an idle daemon does not carry it)
 local sandbox = require "rmcp.lib.lazy" "rmcp.agentd.session.sandbox"
 local usage = require "rmcp.agentd.session.usage"
+local revision = require "rmcp.agentd.session.revision"
 
 local M = {}
 
@@ -63,7 +64,7 @@ end
 local function recover(d, s, n)
   local rt = s.rt
   rt.recovery_attempts = n
-  s.pending = {}
+  revision.set(s, "pending", {})
   push_event(s, { type = "background_recovery", attempt = n, max = rules_recovery.cap() })
   state.journal(d, s, with_usage(rt, { type = "turn_end", stop_reason = s.stop_reason, text = s.last_text, thought = rt.last_thought,
                                        recovery = n }))
@@ -78,7 +79,7 @@ local function follow_queued(d, s)
   local rt = s.rt
   local text = table.concat(rt.after_turn, "\n\n")
   rt.after_turn = nil
-  s.pending = {}
+  revision.set(s, "pending", {})
   state.journal(d, s, with_usage(rt, { type = "turn_end", stop_reason = s.stop_reason, text = s.last_text, thought = rt.last_thought,
                                        followed = true }))
   log.info("session %s: the turn ended with queued messages; they start the next one", s.id)
@@ -90,10 +91,10 @@ end
 -- journal, the save and the idle cleanup.
 local function report_end(d, s, stop_reason, err_text)
   local rt = s.rt
-  s.terminal_pending = true -- (only now: a watch must not take the turn's end before it is reported)
+  revision.set(s, "terminal_pending", true) -- (only now: a watch must not take the turn's end before it is reported)
   push_event(s, { type = "turn_end", stop_reason = stop_reason, error_text = err_text })
   rt.wait_dirty = true
-  s.status = "idle"
+  revision.set(s, "status", "idle")
   state.changed(d, s, "turn_end", { stop_reason = stop_reason, error_text = err_text })
   state.journal(d, s, with_usage(rt, { type = "turn_end", stop_reason = stop_reason, text = s.last_text, thought = rt.last_thought,
                                        error_text = err_text }))
@@ -120,9 +121,9 @@ local function end_turn(d, s, stop_reason, err_text)
   rt.counters.turns = rt.counters.turns + 1
   s.turns_total = (s.turns_total or 0) + 1
   s.last_text = text:sub(-20000)
-  s.stop_reason = stop_reason
+  revision.set(s, "stop_reason", stop_reason)
   if err_text then state.set_error(s, err_text) end
-  s.pending = {}
+  revision.set(s, "pending", {})
   if rt.turn_started_at then
     s.work_seconds = (s.work_seconds or 0) + (store.now() - rt.turn_started_at)
     rt.turn_started_at = nil
@@ -172,11 +173,11 @@ function M.prompt(d, s, text, via)
   rt.turn_started_ms, rt.health_alert = uv.now(), nil -- (a new turn: a stall of it is news again)
   rt.counters.prompts = rt.counters.prompts + 1
   usage.turn_started(s)
-  s.terminal_pending = false
+  revision.set(s, "terminal_pending", false)
   state.journal(d, s, { type = "prompt", via = via or "prompt", text = text })
   -- saved: a daemon death leaves "running" on disk, which tells the restore a turn was cut short
   -- (resume_fleet continues it); the turn's end is saved too
-  s.status = "running"
+  revision.set(s, "status", "running")
   state.persist(d, s)
   rt.prompt_text = text
   -- options configured during the last turn are set first (the agent's answer to a setting made
@@ -361,8 +362,8 @@ function M.stop(d, s, reason, cb)
   state.cancel_cleanup(s)
   if not agent or agent.exited then
     if state.is_live(s) and not rt.setting_up then
-      s.status = "exited"
-      s.exit_reason = reason
+      revision.set(s, "status", "exited")
+      revision.set(s, "exit_reason", reason)
       state.persist(d, s)
       state.changed(d, s)
     end
@@ -377,7 +378,7 @@ function M.stop(d, s, reason, cb)
   end
   if rt.prompt_active then agent:notify("session/cancel", { sessionId = s.acp_session_id }) end
   for _, dec in ipairs(s.pending) do dec.reply({ outcome = { outcome = "cancelled" } }) end
-  s.pending = {}
+  revision.set(s, "pending", {})
   local closed = false
   local function finish()
     if closed then return end

@@ -10,6 +10,7 @@ local hooks = require "rmcp.policy.hooks"
 local rules = require "rmcp.rules.usage"
 local ledger = require "rmcp.agentd.usage_ledger"
 local state = require "rmcp.agentd.session.state"
+local revision = require "rmcp.agentd.session.revision"
 
 local M = {}
 
@@ -129,7 +130,7 @@ local function count(d, s, inc)
     local p = M.price(s.model)
     if p then inc.cost, inc.currency = rules.cost_at(inc, p) end
   end
-  s.usage = rules.add(s.usage or rules.zero(), inc)
+  revision.set(s, "usage", rules.add(s.usage or rules.zero(), inc))
   local rt = s.rt
   if rt then
     rt.turn_usage = rules.add(rt.turn_usage or rules.zero(), inc)
@@ -189,8 +190,8 @@ function M.turn_ended(s)
   local turn = rt.turn_usage or rules.zero()
   rt.last_turn_usage = turn
   if not rt.turn_reported then
-    s.usage = s.usage or rules.zero()
-    s.usage.unreported = (s.usage.unreported or 0) + 1
+    if not s.usage then revision.set(s, "usage", rules.zero()) end
+    revision.set_in(s, "usage", "unreported", (s.usage.unreported or 0) + 1)
     return { unreported = true }
   end
   return { u = turn.total }
@@ -265,7 +266,8 @@ function M.replay(s, records)
   end
   if not any and unreported == 0 then return end
   if unreported > 0 then total.unreported = unreported end
-  s.usage, s.usage_seen = total, seen
+  revision.set(s, "usage", total)
+  s.usage_seen = seen
 end
 
 return M
