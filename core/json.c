@@ -718,33 +718,45 @@ static int json_method_byte(unsigned char c)
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '/' || c == '$';
 }
 
-/* json.request(line) -> id, method, params of a JSON-RPC request line written id first, as every
- * writer of ours and node's writes it: {"jsonrpc":"2.0","id":N,"method":"M","params":P} with N an
- * integer of at most 15 digits (no leading zero), M needing no escape and P one JSON object or
- * array (decoded as json.decode does; "{}" without a decode). nil for any other line: the caller
- * decodes it whole. One pass in C where a Lua pattern cost thousands of instructions per line. */
-static int json_request(lua_State *L)
+/* Reads a request line's head (json.h). */
+int json_request_head(const char *s, size_t n, json_request_t *r)
 {
   static const char head[] = "{\"jsonrpc\":\"2.0\",\"id\":";
   static const char mid[] = ",\"method\":\"";
   static const char tail[] = "\",\"params\":";
-  size_t n;
-  const char *s = luaL_checklstring(L, 1, &n);
   const char *e = s + n, *p = s + sizeof head - 1;
   if (n < sizeof head + 1 || s[n - 1] != '}' || memcmp(s, head, sizeof head - 1) != 0) return 0;
   const char *id = p;
   while (p < e && *p >= '0' && *p <= '9') p++;
   /* (at most 15 digits: cjson reads numbers as doubles, exact to 2^53) */
   if (p == id || p - id > 15 || (p - id > 1 && *id == '0')) return 0;
-  lua_Integer idv = 0;
+  int64_t idv = 0;
   for (const char *d = id; d < p; d++) idv = idv * 10 + (*d - '0');
   if ((size_t)(e - p) < sizeof mid - 1 || memcmp(p, mid, sizeof mid - 1) != 0) return 0;
   const char *method = p += sizeof mid - 1;
   while (p < e && json_method_byte((unsigned char)*p)) p++;
   if (p == method || (size_t)(e - p) < sizeof tail - 1 || memcmp(p, tail, sizeof tail - 1) != 0) return 0;
-  size_t method_len = (size_t)(p - method);
-  p += sizeof tail - 1;
-  const char *params = p, *params_end = e - 1;
+  r->id = idv;
+  r->id_text = id;
+  r->id_len = (size_t)(method - (sizeof mid - 1) - id);
+  r->method = method;
+  r->method_len = (size_t)(p - method);
+  r->params = p + sizeof tail - 1;
+  r->params_len = (size_t)(e - 1 - r->params);
+  return 1;
+}
+
+/* json.request(line) -> id, method, params of a JSON-RPC request line written id first, as every
+ * writer of ours and node's writes it (json_request_head), P one JSON object or array (decoded as
+ * json.decode does; "{}" without a decode). nil for any other line: the caller decodes it whole.
+ * One pass in C where a Lua pattern cost thousands of instructions per line. */
+static int json_request(lua_State *L)
+{
+  size_t n;
+  const char *s = luaL_checklstring(L, 1, &n);
+  json_request_t r;
+  if (!json_request_head(s, n, &r)) return 0;
+  const char *params = r.params, *params_end = r.params + r.params_len;
   lua_settop(L, 1); /* (the line stays at 1: method points into it) */
   if (params_end - params == 2 && params[0] == '{' && params[1] == '}') {
     lua_newtable(L);
@@ -754,8 +766,8 @@ static int json_request(lua_State *L)
     lua_call(L, 1, 1);
     if (lua_type(L, 2) != LUA_TTABLE) return 0;
   }
-  lua_pushinteger(L, idv);
-  lua_pushlstring(L, method, method_len);
+  lua_pushinteger(L, (lua_Integer)r.id);
+  lua_pushlstring(L, r.method, r.method_len);
   lua_rotate(L, 2, -1); /* id, method, params */
   return 3;
 }

@@ -36,6 +36,7 @@ static const luaL_Reg main_modules[] = {
   {"rmcp.relay", luaopen_rmcp_relay},
   {"rmcp.fastlane", luaopen_rmcp_fastlane},
   {"rmcp.serverlane", luaopen_rmcp_serverlane},
+  {"rmcp.answerlane", luaopen_rmcp_answerlane},
   {NULL, NULL},
 };
 

@@ -15,5 +15,6 @@ int luaopen_rmcp_http(lua_State *L);
 int luaopen_rmcp_relay(lua_State *L);
 int luaopen_rmcp_fastlane(lua_State *L);
 int luaopen_rmcp_serverlane(lua_State *L);
+int luaopen_rmcp_answerlane(lua_State *L);
 
 #endif

@@ -335,6 +335,7 @@ M.settings = {
   { "REASONIX_MCP_MAX_LINE", M.limits.max_line, "The longest NDJSON line, on the socket and from agents; a longer one is refused and the connection goes on." },
   { "REASONIX_MCP_PROGRESS_INTERVAL_MS", M.limits.progress_interval_ms, "How often a blocked watch sends notifications/progress." },
   { "REASONIX_MCP_SERVERLANE", nil, "0: the server passes every tool call through Lua (its C path for list, poll and the other plain forwards is off; for comparisons)." },
+  { "REASONIX_MCP_ANSWERLANE", nil, "0: agentd answers every list through Lua (its C path for a list asked again while nothing it shows changed is off; for comparisons)." },
   { "REASONIX_MCP_LAUNCHER_MAX_CRASHES", M.limits.launcher_max_crashes, "Quick server crashes in a row before the launcher gives up." },
   { "REASONIX_MCP_LAUNCHER_QUICK_MS", M.limits.launcher_quick_ms, "A server that dies sooner than this after its start crashed quickly." },
   { "REASONIX_MCP_LAUNCHER_BACKOFF_MS", M.limits.launcher_backoff_ms, "Delay before the 2nd restart in a row; doubles after that (at most 5 s)." },

@@ -22,6 +22,7 @@ int luaopen_rmcp_http(lua_State *L);
 int luaopen_luv(lua_State *L);
 int luaopen_rmcp_fswatch(lua_State *L);
 int luaopen_rmcp_sys(lua_State *L);
+int luaopen_rmcp_answerlane(lua_State *L);
 #endif
 
 /* Lua line-to-line edges as libFuzzer extra counters: the interpreter is not instrumented, so
@@ -58,7 +59,7 @@ static inline int fuzz_lua_traceback(lua_State *L)
 
 /* Builds the state and returns it with the checker function (script's return value) in the
  * registry under ref; dies when the script does not load. with_core also opens luv (on its default
- * loop, never run) and preloads the core modules the server's Lua requires. */
+ * loop, never run) and preloads the core modules the server's and agentd's Lua require. */
 static inline lua_State *fuzz_lua_open(const char *script, int *ref, int with_core)
 {
   lua_State *L = luaL_newstate();
@@ -81,6 +82,8 @@ static inline lua_State *fuzz_lua_open(const char *script, int *ref, int with_co
     lua_setfield(L, -2, "rmcp.fswatch");
     lua_pushcfunction(L, luaopen_rmcp_sys);
     lua_setfield(L, -2, "rmcp.sys");
+    lua_pushcfunction(L, luaopen_rmcp_answerlane);
+    lua_setfield(L, -2, "rmcp.answerlane");
     luaL_requiref(L, "luv", luaopen_luv, 0);
     lua_pop(L, 1);
   }

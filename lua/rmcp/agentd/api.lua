@@ -15,6 +15,7 @@ local watch = require "rmcp.agentd.watch"
 local observe = require "rmcp.agentd.observe"
 local upgrade = require "rmcp.agentd.upgrade"
 local session = require "rmcp.agentd.session"
+local answers = require "rmcp.agentd.answers"
 
 local M = {}
 
@@ -49,6 +50,7 @@ local function hello(d, conn, p, reply)
     return reply(nil, bad("env must be an object of strings (the caller's environment)"))
   end
   conn.orch, conn.project_dir, conn.hello = p.orchestrator_id, p.project_dir, true
+  answers.changed() -- (what it kept was its former orchestrator's)
   conn.client = type(p.client) == "table" and p.client or {}
   conn.env = p.env -- the agents this connection spawns or resumes run with it (nil: agentd's own)
   if p.observer == true then
@@ -165,6 +167,7 @@ end
 ---@field client table?              what the client said of itself in hello: name, version, warnings
 ---@field env table<string, string>? the caller's environment: the agents it spawns or resumes run with it
 ---@field observer boolean?          the dashboard: sees every orchestrator's sessions, consumes nothing
+---@field answers userdata?          the lane that gives the answers kept for it in C (answers.lua)
 
 -- A new connection of d whose lines go out through send(line): its JSON-RPC peer dispatches to the
 -- API methods (feed it with conn.peer:receive(line)); on_answered() runs after each answer to it.
@@ -254,6 +257,7 @@ function M.accept(d, fd, peer_uid, peer_pid)
   end
   conn.ch = ch
   gate:add(ch)
+  answers.attach(conn, ch)
   log.debug("conn %d: accepted (uid %s pid %s)", conn.id, tostring(peer_uid), tostring(peer_pid))
 end
 
@@ -270,6 +274,9 @@ function M.close(d, conn, flush)
   conn.peer:close("connection closed")
   watch.drop_conn(d, conn)
   observe.remove(d, conn)
+  local kept = answers.taken(conn)
+  if kept > 0 then log.info("conn %d: %d answer(s) given from kept ones (answers.lua)", conn.id, kept) end
+  answers.detach(conn)
   if conn.ch and not conn.ch:is_closed() then
     if flush then conn.ch:pause(); conn.ch:shutdown() else conn.ch:close() end
   end

@@ -19,6 +19,7 @@ local daemon = require "rmcp.agentd.daemon"
 local session = require "rmcp.agentd.session"
 local watch = require "rmcp.agentd.watch"
 local api = require "rmcp.agentd.api"
+local answers = require "rmcp.agentd.answers"
 local upgrade = require "rmcp.agentd.upgrade"
 local handover = require "rmcp.agentd.handover"
 local idle_exit = require "rmcp.agentd.idle_exit"
@@ -244,7 +245,13 @@ function M.main(_)
   wire(d)
   -- Lua hot reload of policies and stateless modules (lib/reload.lua); cleanup timers follow the new rules.
   local opts = require("rmcp.reloadable").options()
-  opts.role, opts.watch, opts.on_swap = "agentd", true, function() session.policy_changed(d) end
+  -- (a swap or a warning waiting for a caller makes the answers kept in C stale: answers.lua)
+  opts.role, opts.watch = "agentd", true
+  opts.on_swap = function()
+    session.policy_changed(d)
+    answers.changed()
+  end
+  opts.on_warning = answers.changed
   require("rmcp.lib.reload").init(opts)
   require("rmcp.policy.loader").init{ role = "agentd" }
   collectgarbage("incremental", 200) -- (see the top: the code is loaded)

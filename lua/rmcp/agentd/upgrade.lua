@@ -18,6 +18,7 @@ local sys = require "rmcp.sys"
 local session = require "rmcp.agentd.session"
 local handover = require "rmcp.agentd.handover"
 local receipts = require "rmcp.agentd.receipts"
+local answers = require "rmcp.agentd.answers"
 local binwatch = require "rmcp.lib.binwatch"
 
 local M = {}
@@ -134,6 +135,7 @@ end
 function M.queue(d, reason)
   local r = d.upgrade
   if d.shutting_down or r.handing_over then return end
+  answers.changed() -- (a list shows what a queued reload waits for)
   r.failed = nil
   if r.pending then
     log.info("reload: already queued (%s); now also: %s", r.pending.reason, reason)

@@ -10,6 +10,7 @@ local jsonl = require "rmcp.lib.jsonl"
 local log = require "rmcp.lib.log"
 local files = require "rmcp.lib.files"
 local rules = require "rmcp.rules.usage"
+local answers = require "rmcp.agentd.answers"
 -- (sums by hour and day: loaded with the first spend or report, an idle daemon does not carry it)
 local report = require "rmcp.lib.lazy" "rmcp.rules.usage_report"
 
@@ -83,6 +84,7 @@ function M.append(d, s, inc)
   u.by_owner[owner] = u.by_owner[owner] or { tokens = 0 }
   count_in(u.by_owner[owner], rec)
   report.add(u.hours, rec, u.day)
+  answers.changed() -- (a list shows today's spend)
 end
 
 -- What orchestrator owner spent today: {tokens, cost?, cost_unknown?}.

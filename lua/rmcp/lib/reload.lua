@@ -42,6 +42,7 @@ local function new_state()
     sources = {},       -- registered sources: {name, dirs(), check()} (the user policies)
     generation = 0,     -- bumped by every successful swap (the server rebuilds its tool list on a change)
     warnings = {},      -- pending warnings for the next caller
+    on_warning = nil,   -- called when a warning starts waiting (init's opts)
     queue = nil,        -- the rmcp.fswatch queue over every watched dir, drained synchronously by check()
     queue_fd = nil,     -- its fd (quiet_window)
     poll = nil,         -- agentd: a uv poll on the queue's fd, so an edit between calls runs a check
@@ -87,6 +88,7 @@ function M.warn(text, logged)
     if w == text then return end
   end
   S.warnings[#S.warnings + 1] = text
+  if S.on_warning then S.on_warning() end
 end
 
 -- Returns the pending warnings and forgets them (each is reported to one caller).
@@ -377,13 +379,14 @@ end
 
 -- Starts hot reload for this process. opts: role ("server", "agentd"), prefixes and modules (what may
 -- be reloaded), check(name, value, path) (a built module's extra check), watch (agentd: also check
--- between calls), on_swap() (after every successful swap), debounce_ms, window_ms. Sources (the user
--- policies) register afterwards with add_source.
+-- between calls), on_swap() (after every successful swap), on_warning() (when a warning starts
+-- waiting for a caller), debounce_ms, window_ms. Sources (the user policies) register afterwards
+-- with add_source.
 function M.init(opts)
   opts = opts or {}
   M.stop()
   S = new_state()
-  S.role, S.watch, S.on_swap = opts.role or "?", opts.watch, opts.on_swap
+  S.role, S.watch, S.on_swap, S.on_warning = opts.role or "?", opts.watch, opts.on_swap, opts.on_warning
   S.prefixes, S.modules, S.module_check = opts.prefixes or {}, opts.modules or {}, opts.check
   S.debounce_ms = opts.debounce_ms
   local window_ms = opts.window_ms

@@ -19,6 +19,7 @@ local rules_spawn = require "rmcp.rules.spawn"
 local rules_poll = require "rmcp.rules.poll"
 local rules_list = require "rmcp.rules.list"
 local usage_ledger = require "rmcp.agentd.usage_ledger"
+local answers = require "rmcp.agentd.answers"
 -- (loaded by the first request that needs it: an idle daemon stays small)
 local transcript = lazy "rmcp.agentd.transcript"
 local fit = lazy "rmcp.rules.fit" -- (the transcript's: loaded with the first one)
@@ -170,6 +171,23 @@ function M.wait(d, conn, p, reply, req_id)
   watch.wait(d, conn, req_id, ids, p, reply)
 end
 
+-- Keeps the text of list result r (asked with no params) as conn's answer to its next such list
+-- (answers.lua), unless the result changes by itself: an agent at work shows its health, a queued
+-- reload what it waits for; today's spend (spent_today) holds until midnight.
+local function keep_list(conn, r, text, spent_today)
+  if r.reload then return end
+  for status in pairs(rules_list.active) do
+    if r.counts[status] then return end
+  end
+  local for_s
+  if spent_today then
+    local t = os.date("*t")
+    t.day, t.hour, t.min, t.sec = t.day + 1, 0, 0, 0
+    for_s = os.time(t) - os.time()
+  end
+  answers.keep(conn, "list", text, for_s)
+end
+
 -- list: the caller's sessions.
 function M.list(d, conn, p, reply)
   local mine = session.newest_first(d, conn.orch)
@@ -203,6 +221,7 @@ function M.list(d, conn, p, reply)
   local text, terr = rules_list.result_text(r)
   if not text then return reply(nil, jsonrpc.error(jsonrpc.INTERNAL_ERROR, "result not encodable: " .. tostring(terr))) end
   reply(json.raw(text))
+  if next(p) == nil then keep_list(conn, r, text, today.tokens > 0) end
 end
 
 -- respond_permission: answers a pending permission request or question.

@@ -2,6 +2,7 @@
 -- sorted again only when a session came into d.sessions or left it: a list of a long history
 -- (10,000 retained sessions) must not sort all of it on every call.
 local rules_list = require "rmcp.rules.list"
+local answers = require "rmcp.agentd.answers"
 
 local M = {}
 
@@ -9,6 +10,7 @@ local M = {}
 function M.put(d, id, s)
   d.sessions[id] = s
   d.sessions_gen = (d.sessions_gen or 0) + 1
+  answers.changed() -- (a list shows the sessions that are)
 end
 
 -- The sessions of orchestrator owner, newest first. The caller must not change the list.

@@ -4,8 +4,11 @@
 -- row's encoded text while its session's revision is the same, and its owner's whole tally (and
 -- the pages of settled sessions kept with it) while the generation is (tally.lua). tests/lua/boundaries_spec.lua holds every file to it: a field of
 -- M.LISTED, or anything in one (s.usage.total, s.integration.state, table.insert(s.pending, …)), or
--- a field named at run time (s[key]), is written here alone. This module is never hot-reloaded
--- (rmcp/reloadable.lua): its generation only grows.
+-- a field named at run time (s[key]), is written here alone. Each write also makes the answers
+-- agentd keeps in C stale (answers.lua). This module is never hot-reloaded (rmcp/reloadable.lua):
+-- its generation only grows.
+local answers = require "rmcp.agentd.answers"
+
 local M = {}
 
 -- The Session fields a list reads (but the detail view's, never kept): only M.set writes them.
@@ -23,6 +26,7 @@ function M.set(s, field, value)
   s[field] = value
   generation = generation + 1
   s.list_rev = generation
+  answers.changed()
 end
 
 -- Sets key of the table in s's field (s.usage.unreported) to value, and bumps as M.set does.
