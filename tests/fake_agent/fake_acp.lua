@@ -148,8 +148,17 @@ local function update(sid, u)
   notify("session/update", { sessionId = sid, update = u })
 end
 
-local function chunk_update(kind, text)
-  return { sessionUpdate = kind, content = { type = "text", text = text } }
+-- The bytes the real agent writes around a text chunk (lua/rmcp/acp/client.lua reads this layout
+-- straight off the line, as it does the real agent's); the flood's lines copy it too.
+local CHUNK_HEAD = '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"'
+local CHUNK_KIND = '","update":{"sessionUpdate":"'
+local CHUNK_TEXT = '","content":{"type":"text","text":'
+local CHUNK_TAIL = "}}}}\n"
+
+-- Sends a text chunk of kind (agent_message_chunk, agent_thought_chunk) for session sid in the
+-- real agent's layout.
+local function chunk(sid, kind, text)
+  write_raw(CHUNK_HEAD .. sid .. CHUNK_KIND .. kind .. CHUNK_TEXT .. cjson.encode(text) .. CHUNK_TAIL)
 end
 
 -- A status notification, in the agent's layout (jsonrpc, method, params: agentd drops it by its head).
@@ -215,10 +224,10 @@ local function stream_text(s, turn, text, cb)
     while not turn.done do
       if #turn.steers > 0 then
         local st = table.remove(turn.steers, 1)
-        update(turn.sid, chunk_update("agent_message_chunk", "[steer] " .. st))
+        chunk(turn.sid, "agent_message_chunk", "[steer] " .. st)
       end
       if pos > #text then return cb() end
-      update(turn.sid, chunk_update("agent_message_chunk", text:sub(pos, pos + CHUNK - 1)))
+      chunk(turn.sid, "agent_message_chunk", text:sub(pos, pos + CHUNK - 1))
       pos = pos + CHUNK
       if CHUNK_MS > 0 then
         turn.timers[#turn.timers + 1] = after(CHUNK_MS, step)
@@ -232,27 +241,22 @@ end
 local behaviours = {}
 
 function behaviours.normal(s, turn)
-  update(turn.sid, chunk_update("agent_thought_chunk", "echoing"))
+  chunk(turn.sid, "agent_thought_chunk", "echoing")
   stream_text(s, turn, turn.text, function()
     -- A steer that arrived during the last chunk's pause still shows.
-    for _, st in ipairs(turn.steers) do update(turn.sid, chunk_update("agent_message_chunk", "[steer] " .. st)) end
+    for _, st in ipairs(turn.steers) do chunk(turn.sid, "agent_message_chunk", "[steer] " .. st) end
     turn.steers = {}
     finish(s, "end_turn")
   end)
 end
 behaviours["slow-start"] = behaviours.normal
 
--- The bytes the real agent writes around a text chunk (lua/rmcp/acp/client.lua reads this layout
--- straight off the line); the flood's lines copy it so agentd takes its real chunk path.
-local CHUNK_HEAD = '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"'
-local CHUNK_MID = '","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":'
-local CHUNK_TAIL = "}}}}\n"
 local FLOOD_BATCH = 1024 -- lines per write
 
 -- The flood of session sid as strings of FLOOD_BATCH lines each, built on its first flood.
 local function flood_batches(s, sid)
   if s.flood and s.flood.n == FLOOD then return s.flood end
-  local head = CHUNK_HEAD .. sid .. CHUNK_MID
+  local head = CHUNK_HEAD .. sid .. CHUNK_KIND .. "agent_message_chunk" .. CHUNK_TEXT
   local batches, lines = { n = FLOOD }, {}
   for i = 1, FLOOD do
     lines[#lines + 1] = head .. '"flood ' .. i .. '\\n"' .. CHUNK_TAIL
@@ -275,18 +279,18 @@ function behaviours.flood(s, turn)
 end
 
 function behaviours.stamp(s, turn)
-  update(turn.sid, chunk_update("agent_message_chunk", "stamp"))
+  chunk(turn.sid, "agent_message_chunk", "stamp")
   turn.stamp = true
   turn.timers[#turn.timers + 1] = after(STAMP_MS, function() finish(s, "end_turn") end)
 end
 
 function behaviours.hang(s, turn)
   turn.ignore_cancel = true
-  update(turn.sid, chunk_update("agent_thought_chunk", "hanging"))
+  chunk(turn.sid, "agent_thought_chunk", "hanging")
 end
 
 function behaviours.crash(s, turn)
-  update(turn.sid, chunk_update("agent_message_chunk", "about to crash"))
+  chunk(turn.sid, "agent_message_chunk", "about to crash")
   write_raw("", function()
     io.stderr:write("fake_acp: simulated crash mid-turn\n")
     io.stderr:flush()
@@ -319,7 +323,7 @@ function behaviours.permission(s, turn)
     local ok = outcome == "allow_once"
     update(turn.sid, { sessionUpdate = "tool_call_update", toolCallId = call_id, status = ok and "completed" or "failed",
       content = { { type = "content", content = { type = "text", text = ok and "wrote 2 bytes to a.txt" or "blocked by permission policy" } } } })
-    update(turn.sid, chunk_update("agent_message_chunk", "permission: " .. outcome))
+    chunk(turn.sid, "agent_message_chunk", "permission: " .. outcome)
     finish(s, "end_turn")
   end)
 end

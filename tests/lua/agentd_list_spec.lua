@@ -82,7 +82,7 @@ test("every view of a list follows each change of a session, and says it again u
   same_as_fresh(t, d, "c parked, its result held")
   state.mark_delivered(d, c)
   same_as_fresh(t, d, "c parked, its result collected")
-  state.drain(d, c, false)
+  state.drain(d, c, nil)
   t.eq(c.parked, nil, "unparked")
   same_as_fresh(t, d, "c unparked")
   -- its integration, each step a fresh record (integrate/queue.lua)

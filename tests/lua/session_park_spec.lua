@@ -53,12 +53,12 @@ local function finished_session(d)
   return s
 end
 
--- What a drain of s gives (lazy texts read), without what names the session itself.
-local function drained(d, s, with_events)
-  local snap = state.drain(d, s, with_events)
+-- What a drain of s for a result that shows everything but (without detail) the events gives,
+-- without what names the session itself.
+local function drained(d, s, detail)
+  local snap = state.drain(d, s, { detail = detail, include_thought = true, include_full = true })
   local out = {}
   for k, v in pairs(snap) do out[k] = v end
-  out.full_text, out.full_thought = snap.full_text, snap.full_thought
   out.session_id, out.transcript_path = nil, nil
   return canon(out)
 end
@@ -195,7 +195,7 @@ test("an orchestrator's parked sessions are counted once, and again after a park
   park.park(d, b)
   t.eq(tally.parked(d, "orch").counts, { exited = 2 }, "a park counts it")
   listed()
-  state.drain(d, b, false)
+  state.drain(d, b)
   t.eq(b.parked, nil)
   t.eq(tally.parked(d, "orch").counts, { exited = 1 }, "an unpark takes it out")
   revision.set(b, "status", "idle")

@@ -10,33 +10,40 @@ test("a lean drain leaves the buffered chunks as they are; a detailed one takes 
   for i = 1, 50 do state.push_event(s, "chunk " .. i, 1000 + i) end
   state.push_event(s, { type = "plan", entries = {} }, 1051)
   for _ = 1, 3 do
-    local snap = state.drain(d, s, false)
+    local snap = state.drain(d, s, { detail = false })
     t.eq(snap.events, nil, "a lean result shows no events")
   end
   t.eq(#s.rt.events, 51, "a lean drain takes nothing")
   t.eq(type(s.rt.events[1]), "string", "a chunk stays its text (no table per chunk, no walk per lean drain)")
-  local snap = state.drain(d, s, true)
+  local snap = state.drain(d, s, { detail = true })
   t.eq(#snap.events, 51)
   t.eq(snap.events[50], { type = "agent_message_chunk", text = "chunk 50", t = 1050 })
   t.eq(snap.events[51].type, "plan")
   t.eq(#s.rt.events, 0, "a detailed drain takes them")
 end)
 
-test("the whole-session texts are joined only when a result reads them", function(t)
+test("the whole-session texts and the reasoning are joined only for a result that shows them", function(t)
   local d = { sessions = {}, paths = { sessions = t.tmpdir("rmcp-state") } }
   local s = state.create(d, "orch", "/p", { task = "x" }, "/w")
   s.status = "running"
   for _, piece in ipairs({ "one ", "two ", "three" }) do runtime.buf_add(s.rt.full_text, piece, 1000) end
   runtime.buf_add(s.rt.full_thought, "hmm", 1000)
-  local snap = state.drain(d, s, false)
-  t.eq(#s.rt.full_text.parts, 3, "a drain does not join the session's whole text")
-  t.eq(rawget(snap, "full_text"), nil)
-  t.eq(snap.full_text, "one two three", "a shaping that reads it gets it")
-  t.eq(snap.full_thought, "hmm")
-  -- a finished session's buffers are released at its drain; its snapshot still reads them
+  runtime.buf_add(s.rt.thought, "h", 1000)
+  for _, o in ipairs({ false, { detail = true } }) do
+    local snap = state.drain(d, s, o or nil)
+    t.eq({ snap.full_text, snap.full_thought, snap.thought }, {}, "a compact watch's or detailed result's without them")
+    t.eq(snap.config ~= nil, o ~= false, "config: a detailed result's only")
+    t.eq(#s.rt.full_text.parts, 3, "the session's whole text is not joined")
+  end
+  runtime.buf_add(s.rt.thought, "h2", 1000)
+  local snap = state.drain(d, s, { include_thought = true })
+  t.eq({ snap.full_thought, snap.thought, snap.full_text }, { "hmm", "h2" }, "include_thought: the reasoning")
+  snap = state.drain(d, s, { include_full = true })
+  t.eq(snap.full_text, "one two three", "include_full: the whole text")
+  -- a finished session's buffers are released at its drain; its snapshot still has them
   runtime.buf_add(s.rt.full_text, " four", 1000)
   s.status = "exited"
-  snap = state.drain(d, s, false)
+  snap = state.drain(d, s, { include_full = true })
   t.eq(s.rt.full_text.parts, {}, "released")
   t.eq(snap.full_text, "one two three four")
 end)

@@ -183,7 +183,7 @@ local function wire(d)
     if d.integrations then require("rmcp.agentd.integrate.queue").session_changed(d, s) end
   end
   d.on_output = function(s)
-    watch.check(d, s)
+    watch.check_waits(d, s)
     observe.changed(d, s)
   end
   d.shutdown = function(reason) shutdown(d, reason) end

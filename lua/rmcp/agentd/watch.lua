@@ -73,7 +73,7 @@ local function try_watch(d, w)
   local took = {} -- [session] = true when this answer carries turns not delivered before
   for _, s in ipairs(ready) do
     local repeated = rules_watch.decision_repeated(s)
-    local snap, took_turns = session.drain(d, s, w.detail)
+    local snap, took_turns = session.drain(d, s, w.detail and w.poll_opts or nil)
     took[s] = took_turns
     snap.health = health.anomaly(d, s)
     if w.detail then
@@ -189,15 +189,21 @@ function M.wait(d, conn, req_id, ids, params, reply)
   arm(d, w, params, function() finish(d, w, wait_result(d, w, json.array())) end)
 end
 
--- Re-checks the watch and waits on session s after it changed.
-function M.check(d, s)
-  local w = d.watch_by_session[s.id]
-  if w and not w.done then try_watch(d, w) end
+-- Re-checks the waits on session s after it has new output (a watch does not wake for output: what
+-- makes a session ready for one comes with a change, M.check).
+function M.check_waits(d, s)
   for wt in pairs(d.waits) do
     for _, sid in ipairs(wt.ids) do
       if sid == s.id then try_wait(d, wt); break end
     end
   end
+end
+
+-- Re-checks the watch and waits on session s after it changed.
+function M.check(d, s)
+  local w = d.watch_by_session[s.id]
+  if w and not w.done then try_watch(d, w) end
+  M.check_waits(d, s)
 end
 
 -- Offers the answers of sessions sids whose receipt was lost just now (receipts.lost,

@@ -106,7 +106,7 @@ function M.poll(d, conn, p, reply)
     receipts.hold(d, asker, s.id, given)
     return reply(given.result)
   end
-  local snap, took_turns = session.drain(d, s, o.detail)
+  local snap, took_turns = session.drain(d, s, o)
   snap.health = health.anomaly(d, s)
   local result, text = rules_poll.shape(snap, o)
   receipts.hold(d, asker, s.id, nil, result)

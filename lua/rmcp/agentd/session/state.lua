@@ -312,13 +312,18 @@ function M.journal_delivered(d, s)
 end
 
 -- Drains what is new since the last poll/watch into a snapshot for policy shaping, and resets it.
--- The events are taken only by a result that shows them (with_events: a detailed poll or watch);
--- a lean one leaves them for the next detailed look. A parked session comes back for it, and is
--- parked again a moment later. Also returns true when it took undelivered turns: journal_delivered then follows the reply.
-function M.drain(d, s, with_events)
+-- o: the options of the poll-shaped result it is for (rules/poll.lua: detail, include_thought,
+-- include_full), nil for a compact watch result. The snapshot holds what that result shows: the
+-- events (and config) only for a detailed one (a lean one leaves the events for the next detailed
+-- look), the reasoning and the whole-session texts only for one that includes them (up to
+-- max_full_text each, read from disk for a released tombstone: a watch or lean poll of a long
+-- session must not copy them each time). A parked session comes back for it, and is parked again a
+-- moment later. Also returns true when it took undelivered turns: journal_delivered then follows the reply.
+function M.drain(d, s, o)
   park.unpark(d, s)
   local rt = s.rt
-  if with_events then
+  local detail, with_thought, with_full = o ~= nil and o.detail, o ~= nil and o.include_thought, o ~= nil and o.include_full
+  if detail then
     -- the chunks kept as their text become events now that a result takes them (a lean one leaves
     -- them as they are: it must not cost a walk over the whole buffer each time)
     local events, times = rt.events, rt.event_t
@@ -331,13 +336,16 @@ function M.drain(d, s, with_events)
   local snap = {
     session_id = s.id, status = s.status, stop_reason = s.stop_reason, exit_reason = s.exit_reason,
     error_text = s.error_text, error_changed = rt.error_rev ~= rt.error_seen and s.error_text ~= nil,
-    text = buf_text(rt.text), thought = buf_text(rt.thought), turns = rt.turns, turns_dropped = rt.turns_dropped,
-    events = with_events and rt.events or nil, events_overflow = with_events and rt.events_overflow or nil,
+    text = buf_text(rt.text), turns = rt.turns, turns_dropped = rt.turns_dropped,
+    events = detail and rt.events or nil, events_overflow = detail and rt.events_overflow or nil,
     plan = s.plan, plan_changed = rt.plan_rev ~= rt.plan_seen, current_work = M.current_work(s),
     permission_request = first and M.decision_view(first) or nil,
     transcript_path = s.transcript_path, changes = s.changes,
     text_cut = rt.text.cut, thought_cut = rt.thought.cut, full_text_cut = rt.full_text.cut, full_thought_cut = rt.full_thought.cut,
-    counters = rt.counters, config = M.effective_config(s),
+    counters = rt.counters, config = detail and M.effective_config(s) or nil,
+    thought = with_thought and buf_text(rt.thought) or nil,
+    full_thought = with_thought and buf_text(rt.full_thought) or nil,
+    full_text = with_full and (rt.released and journal_text(s, config.limits_now().max_full_text) or buf_text(rt.full_text)) or nil,
     last_turn_text = (s.status == "idle" or s.status == "exited" or s.status == "orphaned") and s.last_text or nil,
     background_recovery = rt.recovery_report,
     usage = usage.line(s), -- {turn, total, cost?, …}: what it spent (session/usage.lua)
@@ -345,26 +353,13 @@ function M.drain(d, s, with_events)
   }
   rt.recovery_report, rt.integration_news = nil, nil
   rt.text, rt.thought, rt.turns = buf_new(), buf_new(), {}
-  if with_events then rt.events, rt.event_t, rt.noncritical, rt.events_overflow = {}, {}, 0, 0 end
+  if detail then rt.events, rt.event_t, rt.noncritical, rt.events_overflow = {}, {}, 0, 0 end
   rt.turns_dropped = 0
   rt.plan_seen, rt.error_seen = rt.plan_rev, rt.error_rev
   rt.wait_dirty = false
   local took_turns = s.turns_drained ~= s.turns_total
   s.turns_drained = s.turns_total -- (a queued daemon reload counts the turn's result as delivered)
-  -- the whole-session texts (up to max_full_text each) are joined, or read from disk for a released
-  -- tombstone, only when a shaping asks for them (a detailed poll with include_full): a watch or
-  -- lean poll of a long session must not copy them each time
-  local released, full_text, full_thought = rt.released, rt.full_text, rt.full_thought
-  setmetatable(snap, { __index = function(t, k)
-    if k == "full_text" then
-      t.full_text = released and journal_text(s, config.limits_now().max_full_text) or buf_text(full_text)
-      return t.full_text
-    elseif k == "full_thought" then
-      t.full_thought = buf_text(full_thought)
-      return t.full_thought
-    end
-  end })
-  if not released and not live_status[s.status] then release(s) end
+  if not rt.released and not live_status[s.status] then release(s) end
   if not live_status[s.status] then park.later(d, s) end
   return snap, took_turns
 end

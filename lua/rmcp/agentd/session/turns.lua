@@ -162,10 +162,11 @@ local function end_turn(d, s, stop_reason, err_text)
   report_end(d, s, stop_reason, err_text)
 end
 
--- Sends text as a new session/prompt (the caller checked no prompt is active).
-function M.prompt(d, s, text, via)
+-- Starts a turn of s with text (the caller checked no prompt is active): its bookkeeping and the
+-- journal record of its prompt (written before anything says the turn started); request_turn then
+-- saves it and sends it to the agent.
+local function begin_turn(d, s, text, via)
   local rt = s.rt
-  local agent = rt.agent
   state.cancel_cleanup(s)
   rt.idle_since = nil
   rt.prompt_active = true
@@ -175,11 +176,18 @@ function M.prompt(d, s, text, via)
   usage.turn_started(s)
   revision.set(s, "terminal_pending", false)
   state.journal(d, s, { type = "prompt", via = via or "prompt", text = text })
-  -- saved: a daemon death leaves "running" on disk, which tells the restore a turn was cut short
-  -- (resume_fleet continues it); the turn's end is saved too
   revision.set(s, "status", "running")
-  state.persist(d, s)
   rt.prompt_text = text
+end
+
+-- Saves the turn begin_turn started (text) and sends its session/prompt to s's agent; the answer
+-- ends the turn (M.prompt_done).
+local function request_turn(d, s, text)
+  local rt = s.rt
+  local agent = rt.agent
+  -- saved (1–2 ms later: store.save): a daemon death leaves "running" on disk, which tells the
+  -- restore a turn was cut short (resume_fleet continues it); the turn's end is saved too
+  state.persist(d, s)
   -- options configured during the last turn are set first (the agent's answer to a setting made
   -- as a turn ends can be lost to its own end-of-turn work)
   configure.flush(d, s, function()
@@ -187,6 +195,12 @@ function M.prompt(d, s, text, via)
     rt.prompt_id = agent:request("session/prompt", { sessionId = s.acp_session_id, prompt = { { type = "text", text = text } } },
       function(result, err) M.prompt_done(d, s, agent, text, result, err) end)
   end)
+end
+
+-- Sends text as a new session/prompt (the caller checked no prompt is active).
+function M.prompt(d, s, text, via)
+  begin_turn(d, s, text, via)
+  request_turn(d, s, text)
 end
 
 -- The answer to session/prompt (text): the turn ends. Also reached by an agent handed over from a
@@ -318,8 +332,11 @@ function M.send(d, s, message, expect, cb)
     text = contract.first_prompt(message, state.profile(s))
     s.contract_sent = true
   end
-  M.prompt(d, s, text, "prompt")
+  -- the reply goes out before the save is queued and the agent's request is written (it says what
+  -- was decided: the prompt is journaled, and whatever the agent answers, or its exit, ends the turn)
+  begin_turn(d, s, text, "prompt")
   done("new_turn")
+  request_turn(d, s, text)
 end
 
 -- Delivers messages that arrived while the agent was starting.
