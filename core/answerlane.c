@@ -1,7 +1,7 @@
 /* answerlane.c: rmcp.answerlane, agentd's kept answers given without Lua (lua/rmcp/agentd/answers.lua
  * decides what is kept). A connection's request {"jsonrpc":"2.0","id":N,"method":M,"params":{}}
- * whose answer Lua kept for that connection is answered here with the kept result text, as
- * {"jsonrpc":"2.0","id":N,"result":TEXT}: only while nothing changed since it was kept (a
+ * whose answer Lua kept for that connection (one at a time) is answered here with the kept result
+ * text, as {"jsonrpc":"2.0","id":N,"result":TEXT}: only while nothing changed since it was kept (a
  * daemon-wide epoch, answerlane.changed(), bumped by every change an answer could show), the reload
  * check's window is open and its queue empty (an edit of a module or a policy is Lua's to see
  * first), the time Lua gave has not passed, and the connection is not behind. Anything else goes
@@ -18,23 +18,15 @@
 #include "modules.h"
 
 #define ANSWERLANE_MT "rmcp.answerlane"
-#define MAX_KEPT 4
-
-/* One kept answer: the method it answers, its result text, the epoch it was kept in. */
-typedef struct {
-  char *method, *text;
-  size_t method_len, text_len;
-  uint64_t epoch;
-} kept_answer;
 
 typedef struct {
   lchannel_t *ch;       /* the connection's channel (kept alive by ch_ref), NULL once closed */
-  lua_State *L;
   int ch_ref;
-  kept_answer kept[MAX_KEPT];
-  int nkept;
+  char *method, *text;  /* the kept answer: the method it answers and its result text, or NULL */
+  size_t method_len, text_len;
+  uint64_t epoch;       /* the epoch it was kept in */
   int watch_fd;         /* the reload queue's fd (an event closes the window) */
-  uint64_t until_ns;    /* the kept answers hold until then (uv_hrtime) */
+  uint64_t until_ns;    /* it holds until then (uv_hrtime) */
   lua_Integer taken;
   char *buf;
   size_t bufcap;
@@ -43,25 +35,16 @@ typedef struct {
 /* Bumped by every change a kept answer could show: an answer kept in an older epoch is stale. */
 static uint64_t epoch = 1;
 
-/* Forgets every kept answer of a. */
+/* Forgets the kept answer of a. */
 static void kept_drop(answerlane_t *a)
 {
-  for (int i = 0; i < a->nkept; i++) {
-    free(a->kept[i].method);
-    free(a->kept[i].text);
-  }
-  a->nkept = 0;
+  free(a->method);
+  free(a->text);
+  a->method = a->text = NULL;
+  a->method_len = a->text_len = 0;
 }
 
-/* The kept answer of method [m, m + n) in a, or NULL. */
-static kept_answer *kept_find(answerlane_t *a, const char *m, size_t n)
-{
-  for (int i = 0; i < a->nkept; i++)
-    if (a->kept[i].method_len == n && memcmp(a->kept[i].method, m, n) == 0) return &a->kept[i];
-  return NULL;
-}
-
-/* True while the kept answers hold: their time and the reload check's window are not over, and no
+/* True while the kept answer holds: its time and the reload check's window are not over, and no
  * reload event is queued. */
 static int still_quiet(const answerlane_t *a)
 {
@@ -70,17 +53,16 @@ static int still_quiet(const answerlane_t *a)
   return poll(&pfd, 1, 0) == 0;
 }
 
-/* The channel's line filter (fastlane.h): answers a request with params {} from a kept answer of the
- * current epoch; 0 (Lua's) for anything else. */
+/* The channel's line filter (fastlane.h): answers a request with params {} of the kept answer's
+ * method from it, in the epoch it was kept in; 0 (Lua's) for anything else. */
 static int answer_line(void *data, int tag, const char *line, size_t len)
 {
   (void)tag;
   answerlane_t *a = data;
-  if (a->nkept == 0) return 0;
+  if (!a->method) return 0;
   json_request_t r;
   if (!json_request_head(line, len, &r) || r.params_len != 2 || r.params[0] != '{' || r.params[1] != '}') return 0;
-  kept_answer *k = kept_find(a, r.method, r.method_len);
-  if (!k || k->epoch != epoch) return 0;
+  if (r.method_len != a->method_len || memcmp(r.method, a->method, r.method_len) != 0 || a->epoch != epoch) return 0;
   if (!still_quiet(a)) {
     kept_drop(a);
     return 0;
@@ -89,7 +71,7 @@ static int answer_line(void *data, int tag, const char *line, size_t len)
   if (!ch) return 0;
   static const char head[] = "{\"jsonrpc\":\"2.0\",\"id\":";
   static const char mid[] = ",\"result\":";
-  size_t need = sizeof head + r.id_len + sizeof mid + k->text_len + 1;
+  size_t need = sizeof head + r.id_len + sizeof mid + a->text_len + 1;
   if (need > a->bufcap) {
     char *b = realloc(a->buf, need);
     if (!b) return 0;
@@ -103,8 +85,8 @@ static int answer_line(void *data, int tag, const char *line, size_t len)
   o += r.id_len;
   memcpy(o, mid, sizeof mid - 1);
   o += sizeof mid - 1;
-  memcpy(o, k->text, k->text_len);
-  o += k->text_len;
+  memcpy(o, a->text, a->text_len);
+  o += a->text_len;
   *o++ = '}';
   if (channel_write(ch, a->buf, (size_t)(o - a->buf)) != 0) return 0;
   a->taken++;
@@ -117,7 +99,6 @@ static int lane_attach(lua_State *L)
   lchannel_t *u = channel_lua_check(L, 1);
   answerlane_t *a = lua_newuserdatauv(L, sizeof *a, 0);
   memset(a, 0, sizeof *a);
-  a->L = L;
   a->watch_fd = -1;
   lua_pushvalue(L, 1);
   a->ch_ref = luaL_ref(L, LUA_REGISTRYINDEX);
@@ -134,7 +115,8 @@ static answerlane_t *lane_check(lua_State *L, int idx)
 }
 
 /* lane:keep(method, text, watch_fd, until_ns): answers method's requests with params {} with result
- * text until until_ns (uv.hrtime()), an event on watch_fd, or the next answerlane.changed(). */
+ * text (in place of what it kept before) until until_ns (uv.hrtime()), an event on watch_fd, or the
+ * next answerlane.changed(). */
 static int lane_keep(lua_State *L)
 {
   answerlane_t *a = lane_check(L, 1);
@@ -143,24 +125,21 @@ static int lane_keep(lua_State *L)
   const char *t = luaL_checklstring(L, 3, &tlen);
   int fd = (int)luaL_checkinteger(L, 4);
   lua_Integer until = luaL_checkinteger(L, 5);
+  kept_drop(a);
   if (!a->ch) return 0;
-  kept_answer *k = kept_find(a, m, mlen);
-  if (!k) {
-    if (a->nkept == MAX_KEPT) return luaL_error(L, "answerlane: at most %d kept answers", MAX_KEPT);
-    k = &a->kept[a->nkept];
-    k->method = malloc(mlen);
-    if (!k->method) return luaL_error(L, "answerlane: out of memory");
-    memcpy(k->method, m, mlen);
-    k->method_len = mlen;
-    k->text = NULL;
-    a->nkept++;
+  char *method = malloc(mlen ? mlen : 1), *text = malloc(tlen ? tlen : 1);
+  if (!method || !text) {
+    free(method);
+    free(text);
+    return luaL_error(L, "answerlane: out of memory");
   }
-  char *text = realloc(k->text, tlen ? tlen : 1);
-  if (!text) return luaL_error(L, "answerlane: out of memory");
+  memcpy(method, m, mlen);
   memcpy(text, t, tlen);
-  k->text = text;
-  k->text_len = tlen;
-  k->epoch = epoch;
+  a->method = method;
+  a->method_len = mlen;
+  a->text = text;
+  a->text_len = tlen;
+  a->epoch = epoch;
   a->watch_fd = fd;
   a->until_ns = until > 0 ? (uint64_t)until : 0;
   return 0;
@@ -173,7 +152,7 @@ static int lane_taken(lua_State *L)
   return 1;
 }
 
-/* lane:close(): forgets the kept answers and lets every line of the channel go to Lua. */
+/* lane:close(): forgets the kept answer and lets every line of the channel go to Lua. */
 static int lane_close(lua_State *L)
 {
   answerlane_t *a = lane_check(L, 1);
@@ -190,7 +169,7 @@ static int lane_close(lua_State *L)
   return 0;
 }
 
-/* answerlane.changed(): every kept answer is stale (something an answer could show changed). */
+/* answerlane.changed(): every lane's kept answer is stale (something an answer could show changed). */
 static int lane_changed(lua_State *L)
 {
   (void)L;

@@ -725,7 +725,8 @@ int json_request_head(const char *s, size_t n, json_request_t *r)
   static const char mid[] = ",\"method\":\"";
   static const char tail[] = "\",\"params\":";
   const char *e = s + n, *p = s + sizeof head - 1;
-  if (n < sizeof head + 1 || s[n - 1] != '}' || memcmp(s, head, sizeof head - 1) != 0) return 0;
+  /* (at least the head, one digit and the closing brace) */
+  if (n < sizeof head - 1 + 2 || s[n - 1] != '}' || memcmp(s, head, sizeof head - 1) != 0) return 0;
   const char *id = p;
   while (p < e && *p >= '0' && *p <= '9') p++;
   /* (at most 15 digits: cjson reads numbers as doubles, exact to 2^53) */

@@ -201,6 +201,7 @@ function M.handover(d, o)
     if d.shutting_down then return end
     if not ok then
       r.handing_over, r.pending, r.failed = nil, nil, "new binary refused: " .. why
+      answers.changed() -- (a list shows the refusal; a restart comes here without a queued reload)
       log.error("reload: %s; this daemon keeps running (a fixed binary queues it again)", r.failed)
       if o.on_refused then o.on_refused(r.failed) end
       return

@@ -182,7 +182,7 @@ local function keep_list(conn, r, text, spent_today)
   local for_s
   if spent_today then
     local t = os.date("*t")
-    t.day, t.hour, t.min, t.sec = t.day + 1, 0, 0, 0
+    t.day, t.hour, t.min, t.sec, t.isdst = t.day + 1, 0, 0, 0, nil
     for_s = os.time(t) - os.time()
   end
   answers.keep(conn, "list", text, for_s)
