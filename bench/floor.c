@@ -129,6 +129,19 @@ static int string_after(const char *line, size_t len, const char *key, char *out
   return 1;
 }
 
+/* Forks a child that dies with this process (PR_SET_PDEATHSIG; gone at once when this one already
+ * was); returns 0 in the child, its pid here. */
+static pid_t fork_child(void) {
+  pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid < 0) fail("fork");
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);
+  }
+  return pid;
+}
+
 /* ---- launch ------------------------------------------------------------------------------ */
 
 /* Writes one line (with its "\n") to the fd in *arg. */
@@ -141,12 +154,8 @@ static void relay_line(char *line, size_t len, void *arg) {
 static int run_launch(const char *sock) {
   int in[2], out[2];
   if (pipe(in) < 0 || pipe(out) < 0) fail("pipe");
-  pid_t parent = getpid();
-  pid_t pid = fork();
-  if (pid < 0) fail("fork");
+  pid_t pid = fork_child();
   if (pid == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(127);
     dup2(in[0], 0);
     dup2(out[1], 1);
     close(in[0]); close(in[1]); close(out[0]); close(out[1]);
@@ -356,12 +365,7 @@ static void agent_turn(char *line, size_t len, void *arg) {
 static int start_agent(void) {
   int to[2], from[2];
   if (pipe2(to, O_CLOEXEC) < 0 || pipe2(from, O_CLOEXEC) < 0) fail("pipe");
-  pid_t parent = getpid();
-  pid_t pid = fork();
-  if (pid < 0) fail("fork");
-  if (pid == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(0);
+  if (fork_child() == 0) {
     close(to[1]);
     close(from[0]);
     linebuf_t in = { to[0], NULL, 0, 0 };

@@ -15,6 +15,7 @@
 
 #include "channel_lua.h"
 #include "json.h"
+#include "lua_host.h"
 #include "modules.h"
 
 #define ANSWERLANE_MT "rmcp.answerlane"
@@ -93,8 +94,8 @@ static int answer_line(void *data, int tag, const char *line, size_t len)
   return 1;
 }
 
-/* answerlane.attach(channel) -> lane: sees each line of the connection's channel first. */
-static int lane_attach(lua_State *L)
+/* answerlane.new(channel) -> lane: sees each line of the connection's channel first. */
+static int lane_new(lua_State *L)
 {
   lchannel_t *u = channel_lua_check(L, 1);
   answerlane_t *a = lua_newuserdatauv(L, sizeof *a, 0);
@@ -177,20 +178,14 @@ static int lane_changed(lua_State *L)
   return 0;
 }
 
-/* require "rmcp.answerlane": attach, changed. */
+/* require "rmcp.answerlane": new, changed. */
 int luaopen_rmcp_answerlane(lua_State *L)
 {
   static const luaL_Reg methods[] = {
     {"keep", lane_keep}, {"taken", lane_taken}, {"close", lane_close}, {NULL, NULL},
   };
-  luaL_newmetatable(L, ANSWERLANE_MT);
-  lua_newtable(L);
-  luaL_setfuncs(L, methods, 0);
-  lua_setfield(L, -2, "__index");
-  lua_pushcfunction(L, lane_close);
-  lua_setfield(L, -2, "__gc");
-  lua_pop(L, 1);
-  static const luaL_Reg funcs[] = {{"attach", lane_attach}, {"changed", lane_changed}, {NULL, NULL}};
-  luaL_newlib(L, funcs);
+  lua_host_module(L, ANSWERLANE_MT, methods, lane_close, lane_new);
+  lua_pushcfunction(L, lane_changed);
+  lua_setfield(L, -2, "changed");
   return 1;
 }

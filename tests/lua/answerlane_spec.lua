@@ -17,7 +17,7 @@ local function rig(t)
   local client = assert(channel.open(pair[2], { on_line = function(line) r.got[#r.got + 1] = line end }))
   local queue = uv.pipe({ nonblock = true }, { nonblock = true })
   r.watch_fd = queue.read
-  r.lane = answerlane.attach(agentd)
+  r.lane = answerlane.new(agentd)
   t.defer(function()
     r.lane:close()
     agentd:close()

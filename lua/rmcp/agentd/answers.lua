@@ -15,7 +15,7 @@ local M = {}
 -- Lets the lane see the lines of conn's channel ch first (conn.answers), unless switched off.
 function M.attach(conn, ch)
   if config.env("REASONIX_MCP_ANSWERLANE") == "0" then return end
-  conn.answers = answerlane.attach(ch)
+  conn.answers = answerlane.new(ch)
 end
 
 -- Keeps text as the result of conn's next requests of method with params {}, for at most for_s
