@@ -21,9 +21,9 @@ local rules_list = require "rmcp.rules.list"
 local VIEWS = { {}, { include_task = true }, { pending_only = true }, { all = true }, { limit = 1 },
                 { all = true, limit = 1 } }
 
--- Checks that each view of orch's list (and the page after each first page) says what a fresh count of its sessions says (what agentd
--- adds of its own, the reload state and today's spend, and the health of an active row left out),
--- twice: the second from what the first kept.
+-- Checks that each view of orch's list (and the page after each first page) says what a fresh count
+-- of its sessions says (what agentd adds of its own, the reload state and today's spend, and the
+-- health of an active row left out), twice: the second from what the first kept.
 local function same_as_fresh(t, d, what)
   local views = { table.unpack(VIEWS) }
   for _, view in ipairs(views) do

@@ -288,14 +288,14 @@ end
 -- decision-blocked, uncollected), opts.all (every session), else the default (shown): a finished
 -- session whose result was collected is counted, not shown, so the default list stays the size of
 -- the work at hand, however long the day's history. Counts are by status over every session of the
--- caller and usage is what they spent, together; hidden counts those the view leaves out. Those
--- are opts.whole's (M.whole, kept by the caller while nothing a list reads changes: sessions may
--- then be only those the view can show, the same for each call of the same view, the walk ends with the page, and a page of plain rows of
--- settled sessions is kept with it), else counted over sessions. A page holds opts.limit rows (nil: all) after
--- opts.cursor ({created_at, id}); next_cursor when more follow. With opts.encoded the rows are JSON
--- already (M.row_text): sessions is then one json.raw array, or nil and the encoder's error;
--- opts.budget (bytes) then ends a page early (next_cursor, result_truncated) and cuts the task of a
--- row alone over it.
+-- caller and usage is what they spent, together; hidden counts those the view leaves out. Those are
+-- opts.whole's (M.whole, kept by the caller while nothing a list reads changes: sessions may then
+-- be only those the view can show, the same for each call of the same view, the walk ends with the
+-- page, and a page of plain rows of settled sessions is kept with it), else counted over sessions.
+-- A page holds opts.limit rows (nil: all) after opts.cursor ({created_at, id}); next_cursor when
+-- more follow. With opts.encoded the rows are JSON already (M.row_text): sessions is then one
+-- json.raw array, or nil and the encoder's error; opts.budget (bytes) then ends a page early
+-- (next_cursor, result_truncated) and cuts the task of a row alone over it.
 function M.shape(sessions, opts)
   if not opts.sorted then table.sort(sessions, newer) end
   local whole = opts.whole

@@ -1,12 +1,13 @@
 -- The one writer of what a list reads of a session (rules/list.lua: a plain row, the counts by
 -- status and the spend, whether a view shows it; tally.lua: parked or not): every such write bumps
--- the session's revision (s.list_rev) and the daemon-wide list generation, so a list reuses a
--- row's encoded text while its session's revision is the same, and its owner's whole tally (and
--- the pages of settled sessions kept with it) while the generation is (tally.lua). tests/lua/boundaries_spec.lua holds every file to it: a field of
--- M.LISTED, or anything in one (s.usage.total, s.integration.state, table.insert(s.pending, …)), or
--- a field named at run time (s[key]), is written here alone. Each write also makes the answers
--- agentd keeps in C stale (answers.lua). This module is never hot-reloaded (rmcp/reloadable.lua):
--- its generation only grows.
+-- the session's revision (s.list_rev) and the daemon-wide list generation, so a list reuses a row's
+-- encoded text while its session's revision is the same, and its owner's whole tally (and the pages
+-- of settled sessions kept with it) while the generation is (tally.lua).
+-- tests/lua/list_revision_spec.lua holds every file to it: a field of M.LISTED, or anything in one
+-- (s.usage.total, s.integration.state, table.insert(s.pending, …)), or a field named at run time
+-- (s[key]), is written here alone. Each write also makes the answers agentd keeps in C stale
+-- (answers.lua). This module is never hot-reloaded (rmcp/reloadable.lua): its generation only
+-- grows.
 local answers = require "rmcp.agentd.answers"
 
 local M = {}
