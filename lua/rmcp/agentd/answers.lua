@@ -1,7 +1,7 @@
 -- The answers agentd keeps for a connection and gives in C (rmcp.answerlane, core/answerlane.c): a
 -- request with params {} whose answer Lua gave and kept is answered from that text, without
 -- entering Lua, until anything it could show changes. Every such change calls M.changed (a session's
--- listed field: session/revision.lua; a session coming or going, parked or unparked; today's
+-- listed field, parked or not among them: session/revision.lua; a session coming or going; today's
 -- spend; a reload queued; a module or policy swapped in, a reload warning waiting), and a kept
 -- answer holds at most while the reload check would skip its stats (an edit of a module or policy
 -- is Lua's to see first). REASONIX_MCP_ANSWERLANE=0 keeps none.

@@ -10,7 +10,6 @@
 local rules_list = require "rmcp.rules.list"
 local reload = require "rmcp.lib.reload"
 local order = require "rmcp.agentd.session.order"
-local answers = require "rmcp.agentd.answers"
 local revision = require "rmcp.agentd.session.revision"
 
 local M = {}
@@ -24,7 +23,6 @@ end
 -- made again when next asked.
 function M.parked_changed(d)
   d.parked_gen = (d.parked_gen or 0) + 1
-  answers.changed()
 end
 
 -- The tally of orchestrator owner's parked sessions, with what a view (not all) looks at: listed,
