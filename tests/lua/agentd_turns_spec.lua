@@ -378,3 +378,37 @@ test("a message sent right after spawn is steered into the first turn, not dropp
   local res = ctx.watch_until(c, { sid }, function(_, x) return x.status == "idle" end)
   t.match(res.message, "early steer seen")
 end)
+
+test("a watch over many: another session's change keeps the reminder of a decision it reported", function(t)
+  local ctx = support.setup(t, { env = { REASONIX_MCP_DECISION_REMIND_S = "4" }, scenario = { rules = {
+    { last_role = "user", user_contains = "ASKQ", tool_calls = { { name = "ask", arguments = { questions = { {
+      header = "Library", question = "Which library?", multiSelect = false,
+      options = { { label = "requests" }, { label = "httpx" } } } } } } } },
+    { last_role = "user", user_contains = "PLANIT", tool_calls = { { name = "todo_write", arguments = { todos = {
+      { content = "Inspect code", status = "in_progress" } } } } } },
+    { last_tool_name = "todo_write", text = "Plan done.", delay_first = 20 },
+    { last_role = "user", text = "hi" },
+  } } })
+  local c = ctx.client()
+  local planned = 0
+  c.opts.on_notification = function(method, params)
+    if method == "agent_event" and params.note == "plan updated" then planned = planned + 1 end
+  end
+  local asking = ctx.call(c, "spawn", { task = "ASKQ me" }).session_id
+  ctx.watch_until(c, { asking }, function(_, x) return x.permission_request ~= nil end)
+  local other = ctx.call(c, "spawn", { task = "hello" }).session_id
+  ctx.watch_until(c, { other }, function(_, x) return x.status == "idle" end)
+  -- the watch goes out first on this connection, so the other's plan (a change that makes nothing
+  -- ready) reaches it while it waits
+  local t0 = uv.hrtime()
+  local got = require("rmcp.lib.async").map({ "watch", "send" }, 2, function(m)
+    if m == "watch" then return ctx.call(c, "watch", { session_ids = { asking, other }, timeout = 30 }) end
+    return ctx.call(c, "send", { session_id = other, message = "PLANIT" })
+  end)
+  local woke, ms = got[1], (uv.hrtime() - t0) / 1e6
+  t.ok(planned >= 1, "the other's plan changed it while the watch waited")
+  t.eq(woke.results[asking] and woke.results[asking].decision_reminder, true, "the reminder woke it")
+  t.eq(woke.results[other], nil, "the other, still at work, is not in it")
+  t.ok(ms < 12000, string.format("about 4 s after the decision was reported: %.0f ms", ms))
+  ctx.call(c, "stop", { session_id = other })
+end)

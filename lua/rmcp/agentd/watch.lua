@@ -44,11 +44,12 @@ end
 -- Delivers the ready sessions of watch w, if any: held answers it is to get again as they were, then
 -- compact (or poll-shaped) results of the others, consuming undelivered terminal state and
 -- decisions. Detailed results, and answers given again, share one result budget
--- (max_result_bytes). Returns true when it ended the watch.
-local function try_watch(d, w)
+-- (max_result_bytes). changed (a session of w, or nil: all) is the only one to look at: M.check.
+-- Returns true when it ended the watch.
+local function try_watch(d, w, changed)
   local results, given, again, ready, why = {}, {}, 0, {}, {}
   local now, watcher = store.now(), w.conn and w.conn.id
-  for _, sid in ipairs(w.ids) do
+  for _, sid in ipairs(changed and { changed.id } or w.ids) do
     local u = receipts.due(d, w, sid)
     if u then
       results[sid], given[sid], again = u.result, u, again + 1
@@ -59,7 +60,7 @@ local function try_watch(d, w)
     end
   end
   if #ready + again == 0 then
-    arm_reminder(d, w, now)
+    arm_reminder(d, w, now, changed)
     return false
   end
   local share = (again > 0 or w.detail) and rules_caps.limit("max_result_bytes") // (#ready + again)
@@ -95,18 +96,23 @@ local function try_watch(d, w)
 end
 
 -- Arms (again) the timer that wakes watch w when the first reminder of a decision it already
--- reported falls due (rules/watch.lua), if any of its sessions waits on one.
-arm_reminder = function(d, w, now)
+-- reported falls due (rules/watch.lua), if any of its sessions waits on one. With changed (the one
+-- session looked at), the timer moves only earlier: one that fires early looks at them all and arms
+-- it again.
+arm_reminder = function(d, w, now, changed)
   local first
-  for _, sid in ipairs(w.ids) do
+  for _, sid in ipairs(changed and { changed.id } or w.ids) do
     local s = d.sessions[sid]
     local t = s and rules_watch.next_reminder(s, w.conn and w.conn.id, now)
     if t and (not first or t < first) then first = t end
   end
+  if changed and (not first or (w.remind_at and w.remind_at <= first)) then return end
   if w.remind then w.remind:stop() end
+  w.remind_at = first
   if not first then return end
   w.remind = w.remind or uv.new_timer()
   w.remind:start(math.max(0, math.ceil((first - now) * 1000)), 0, function()
+    w.remind_at = nil
     if not w.done then try_watch(d, w) end
   end)
 end
@@ -199,10 +205,13 @@ function M.check_waits(d, s)
   end
 end
 
--- Re-checks the watch and waits on session s after it changed.
+-- Re-checks the watch and waits on session s after it changed. Only s can have become ready for its
+-- watch: each other session of it was not ready when the watch last looked, and a change of one
+-- comes here itself (session/state.lua M.changed); a reminder falls due on the watch's timer, and a
+-- lost answer comes by M.offer. A watch over many sessions pays for one.
 function M.check(d, s)
   local w = d.watch_by_session[s.id]
-  if w and not w.done then try_watch(d, w) end
+  if w and not w.done then try_watch(d, w, s) end
   M.check_waits(d, s)
 end
 
