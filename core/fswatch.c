@@ -119,10 +119,12 @@ static int lfswatch_remove(lua_State *L)
   return 0;
 }
 
-/* Appends one event {wd=, name=} to the table on top of the stack. */
+/* Appends one event {wd=, name=} to the table on top of the stack, made by the first event (the
+ * watcher alone at 1: none yet). */
 static void lfswatch_push_event(int wd, const char *name, void *ud)
 {
   lua_State *L = ud;
+  if (lua_gettop(L) == 1) lua_newtable(L);
   lua_createtable(L, 0, 2);
   lua_pushinteger(L, wd);
   lua_setfield(L, -2, "wd");
@@ -131,11 +133,12 @@ static void lfswatch_push_event(int wd, const char *name, void *ud)
   lua_rawseti(L, -2, (lua_Integer)lua_rawlen(L, -2) + 1);
 }
 
-/* w:read() -> nil when nothing is queued, else {{wd=, name=}, ...}; never blocks */
+/* w:read() -> nil when nothing is queued, else {{wd=, name=}, ...}; never blocks (and makes no
+ * table when nothing is queued: agentd reads on every request) */
 static int lfswatch_read(lua_State *L)
 {
   lfswatch_t *w = lfswatch_check(L, 1);
-  lua_newtable(L);
+  lua_settop(L, 1);
   int r = fswatch_drain(w->fd, lfswatch_push_event, L);
   if (r < 0) return lua_host_fail(L, r, "inotify read");
   if (r == 0) lua_pushnil(L);
