@@ -72,10 +72,19 @@ typedef struct {
   int fd;
 } lfswatch_t;
 
-/* The open watcher at idx, raising when it was closed. */
+/* The open watcher at idx, raising when it was closed. A method has the metatable as upvalue 1
+ * (luaopen_rmcp_fswatch) and compares it without looking its name up in the registry, as
+ * luaL_checkudata does (reload.check reads the queue on every call); elsewhere the index is
+ * acceptable but invalid, never equal, so luaL_checkudata decides. */
 static lfswatch_t *lfswatch_check(lua_State *L, int idx)
 {
-  lfswatch_t *w = luaL_checkudata(L, idx, FSWATCH_MT);
+  lfswatch_t *w = lua_touserdata(L, idx);
+  int ours = 0;
+  if (w && lua_getmetatable(L, idx)) {
+    ours = lua_rawequal(L, -1, lua_upvalueindex(1));
+    lua_pop(L, 1);
+  }
+  if (!ours) w = luaL_checkudata(L, idx, FSWATCH_MT);
   if (w->fd < 0) luaL_error(L, "fswatch: used after close");
   return w;
 }
@@ -162,7 +171,9 @@ int luaopen_rmcp_fswatch(lua_State *L)
     {"close", lfswatch_close}, {NULL, NULL},
   };
   luaL_newmetatable(L, FSWATCH_MT);
-  luaL_newlib(L, methods);
+  lua_newtable(L);
+  lua_pushvalue(L, -2); /* (each method's upvalue: the metatable, for lfswatch_check) */
+  luaL_setfuncs(L, methods, 1);
   lua_setfield(L, -2, "__index");
   lua_pushcfunction(L, lfswatch_close);
   lua_setfield(L, -2, "__gc");
