@@ -83,9 +83,18 @@ static const channel_cbs lchannel_cbs = {
   lchannel_on_flushed,
 };
 
-/* Check arg 1 is a channel userdata. */
+/* Check arg 1 is a channel userdata. A method (ch:write, ch:queued, ...) has the metatable as
+ * upvalue 1 (lchannel_metatable) and compares it without looking its name up in the registry, as
+ * luaL_checkudata does (agentd calls some for every line); in a metamethod, without upvalues, the
+ * index is acceptable but invalid, never equal, so luaL_checkudata decides. */
 static lchannel_t *lchannel_check(lua_State *L)
 {
+  void *u = lua_touserdata(L, 1);
+  if (u && lua_getmetatable(L, 1)) {
+    int ours = lua_rawequal(L, -1, lua_upvalueindex(1));
+    lua_pop(L, 1);
+    if (ours) return u;
+  }
   return luaL_checkudata(L, 1, LCHANNEL_MT);
 }
 
@@ -372,7 +381,9 @@ static void lchannel_metatable(lua_State *L)
   };
   if (luaL_newmetatable(L, LCHANNEL_MT)) {
     luaL_setfuncs(L, meta, 0);
-    luaL_newlib(L, methods);
+    lua_newtable(L);
+    lua_pushvalue(L, -2); /* (each method's upvalue: the metatable, for lchannel_check) */
+    luaL_setfuncs(L, methods, 1);
     lua_setfield(L, -2, "__index");
   }
 }

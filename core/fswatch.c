@@ -72,10 +72,19 @@ typedef struct {
   int fd;
 } lfswatch_t;
 
-/* The open watcher at idx, raising when it was closed. */
+/* The open watcher at idx, raising when it was closed. A method has the metatable as upvalue 1
+ * (luaopen_rmcp_fswatch) and compares it without looking its name up in the registry, as
+ * luaL_checkudata does (reload.check reads the queue on every call); elsewhere the index is
+ * acceptable but invalid, never equal, so luaL_checkudata decides. */
 static lfswatch_t *lfswatch_check(lua_State *L, int idx)
 {
-  lfswatch_t *w = luaL_checkudata(L, idx, FSWATCH_MT);
+  lfswatch_t *w = lua_touserdata(L, idx);
+  int ours = 0;
+  if (w && lua_getmetatable(L, idx)) {
+    ours = lua_rawequal(L, -1, lua_upvalueindex(1));
+    lua_pop(L, 1);
+  }
+  if (!ours) w = luaL_checkudata(L, idx, FSWATCH_MT);
   if (w->fd < 0) luaL_error(L, "fswatch: used after close");
   return w;
 }
@@ -119,10 +128,12 @@ static int lfswatch_remove(lua_State *L)
   return 0;
 }
 
-/* Appends one event {wd=, name=} to the table on top of the stack. */
+/* Appends one event {wd=, name=} to the table on top of the stack, made by the first event (the
+ * watcher alone at 1: none yet). */
 static void lfswatch_push_event(int wd, const char *name, void *ud)
 {
   lua_State *L = ud;
+  if (lua_gettop(L) == 1) lua_newtable(L);
   lua_createtable(L, 0, 2);
   lua_pushinteger(L, wd);
   lua_setfield(L, -2, "wd");
@@ -131,11 +142,12 @@ static void lfswatch_push_event(int wd, const char *name, void *ud)
   lua_rawseti(L, -2, (lua_Integer)lua_rawlen(L, -2) + 1);
 }
 
-/* w:read() -> nil when nothing is queued, else {{wd=, name=}, ...}; never blocks */
+/* w:read() -> nil when nothing is queued, else {{wd=, name=}, ...}; never blocks (and makes no
+ * table when nothing is queued: agentd reads on every request) */
 static int lfswatch_read(lua_State *L)
 {
   lfswatch_t *w = lfswatch_check(L, 1);
-  lua_newtable(L);
+  lua_settop(L, 1);
   int r = fswatch_drain(w->fd, lfswatch_push_event, L);
   if (r < 0) return lua_host_fail(L, r, "inotify read");
   if (r == 0) lua_pushnil(L);
@@ -159,7 +171,9 @@ int luaopen_rmcp_fswatch(lua_State *L)
     {"close", lfswatch_close}, {NULL, NULL},
   };
   luaL_newmetatable(L, FSWATCH_MT);
-  luaL_newlib(L, methods);
+  lua_newtable(L);
+  lua_pushvalue(L, -2); /* (each method's upvalue: the metatable, for lfswatch_check) */
+  luaL_setfuncs(L, methods, 1);
   lua_setfield(L, -2, "__index");
   lua_pushcfunction(L, lfswatch_close);
   lua_setfield(L, -2, "__gc");

@@ -747,9 +747,11 @@ int json_request_head(const char *s, size_t n, json_request_t *r)
   return 1;
 }
 
-/* json.request(line) -> id, method, params of a JSON-RPC request line written id first, as every
- * writer of ours and node's writes it (json_request_head), P one JSON object or array (decoded as
- * json.decode does; "{}" without a decode). nil for any other line: the caller decodes it whole.
+/* json.request(line) -> id, method, params, id text of a JSON-RPC request line written id first, as
+ * every writer of ours and node's writes it (json_request_head), P one JSON object or array (decoded
+ * as json.decode does; "{}" without a decode); the id text is the id as the line spells it (what an
+ * answer writes: a Lua string, made without formatting the integer). nil for any other line: the
+ * caller decodes it whole.
  * One pass in C where a Lua pattern cost thousands of instructions per line. */
 static int json_request(lua_State *L)
 {
@@ -770,7 +772,8 @@ static int json_request(lua_State *L)
   lua_pushinteger(L, (lua_Integer)r.id);
   lua_pushlstring(L, r.method, r.method_len);
   lua_rotate(L, 2, -1); /* id, method, params */
-  return 3;
+  lua_pushlstring(L, r.id_text, r.id_len);
+  return 4;
 }
 
 /* json.array([t]) -> t marked as a JSON array (so an empty one encodes as []). */

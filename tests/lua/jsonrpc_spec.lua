@@ -52,3 +52,32 @@ test("a line that only looks like one gets the answer of the whole decode", func
   t.eq(answers({ '{"jsonrpc":"2.0","id":8,"method":"echo","params":{"a":1}' })[1]:match('"id":null,"error"'),
        '"id":null,"error"', "an unclosed object is a parse error")
 end)
+
+test("a reply answers once; one its handler keeps can be handed over by its id (reply_id, reply_to)", function(t)
+  local out, kept = {}, {}
+  local peer = jsonrpc.new{
+    send = function(line) out[#out + 1] = json.decode(line) end,
+    methods = {
+      now = function(_, reply)
+        t.eq(reply({ ok = true }), true)
+        t.eq(reply({ ok = false }), false, "a second answer is not sent")
+      end,
+      keep = function(_, reply) kept[#kept + 1] = reply end,
+    },
+  }
+  peer:receive('{"jsonrpc":"2.0","id":1,"method":"now","params":{}}')
+  peer:receive('{"jsonrpc":"2.0","id":"a\\"b","method":"keep","params":{}}')
+  peer:receive('{"jsonrpc":"2.0","id":3,"method":"keep","params":{}}')
+  t.eq(out, { { jsonrpc = "2.0", id = 1, result = { ok = true } } })
+  t.eq(peer:unanswered(), 2)
+  t.eq({ jsonrpc.reply_id(kept[1]), jsonrpc.reply_id(kept[2]) }, { 'a"b', 3 }, "the kept replies' ids")
+  kept[2](nil, jsonrpc.error(-1, "no"))
+  t.eq(kept[2]({}), false)
+  t.eq(out[2], { jsonrpc = "2.0", id = 3, error = { code = -1, message = "no" } })
+  local again = peer:reply_to('a"b') -- (as a successor image answers the request of kept[1])
+  t.eq(jsonrpc.reply_id(again), 'a"b')
+  t.eq(peer:unanswered(), 2, "reply_to's request counts until it is answered")
+  again(nil)
+  t.eq(out[3], { jsonrpc = "2.0", id = 'a"b', result = {} })
+  t.eq(peer:unanswered(), 1)
+end)

@@ -130,29 +130,32 @@ local function not_found(method)
   return jsonrpc.error(jsonrpc.METHOD_NOT_FOUND, "method not found: " .. method)
 end
 
--- Routes a request or notification of conn to its handler.
-local function dispatch(d, conn, method, params, reply)
-  if method == "$/cancel" then
-    local cancel = conn.requests[params.id]
-    if cancel then cancel() end
-    return reply()
+-- The router of conn's requests and notifications to their handlers: route(method, params, reply),
+-- the on_request of its peer (params: a table, as jsonrpc.lua hands every request's).
+local function router(d, conn)
+  return function(method, params, reply)
+    if method == "$/cancel" then
+      local cancel = conn.requests[params.id]
+      if cancel then cancel() end
+      return reply()
+    end
+    local module = handlers[method] or handler_of(method)
+    if not (module and module[method]) then return reply(nil, not_found(method)) end
+    if not conn.hello and method ~= "hello" then
+      return reply(nil, jsonrpc.error(M.HELLO_REQUIRED, "hello required: send hello {protocol: 1, orchestrator_id, project_dir} first"))
+    end
+    if params[1] ~= nil then return reply(nil, bad("params must be an object")) end
+    if not M.WITHOUT_HISTORY[method] then session.complete_history(d) end
+    -- Hot reload: a changed policy or module applies to this very call; a failed reload is reported
+    -- (once) to the next MCP server that asked for warnings in hello, ahead of its reply.
+    reload.check()
+    if conn.hello and conn.client.warnings == true and reload.has_warnings() then
+      for _, w in ipairs(reload.take_warnings()) do conn.peer:notify("reload_warning", { message = w }) end
+    end
+    local fn = module[method] -- read after the reload check: an edit of its module applies to this call
+    if not fn then return reply(nil, not_found(method)) end
+    fn(d, conn, params, reply, conn.peer.current_id)
   end
-  local module = handler_of(method)
-  if not (module and module[method]) then return reply(nil, not_found(method)) end
-  if method ~= "hello" and not conn.hello then
-    return reply(nil, jsonrpc.error(M.HELLO_REQUIRED, "hello required: send hello {protocol: 1, orchestrator_id, project_dir} first"))
-  end
-  if type(params) ~= "table" or params[1] ~= nil then return reply(nil, bad("params must be an object")) end
-  if not M.WITHOUT_HISTORY[method] then session.complete_history(d) end
-  -- Hot reload: a changed policy or module applies to this very call; a failed reload is reported
-  -- (once) to the next MCP server that asked for warnings in hello, ahead of its reply.
-  reload.check()
-  if conn.hello and conn.client.warnings == true then
-    for _, w in ipairs(reload.take_warnings()) do conn.peer:notify("reload_warning", { message = w }) end
-  end
-  local fn = module[method] -- read after the reload check: an edit of its module applies to this call
-  if not fn then return reply(nil, not_found(method)) end
-  fn(d, conn, params, reply, conn.peer.current_id)
 end
 
 ---@class AgentdConn                 one client of the socket: an MCP server, ctl, the dashboard
@@ -176,13 +179,14 @@ end
 function M.connect(d, send, peer_pid, on_answered)
   d.next_conn = d.next_conn + 1
   local conn = { id = d.next_conn, requests = {}, hello = false, peer_pid = peer_pid }
+  local route = router(d, conn)
   conn.peer = jsonrpc.new({
     name = "agentd-conn",
     send = send,
     on_answered = on_answered,
-    on_request = function(method, params, reply) dispatch(d, conn, method, params, reply) end,
+    on_request = route,
     on_notification = function(method, params)
-      dispatch(d, conn, method, params, function() end)
+      route(method, params, function() end)
     end,
     on_protocol_error = function(message) log.warn("conn %d: %s", conn.id, message) end,
   })
@@ -225,14 +229,17 @@ end
 function M.accept(d, fd, peer_uid, peer_pid)
   if M.sandboxed_peer(peer_pid) then return M.refuse(fd, peer_pid) end
   local ch, gate
-  local conn = M.connect(d, function(line) if ch and not ch:is_closed() then ch:write(line) end end, peer_pid,
-                         function() gate:released() end)
+  -- (a write to a closed channel writes nothing and says so: no look whether it is closed first)
+  local conn = M.connect(d, function(line) if ch then ch:write(line) end end, peer_pid,
+                         function() if gate.held then gate:released() end end)
   -- a peer that leaves its replies unread, or has too many requests in flight, is not read either
   -- until that clears (config.lua "Back-pressure": twice a host's bound, so a server at its own is
   -- never held back here and its cancels get through)
   local max_in_flight = 2 * config.limit("max_in_flight")
   gate = flow.gate("conn " .. conn.id, function()
-    return flow.unread(ch, "the client") or flow.too_many(conn.peer:unanswered(), max_in_flight)
+    local n = conn.peer:unanswered()
+    if n < max_in_flight and ch:queued() < flow.UNREAD then return nil end -- (the usual case, after every line)
+    return flow.unread(ch, "the client") or flow.too_many(n, max_in_flight)
   end)
   local err
   ch, err = channel.open(fd, {

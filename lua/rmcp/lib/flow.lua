@@ -30,9 +30,9 @@ function M.gate(name, behind)
 end
 
 -- Why the written channel w is behind: at least UNREAD bytes unread by the peer (its on_drain
--- fires once it is back under), or nil. whom names the peer in the text.
+-- fires once it is back under), or nil (a closed one has none queued). whom names the peer in the text.
 function M.unread(w, whom)
-  if w and not w:is_closed() and w:queued() >= M.UNREAD then
+  if w and w:queued() >= M.UNREAD then
     return string.format("%d bytes written are unread by %s", w:queued(), whom or "the peer")
   end
   return nil

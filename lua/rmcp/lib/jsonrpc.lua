@@ -46,13 +46,15 @@ Peer.__index = Peer
 -- cancelled (MCP sends no answer to one).
 M.NO_ANSWER = setmetatable({}, { __name = "jsonrpc.no_answer" })
 
+local replier -- (below)
+
 -- Creates a peer. opts: send(line) (required), methods = {name = fn(params, reply, peer)},
 -- on_request(method, params, reply, peer) fallback, on_notification(method, params, peer),
 -- on_protocol_error(message, line) for lines that are not JSON-RPC, on_answered() after a request
 -- of the peer was answered (or settled with NO_ANSWER), name for messages.
 function M.new(opts)
   assert(type(opts.send) == "function", "jsonrpc.new: send function required")
-  return setmetatable({
+  local self = setmetatable({
     send_line = opts.send,
     methods = opts.methods or {},
     on_request = opts.on_request,
@@ -66,7 +68,10 @@ function M.new(opts)
     unanswered_n = 0,  -- requests received and not yet answered (back-pressure: lib/flow.lua)
     on_answered = opts.on_answered,
     closed = false,
+    settled = false,   -- the id text of the request answered last (run_request)
   }, Peer)
+  self.new_reply = replier(self)
+  return self
 end
 
 -- Sends one envelope: head (`{"jsonrpc":"2.0",…` up to the last member's colon) + the encoding of
@@ -150,65 +155,84 @@ function Peer:close(reason)
   end
 end
 
--- The head of a response envelope for id (nil: null) up to the colon after member ("result"/"error").
-local function response_head(id, member)
-  return '{"jsonrpc":"2.0","id":' .. (id == nil and "null" or json.encode(id)) .. ',"' .. member .. '":'
+local RESPONSE = '{"jsonrpc":"2.0","id":'
+
+-- The JSON text of request id (nil: null).
+local function id_text(id)
+  if id == nil then return "null" end
+  return json.encode(id)
+end
+
+-- Sends an error response for the id whose JSON text is idtext (id_text).
+local function send_error(peer, idtext, code, message, data)
+  return peer:send_envelope(RESPONSE .. idtext .. ',"error":', { code = code, message = message, data = data })
 end
 
 -- Sends an error response for id.
 function Peer:respond_error(id, code, message, data)
-  return self:send_envelope(response_head(id, "error"), { code = code, message = message, data = data })
+  return send_error(self, id_text(id), code, message, data)
 end
 
--- The request id each live reply function answers (weak: a reply that is gone is forgotten), so a
--- request can be answered by a successor process (agentd handing agents over across exec).
+-- The request id each reply function that was left to answer later answers (weak: a reply that is
+-- gone is forgotten), so a request can be answered by a successor process (agentd handing agents
+-- over across exec).
 local reply_ids = setmetatable({}, { __mode = "k" })
 
--- Sends the answer to request id: err, or result (a result that cannot be encoded still gets an
--- answer); NO_ANSWER sends nothing. Returns whether something was sent.
-local function answer(peer, id, result, err)
+-- Sends the answer to the request whose id's JSON text is idtext: err, or result (a result that
+-- cannot be encoded still gets an answer); NO_ANSWER sends nothing. Returns whether something was sent.
+local function answer(peer, idtext, result, err)
   if result == M.NO_ANSWER then return true end
   if err ~= nil then
     if type(err) ~= "table" then err = M.error(M.INTERNAL_ERROR, tostring(err)) end
-    return peer:respond_error(id, err.code or M.INTERNAL_ERROR, err.message or "error", err.data)
+    return send_error(peer, idtext, err.code or M.INTERNAL_ERROR, err.message or "error", err.data)
   end
-  if result == nil then result = {} end
-  local ok, eerr = peer:send_envelope(response_head(id, "result"), result)
-  if not ok and eerr ~= "connection closed" then
-    return peer:respond_error(id, M.INTERNAL_ERROR, "result not encodable: " .. tostring(eerr))
-  end
-  return ok
+  if peer.closed then return false end
+  local body, eerr = "{}", nil -- (no result: an empty object)
+  if result ~= nil then body, eerr = json.encode(result) end
+  if not body then return send_error(peer, idtext, M.INTERNAL_ERROR, "result not encodable: " .. tostring(eerr)) end
+  peer.send_line(RESPONSE .. idtext .. ',"result":' .. body .. "}")
+  return true
 end
 
--- Makes the once-only reply function handed to a method handler; a request's counts as unanswered
--- until it runs.
-local function make_reply(peer, id)
-  local done = false
-  local reply
-  reply = function(result, err)
-    if done then return false end
-    done = true
-    if id == nil then return true end -- a notification: nothing to send
-    peer.unanswered_n = peer.unanswered_n - 1
-    local ok = answer(peer, id, result, err)
-    if peer.on_answered then peer.on_answered() end
-    return ok
+-- The maker of peer's once-only reply functions: new_reply(idtext) -> the reply to the request whose
+-- id's JSON text is idtext (false: a reply that sends nothing), handed to a method handler. The
+-- reply's one piece of state is idtext, nil once it ran (peer is every reply's: no state of its own).
+replier = function(peer)
+  return function(idtext)
+    return function(result, err)
+      local text = idtext
+      if text == nil then return false end
+      idtext = nil
+      if text == false then return true end -- no id: nothing to send
+      peer.unanswered_n = peer.unanswered_n - 1
+      peer.settled = text
+      local ok = answer(peer, text, result, err)
+      local on_answered = peer.on_answered
+      if on_answered then on_answered() end
+      return ok
+    end
   end
-  if id ~= nil then
-    reply_ids[reply] = id
-    peer.unanswered_n = peer.unanswered_n + 1
-  end
-  return reply
 end
 
--- The id of the request a reply function answers (nil for a notification's).
+-- A reply function for request id (nil: one that sends nothing), with idtext its JSON text; the
+-- request counts as unanswered until it runs.
+local function make_reply(peer, id, idtext)
+  if id == nil then return peer.new_reply(false) end
+  peer.unanswered_n = peer.unanswered_n + 1
+  return peer.new_reply(idtext)
+end
+
+-- The id of the request a reply function answers: one its handler left to answer later, or one
+-- made by reply_to (nil for any other).
 function M.reply_id(reply)
   return reply_ids[reply]
 end
 
 -- A reply function for request id received by another process image (see M.reply_id).
 function Peer:reply_to(id)
-  return make_reply(self, id)
+  local reply = make_reply(self, id, id_text(id))
+  if id ~= nil then reply_ids[reply] = id end
+  return reply
 end
 
 -- Waits for the answer to request id sent by another process image (or C code): cb(result, err) as
@@ -236,20 +260,36 @@ local function handler_failed(peer, err, reply, method)
   reply(nil, err)
 end
 
--- Runs a request handler, turning a raised error into a JSON-RPC error reply.
-local function run_handler(peer, fn, params, reply, method)
-  local ok, err = xpcall(fn, handler_error, params, reply, peer, method)
-  if not ok then return handler_failed(peer, err, reply, method) end
-end
-
--- Runs the on_request fallback of peer for method (run_handler's argument order: no closure per request).
-local function call_on_request(params, reply, peer, method)
-  return peer.on_request(method, params, reply, peer)
-end
-
 -- The reply handed to a notification's handler: there is nobody to answer.
 local function no_reply() return true end
 
+-- Runs the handler for a valid request (id; idtext: its JSON text, id_text) or notification (id
+-- nil) with its reply function, a raised error turned into an error reply. While it runs
+-- synchronously, self.current_id is the request's id (nil for a notification), for handlers that
+-- key state by it. A reply the handler leaves to answer later is registered for M.reply_id.
+local function run_request(self, method, params, id, idtext)
+  local outer = self.current_id
+  self.current_id = id
+  local fn = self.methods[method]
+  local reply = no_reply
+  if id ~= nil then
+    reply = make_reply(self, id, idtext)
+    self.settled = false
+  end
+  local ok, err = true, nil
+  if fn then
+    ok, err = xpcall(fn, handler_error, params, reply, self, method)
+  elseif id == nil then
+    if self.on_notification then ok, err = xpcall(self.on_notification, handler_error, method, params, self) end
+  elseif self.on_request then
+    ok, err = xpcall(self.on_request, handler_error, method, params, reply, self)
+  else
+    reply(nil, M.error(M.METHOD_NOT_FOUND, "Method not found: " .. method))
+  end
+  if not ok then handler_failed(self, err, reply, method) end
+  if id ~= nil and self.settled ~= idtext then reply_ids[reply] = id end
+  self.current_id = outer
+end
 
 -- Handles a response to one of our requests.
 function Peer:handle_response(msg)
@@ -298,7 +338,7 @@ end
 -- Feeds one received line: dispatches requests/notifications, settles responses (a raw request's
 -- result is handed over undecoded when the line is an id-first envelope).
 function Peer:receive(line)
-  if next(self.raw) ~= nil then
+  if self.pending_n > 0 and next(self.raw) ~= nil then -- (raw: only pending ids)
     local id = line:match('^{"jsonrpc":"2.0","id":(%d+),"result":')
     id = id and math.tointeger(tonumber(id))
     if id and self.raw[id] and line:byte(-1) == 125 then
@@ -309,8 +349,8 @@ function Peer:receive(line)
   end
   -- (a request written id first, as every writer of ours and node's writes it, is read in one C
   -- pass: core/json.c json.request; any other line is decoded whole)
-  local id, method, params = json.request(line)
-  if id then return self:run_request(method, params, id) end
+  local id, method, params, idtext = json.request(line)
+  if id then return run_request(self, method, params, id, idtext) end
   local msg, err = json.decode(line)
   if msg == nil then
     self:protocol_error("parse error: " .. tostring(err), line)
@@ -345,33 +385,7 @@ function Peer:receive_message(msg, line)
     if id ~= nil then return self:respond_error(id, M.INVALID_PARAMS, "Invalid params: params must be an object or array") end
     return
   end
-  return self:run_request(msg.method, params or {}, id)
-end
-
--- Dispatches a valid request (id) or notification (id nil) with its reply function.
-function Peer:run_request(method, params, id)
-  local outer = self.current_id
-  self.current_id = id
-  self:dispatch(method, params, id, id == nil and no_reply or make_reply(self, id))
-  self.current_id = outer
-end
-
--- Runs the handler for one valid request or notification. While it runs synchronously,
--- self.current_id is the request's id (nil for a notification), for handlers that key state by it.
-function Peer:dispatch(method, params, id, reply)
-  local fn = self.methods[method]
-  if fn then return run_handler(self, fn, params, reply, method) end
-  if id == nil then
-    if self.on_notification then
-      local ok, err = xpcall(self.on_notification, handler_error, method, params, self)
-      if not ok then handler_failed(self, err, reply, method) end
-    end
-    return
-  end
-  if self.on_request then
-    return run_handler(self, call_on_request, params, reply, method)
-  end
-  return reply(nil, M.error(M.METHOD_NOT_FOUND, "Method not found: " .. method))
+  return run_request(self, msg.method, params or {}, id, id_text(id))
 end
 
 return M

@@ -222,12 +222,10 @@ local function note_fixed(path)
     path, e.name, S.role, S.role == "agentd" and " (reasonix_restart_agentd)" or ""))
 end
 
--- Reads the change queue: marks the state dirty for an event in a watched dir (or for the next step
--- on the way to a missing source dir, which also moves that watch), and in agentd notes edits of
--- modules that only a restart loads.
-local function drain_queue()
-  local events = S.queue and S.queue:read()
-  if not events then return end
+-- Takes the events read from the change queue: marks the state dirty for an event in a watched dir
+-- (or for the next step on the way to a missing source dir, which also moves that watch), and in
+-- agentd notes edits of modules that only a restart loads.
+local function take_events(events)
   for _, ev in ipairs(events) do
     local only = S.wd_only[ev.wd]
     if only == false then
@@ -244,7 +242,9 @@ end
 -- and the last full check is recent (see the top of this file).
 function M.check()
   if not S.started or S.checking then return false end
-  drain_queue()
+  local queue = S.queue
+  local events = queue and queue:read()
+  if events then take_events(events) end
   if not S.dirty and S.covered and S.window > 0 and uv.hrtime() - S.last_full < S.window then
     return false
   end
