@@ -12,47 +12,57 @@ M.static_types = { available_commands_update = true, config_option_update = true
 -- Events that are never filtered or dropped.
 M.critical_types = { permission_request = true, turn_end = true, process_exited = true }
 
--- The boolean options of a poll, and its lists of event type names.
-local BOOLEAN_OPTIONS = { "detail", "include_thought", "include_full" }
-local EVENT_LISTS = { "include_events", "exclude_events" }
+-- Checks the event type names list v of option k; returns them as a set, or nil, message.
+local function event_set(k, v)
+  if type(v) ~= "table" then return nil, k .. " must be an array of event type names" end
+  local set = {}
+  for _, name in ipairs(v) do
+    if type(name) ~= "string" then return nil, k .. " must contain strings" end
+    set[name] = true
+  end
+  return set
+end
 
--- Checks poll options; returns normalized options or nil, message naming the bad field.
+-- The largest events tail a detailed result holds: max_events asked (p.max_events, checked; clamped
+-- to max_events_cap), else the max_events cap; returns it and the cap when the ask was clamped.
+local function events_tail(asked)
+  if asked == nil then return math.min(caps.limit("max_events"), caps.limit("max_events_cap")) end
+  local cap = caps.limit("max_events_cap")
+  return math.min(math.tointeger(asked), cap), asked > cap and cap or nil
+end
+
+-- Checks poll options; returns normalized options or nil, message naming the bad field. (A poll
+-- asks it on every call: the plain one, with no option, makes no set and reads no events cap.)
 function M.options(p)
-  local o = {}
-  for _, k in ipairs(BOOLEAN_OPTIONS) do
-    if p[k] ~= nil and type(p[k]) ~= "boolean" then return nil, k .. " must be a boolean" end
+  local detail, thought, full, max_events = p.detail, p.include_thought, p.include_full, p.max_events
+  if detail ~= nil and type(detail) ~= "boolean" then return nil, "detail must be a boolean" end
+  if thought ~= nil and type(thought) ~= "boolean" then return nil, "include_thought must be a boolean" end
+  if full ~= nil and type(full) ~= "boolean" then return nil, "include_full must be a boolean" end
+  local o, err = {}, nil
+  if p.include_events ~= nil then
+    o.include_events, err = event_set("include_events", p.include_events)
+    if err then return nil, err end
   end
-  for _, k in ipairs(EVENT_LISTS) do
-    local v = p[k]
-    if v ~= nil then
-      if type(v) ~= "table" then return nil, k .. " must be an array of event type names" end
-      local set = {}
-      for _, name in ipairs(v) do
-        if type(name) ~= "string" then return nil, k .. " must contain strings" end
-        set[name] = true
-      end
-      o[k] = set
-    end
+  if p.exclude_events ~= nil then
+    o.exclude_events, err = event_set("exclude_events", p.exclude_events)
+    if err then return nil, err end
   end
-  if p.max_events ~= nil then
-    if math.type(p.max_events) ~= "integer" and not (type(p.max_events) == "number" and p.max_events == math.floor(p.max_events)) then
+  if max_events ~= nil then
+    if math.type(max_events) ~= "integer" and not (type(max_events) == "number" and max_events == math.floor(max_events)) then
       return nil, "max_events must be an integer"
     end
-    if p.max_events < 0 then return nil, "max_events must be >= 0" end
-    local cap = caps.limit("max_events_cap")
-    o.max_events = math.min(math.tointeger(p.max_events), cap)
-    if p.max_events > cap then o.max_events_clamped = cap end
-  else
-    o.max_events = math.min(caps.limit("max_events"), caps.limit("max_events_cap"))
+    if max_events < 0 then return nil, "max_events must be >= 0" end
   end
   -- an event selector asks for the events: it opts into the detailed shape, which shows them
-  local selects = p.include_events ~= nil or p.exclude_events ~= nil or p.max_events ~= nil
-  if selects and p.detail == false then
+  local selects = p.include_events ~= nil or p.exclude_events ~= nil or max_events ~= nil
+  if selects and detail == false then
     return nil, "include_events, exclude_events and max_events select events, which only detail=true shows: drop detail=false"
   end
-  o.detail = p.detail == true or selects
-  o.include_thought = p.include_thought == true or (p.include_thought == nil and config.flag("INCLUDE_THOUGHT"))
-  o.include_full = p.include_full == true or (p.include_full == nil and config.flag("INCLUDE_FULL"))
+  o.detail = detail == true or selects
+  -- (only a detailed result holds events: filter_events reads the tail)
+  if o.detail then o.max_events, o.max_events_clamped = events_tail(max_events) end
+  o.include_thought = thought == true or (thought == nil and config.flag("INCLUDE_THOUGHT"))
+  o.include_full = full == true or (full == nil and config.flag("INCLUDE_FULL"))
   return o
 end
 
