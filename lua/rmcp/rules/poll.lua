@@ -92,22 +92,26 @@ function M.filter_events(events, o)
   return json.array(kept), filtered, dropped
 end
 
--- Adds the fields every poll shape shares (lean keys; empty or unchanged ones omitted).
-local function lean_fields(r, snap)
-  r.session_id = snap.session_id
-  r.status = snap.status
-  r.message, r.message_truncated = caps.message(snap.text)
-  if snap.stop_reason and snap.status ~= "running" and snap.status ~= "starting" then r.stop_reason = snap.stop_reason end
-  if snap.status == "exited" or snap.status == "orphaned" then r.exit_reason = snap.exit_reason end
+-- The fields every poll shape shares (lean keys; empty or unchanged ones omitted), in one table
+-- made at its size.
+local function lean_fields(snap)
+  local status = snap.status
+  local r = {
+    session_id = snap.session_id, status = status, message = nil, message_truncated = nil,
+    stop_reason = nil, exit_reason = nil, plan = nil, error_text = nil,
+    current_work = snap.current_work,
+    permission_request = snap.permission_request,
+    background_recovery = snap.background_recovery,
+    health = snap.health, -- blocked or stalled (agentd/health.lua)
+    changes = snap.changes, -- isolate=worktree: what it changed against its base
+    usage = snap.usage, -- what it spent: the last turn, the session (rules/usage.lua line)
+    integration = snap.integration, -- its branch's integration (agentd/integrate/queue.lua)
+  }
+  if snap.text ~= nil and snap.text ~= "" then r.message, r.message_truncated = caps.message(snap.text) end
+  if snap.stop_reason and status ~= "running" and status ~= "starting" then r.stop_reason = snap.stop_reason end
+  if status == "exited" or status == "orphaned" then r.exit_reason = snap.exit_reason end
   if snap.plan_changed then r.plan = json.array(snap.plan or {}) end
-  r.current_work = snap.current_work
-  r.permission_request = snap.permission_request
   if snap.error_changed then r.error_text = snap.error_text end
-  r.background_recovery = snap.background_recovery
-  r.health = snap.health -- blocked or stalled (agentd/health.lua)
-  r.changes = snap.changes -- isolate=worktree: what it changed against its base
-  r.usage = snap.usage -- what it spent: the last turn, the session (rules/usage.lua line)
-  r.integration = snap.integration -- its branch's integration (agentd/integrate/queue.lua)
   return r
 end
 
@@ -202,7 +206,7 @@ end
 -- Shapes a drained snapshot into the poll result for options o (from M.options); with its JSON text
 -- when it fitted whole (M.fit).
 function M.shape(snap, o)
-  local r = lean_fields({}, snap)
+  local r = lean_fields(snap)
   if o.detail then
     r.text, r.text_truncated = caps.tail(snap.text or "", caps.limit("max_delta_text"))
     r.text_truncated = r.text_truncated or snap.text_cut == true
