@@ -38,7 +38,8 @@ function M.options(p)
   if detail ~= nil and type(detail) ~= "boolean" then return nil, "detail must be a boolean" end
   if thought ~= nil and type(thought) ~= "boolean" then return nil, "include_thought must be a boolean" end
   if full ~= nil and type(full) ~= "boolean" then return nil, "include_full must be a boolean" end
-  local o, err = {}, nil
+  local o, err = { detail = false, include_thought = false, include_full = false, include_events = nil,
+    exclude_events = nil, max_events = nil, max_events_clamped = nil }, nil -- (made at its size)
   if p.include_events ~= nil then
     o.include_events, err = event_set("include_events", p.include_events)
     if err then return nil, err end

@@ -235,7 +235,8 @@ end
 -- The compact usage of a turn result: {turn = tokens, total = tokens, cost? (the session's, known
 -- part), currency?, estimated? (a turn reported no usage), warning? (a budget's)} — a few dozen bytes.
 function M.line(turn, total, warning)
-  local r = { turn = turn and turn.total or 0, total = total.total }
+  local r = { turn = turn and turn.total or 0, total = total.total, cost = nil, currency = nil, cost_partial = nil,
+    estimated = nil, warning = nil, budget = nil } -- (made at its size: session/usage.lua line adds budget)
   if total.cost then r.cost = tonumber(string.format("%.6g", total.cost)) r.currency = total.currency end
   if total.cost_unknown and total.cost then r.cost_partial = true end
   if (total.unreported or 0) > 0 then r.estimated = true end
