@@ -3,6 +3,7 @@
 local json = require "rmcp.lib.json"
 local config = require "rmcp.config"
 local caps = require "rmcp.rules.caps"
+local rules_usage = require "rmcp.rules.usage"
 
 local M = {}
 
@@ -204,9 +205,40 @@ function M.fit(r, budget)
   return r
 end
 
+-- The fields of a lean result that says nothing new (its session's state and spend, no message,
+-- plan, work, decision, error, recovery, health, changes or integration): the ones a kept text stands for.
+local QUIET_FIELDS = { session_id = true, status = true, stop_reason = true, exit_reason = true, usage = true }
+
+-- The text kept in kept (M.shape) when lean result r says what the kept one said, else nil.
+local function kept_text(r, kept)
+  if kept.text == nil then return nil end
+  local n = 0
+  for k, v in pairs(r) do
+    if not QUIET_FIELDS[k] or (k == "usage" and not rules_usage.same_line(v, kept.usage)) or (k ~= "usage" and kept[k] ~= v) then
+      return nil
+    end
+    n = n + 1
+  end
+  return n == kept.n and kept.text or nil
+end
+
+-- Keeps lean result r with its text in kept when it says nothing new (QUIET_FIELDS), else forgets.
+local function keep(r, text, kept)
+  local n = 0
+  kept.text = nil
+  for k in pairs(r) do
+    if not QUIET_FIELDS[k] then return end
+    n = n + 1
+  end
+  kept.session_id, kept.status, kept.stop_reason, kept.exit_reason = r.session_id, r.status, r.stop_reason, r.exit_reason
+  kept.usage, kept.n, kept.text = r.usage, n, text -- (a usage line is never changed once made)
+end
+
 -- Shapes a drained snapshot into the poll result for options o (from M.options); with its JSON text
--- when it fitted whole (M.fit).
-function M.shape(snap, o)
+-- when it fitted whole (M.fit). kept (optional): a table the caller keeps per session, where a lean
+-- result that says nothing new keeps its text, given again for the same result (a session polled
+-- again and again while nothing happens: encoding it costs as much as the rest of the poll).
+function M.shape(snap, o, kept)
   local r = lean_fields(snap)
   if o.detail then
     r.text, r.text_truncated = caps.tail(snap.text or "", caps.limit("max_delta_text"))
@@ -248,7 +280,13 @@ function M.shape(snap, o)
     r.full_text, r.full_text_truncated = caps.tail(snap.full_text or "", caps.limit("max_full_text"))
     r.full_text_truncated = r.full_text_truncated or snap.full_text_cut == true
   end
-  return M.fit(r, o.budget or caps.limit("max_result_bytes"))
+  local budget = o.budget or caps.limit("max_result_bytes")
+  if not kept or o.detail or o.include_thought or o.include_full then return M.fit(r, budget) end
+  local text = kept_text(r, kept)
+  if text and #text <= budget then return r, text end
+  local fitted, fresh = M.fit(r, budget)
+  if fresh then keep(fitted, fresh, kept) else kept.text = nil end
+  return fitted, fresh
 end
 
 return M

@@ -1,0 +1,80 @@
+-- The text a lean poll result keeps (rules/poll.lua shape with a kept table): a session polled
+-- again while nothing happens gets the kept text, and anything a result says differently (status,
+-- stop or exit reason, any usage figure, a message, work, a decision, a smaller budget) gets a
+-- fresh one: the kept text never stands for a result it does not say.
+local json = require "rmcp.lib.json"
+local poll = require "rmcp.rules.poll"
+
+local with_env = require("testing").with_env
+
+-- A drained snapshot of an idle session with nothing new, its usage line usage.
+local function quiet(usage, over)
+  local s = { session_id = "rx-1", status = "idle", stop_reason = "end_turn", text = "", usage = usage }
+  for k, v in pairs(over or {}) do s[k] = v end
+  return s
+end
+
+-- The usage line of an idle session.
+local function line(over)
+  local u = { turn = 3, total = 10 }
+  for k, v in pairs(over or {}) do u[k] = v end
+  return u
+end
+
+-- Shapes snap as a plain poll with kept; returns the text and the result decoded from it.
+local function shaped(snap, kept)
+  local r, text = poll.shape(snap, assert(poll.options({})), kept)
+  assert(text, "a fitting result comes with its text")
+  return text, json.decode(text), r
+end
+
+test("a result that says nothing new is its kept text again", function(t)
+  local kept = {}
+  local first = shaped(quiet(line()), kept)
+  local again, decoded = shaped(quiet(line()), kept)
+  t.ok(rawequal(again, kept.text) and again == first, "the kept text, not a fresh encoding")
+  t.eq(decoded, { session_id = "rx-1", status = "idle", stop_reason = "end_turn", usage = { turn = 3, total = 10 } })
+end)
+
+test("any field that differs gets a fresh text that says it", function(t)
+  local kept = {}
+  shaped(quiet(line()), kept)
+  local _, r = shaped(quiet(line({ total = 11 })), kept)
+  t.eq(r.usage.total, 11, "a usage figure")
+  _, r = shaped(quiet(line({ total = 11, warning = "80% of the budget" })), kept)
+  t.eq(r.usage.warning, "80% of the budget", "a budget's warning")
+  _, r = shaped(quiet(line({ total = 11, warning = "80% of the budget", budget = "stopped" })), kept)
+  t.eq(r.usage.budget, "stopped", "a budget's note")
+  _, r = shaped(quiet(line(), { status = "exited", exit_reason = "crashed" }), kept)
+  t.eq({ r.status, r.exit_reason, r.usage.warning }, { "exited", "crashed", nil }, "the status and exit reason")
+  _, r = shaped(quiet(line(), { stop_reason = "cancelled" }), kept)
+  t.eq(r.stop_reason, "cancelled")
+  _, r = shaped(quiet(nil), kept)
+  t.eq(r.usage, nil, "no usage")
+  _, r = shaped(quiet(line(), { text = "done" }), kept)
+  t.eq(r.message, "done", "a message")
+  _, r = shaped(quiet(line(), { status = "running", current_work = { type = "tool", tool = "bash" } }), kept)
+  t.eq(r.current_work, { type = "tool", tool = "bash" }, "work")
+  _, r = shaped(quiet(line()), kept)
+  t.eq(r.current_work, nil, "quiet again: nothing of the busy result")
+  t.eq(r.status, "idle")
+  local changes = { files = 1 }
+  shaped(quiet(line(), { changes = changes }), kept)
+  changes.files = 2 -- (the same table, changed in place)
+  _, r = shaped(quiet(line(), { changes = changes }), kept)
+  t.eq(r.changes, { files = 2 }, "a table is never taken as the same")
+end)
+
+test("a kept text over a smaller budget is cut as any result; detail is never kept", function(t)
+  local kept = {}
+  shaped(quiet(line()), kept)
+  with_env({ REASONIX_MCP_MAX_RESULT_BYTES = "40" }, function()
+    local r, text = poll.shape(quiet(line()), assert(poll.options({})), kept)
+    t.eq(text, nil, "no text that does not fit")
+    t.eq(r.result_truncated, true)
+  end)
+  local text = shaped(quiet(line()), kept)
+  local d = poll.shape(quiet(line(), { text = "", turns = {}, events = {} }), assert(poll.options({ detail = true })), kept)
+  t.ok(d.events ~= nil, "a detailed result is shaped afresh")
+  t.eq(shaped(quiet(line()), kept), text)
+end)
