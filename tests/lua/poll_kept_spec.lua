@@ -1,7 +1,8 @@
 -- The text a lean poll result keeps (rules/poll.lua shape with a kept table): a session polled
 -- again while nothing happens gets the kept text, and anything a result says differently (status,
 -- stop or exit reason, any usage figure, a message, work, a decision, a smaller budget) gets a
--- fresh one: the kept text never stands for a result it does not say.
+-- fresh one: the kept text never stands for a result it does not say. The same for the usage line
+-- a session keeps for its results (session/usage.lua line).
 local json = require "rmcp.lib.json"
 local poll = require "rmcp.rules.poll"
 
@@ -77,4 +78,30 @@ test("a kept text over a smaller budget is cut as any result; detail is never ke
   local d = poll.shape(quiet(line(), { text = "", turns = {}, events = {} }), assert(poll.options({ detail = true })), kept)
   t.ok(d.events ~= nil, "a detailed result is shaped afresh")
   t.eq(shaped(quiet(line()), kept), text)
+end)
+
+test("the usage line a session's results show is made again when anything it shows changes", function(t)
+  local usage = require "rmcp.agentd.session.usage"
+  local revision = require "rmcp.agentd.session.revision"
+  local rules_usage = require "rmcp.rules.usage"
+  local s = { id = "rx-1", status = "idle", rt = { last_turn_usage = { total = 3 } } }
+  revision.set(s, "usage", { total = 10, unreported = 0 })
+  local first = usage.line(s)
+  t.eq(first, { turn = 3, total = 10 })
+  t.ok(rawequal(usage.line(s), first), "the same line while nothing changed")
+  revision.set(s, "usage", rules_usage.add(s.usage, { total = 5 })) -- (added in place, as a turn's figure is)
+  t.eq(usage.line(s), { turn = 3, total = 15 }, "the session's figure")
+  s.rt.last_turn_usage.total = 4 -- (a late figure of the ended turn, added in place)
+  t.eq(usage.line(s), { turn = 4, total = 15 }, "the turn's figure")
+  revision.set_in(s, "usage", "unreported", 1)
+  t.eq(usage.line(s).estimated, true, "a turn that reported none")
+  s.rt.budget_warning = "80% of the session budget"
+  t.eq(usage.line(s).warning, "80% of the session budget", "a budget's warning")
+  s.budget_note = "session budget reached"
+  t.eq(usage.line(s).budget, nil, "a note shows only while the budget stops it")
+  s.rt.budget_stop = "finish"
+  t.eq(usage.line(s).budget, "session budget reached", "the budget stops it")
+  s.rt = nil
+  revision.set(s, "exit_reason", "budget")
+  t.eq(usage.line(s), { turn = 0, total = 15, estimated = true, budget = "session budget reached" }, "parked: no runtime")
 end)
