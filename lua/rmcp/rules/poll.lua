@@ -39,14 +39,13 @@ function M.options(p)
   if detail ~= nil and type(detail) ~= "boolean" then return nil, "detail must be a boolean" end
   if thought ~= nil and type(thought) ~= "boolean" then return nil, "include_thought must be a boolean" end
   if full ~= nil and type(full) ~= "boolean" then return nil, "include_full must be a boolean" end
-  local o, err = { detail = false, include_thought = false, include_full = false, include_events = nil,
-    exclude_events = nil, max_events = nil, max_events_clamped = nil }, nil -- (made at its size)
+  local include, exclude, err
   if p.include_events ~= nil then
-    o.include_events, err = event_set("include_events", p.include_events)
+    include, err = event_set("include_events", p.include_events)
     if err then return nil, err end
   end
   if p.exclude_events ~= nil then
-    o.exclude_events, err = event_set("exclude_events", p.exclude_events)
+    exclude, err = event_set("exclude_events", p.exclude_events)
     if err then return nil, err end
   end
   if max_events ~= nil then
@@ -56,15 +55,17 @@ function M.options(p)
     if max_events < 0 then return nil, "max_events must be >= 0" end
   end
   -- an event selector asks for the events: it opts into the detailed shape, which shows them
-  local selects = p.include_events ~= nil or p.exclude_events ~= nil or max_events ~= nil
+  local selects = include ~= nil or exclude ~= nil or max_events ~= nil
   if selects and detail == false then
     return nil, "include_events, exclude_events and max_events select events, which only detail=true shows: drop detail=false"
   end
-  o.detail = detail == true or selects
+  local o = { detail = detail == true or selects, -- (a plain poll's three keys: one table made at its size)
+    include_thought = thought == true or (thought == nil and config.flag("INCLUDE_THOUGHT")),
+    include_full = full == true or (full == nil and config.flag("INCLUDE_FULL")) }
+  if include then o.include_events = include end
+  if exclude then o.exclude_events = exclude end
   -- (only a detailed result holds events: filter_events reads the tail)
   if o.detail then o.max_events, o.max_events_clamped = events_tail(max_events) end
-  o.include_thought = thought == true or (thought == nil and config.flag("INCLUDE_THOUGHT"))
-  o.include_full = full == true or (full == nil and config.flag("INCLUDE_FULL"))
   return o
 end
 
@@ -98,9 +99,8 @@ end
 -- made at its size.
 local function lean_fields(snap)
   local status = snap.status
-  local r = {
-    session_id = snap.session_id, status = status, message = nil, message_truncated = nil,
-    stop_reason = nil, exit_reason = nil, plan = nil, error_text = nil,
+  local r = { -- (9 keys: a table of 16, room for the 6 set below)
+    session_id = snap.session_id, status = status,
     current_work = snap.current_work,
     permission_request = snap.permission_request,
     background_recovery = snap.background_recovery,
