@@ -3,7 +3,6 @@
 local json = require "rmcp.lib.json"
 local config = require "rmcp.config"
 local caps = require "rmcp.rules.caps"
-local rules_usage = require "rmcp.rules.usage"
 
 local M = {}
 
@@ -205,33 +204,32 @@ function M.fit(r, budget)
   return r
 end
 
--- The fields of a lean result that says nothing new (its session's state and spend, no message,
--- plan, work, decision, error, recovery, health, changes or integration): the ones a kept text stands for.
-local QUIET_FIELDS = { session_id = true, status = true, stop_reason = true, exit_reason = true, usage = true }
-
--- The text kept in kept (M.shape) when lean result r says what the kept one said, else nil.
-local function kept_text(r, kept)
-  if kept.text == nil then return nil end
-  local n = 0
-  for k, v in pairs(r) do
-    if not QUIET_FIELDS[k] or (k == "usage" and not rules_usage.same_line(v, kept.usage)) or (k ~= "usage" and kept[k] ~= v) then
-      return nil
-    end
-    n = n + 1
-  end
-  return n == kept.n and kept.text or nil
+-- True when lean result r (lean_fields) says something beside its session's state and spend: a
+-- message, plan, work, decision, error, recovery, health, changes or integration. (A key added to
+-- lean_fields is added here: poll_kept_spec sets each.)
+local function says_news(r)
+  return r.message ~= nil or r.plan ~= nil or r.current_work ~= nil or r.permission_request ~= nil
+    or r.error_text ~= nil or r.background_recovery ~= nil or r.health ~= nil or r.changes ~= nil
+    or r.integration ~= nil
 end
 
--- Keeps lean result r with its text in kept when it says nothing new (QUIET_FIELDS), else forgets.
-local function keep(r, text, kept)
-  local n = 0
-  kept.text = nil
-  for k in pairs(r) do
-    if not QUIET_FIELDS[k] then return end
-    n = n + 1
+-- The text kept in kept (M.shape) when lean result r says what the kept one said, else nil. (The
+-- same usage line: session/usage.lua keeps one while what it shows is the same, and no result
+-- changes the line it shows.)
+local function kept_text(r, kept)
+  if kept.text == nil or r.usage ~= kept.usage or r.status ~= kept.status or r.stop_reason ~= kept.stop_reason
+    or r.exit_reason ~= kept.exit_reason or r.session_id ~= kept.session_id or says_news(r) then
+    return nil
   end
+  return kept.text
+end
+
+-- Keeps lean result r with its text in kept when it says no news, else forgets what kept held.
+local function keep(r, text, kept)
+  kept.text = nil
+  if says_news(r) then return end
   kept.session_id, kept.status, kept.stop_reason, kept.exit_reason = r.session_id, r.status, r.stop_reason, r.exit_reason
-  kept.usage, kept.n, kept.text = r.usage, n, text -- (a usage line is never changed once made)
+  kept.usage, kept.text = r.usage, text
 end
 
 -- Shapes a drained snapshot into the poll result for options o (from M.options); with its JSON text

@@ -242,11 +242,4 @@ function M.line(turn, total, warning, budget)
     estimated = (total.unreported or 0) > 0 or nil, warning = warning, budget = budget }
 end
 
--- True when usage lines a and b (M.line, with session/usage.lua's budget; nil: no usage) say the same.
-function M.same_line(a, b)
-  if a == nil or b == nil then return a == b end
-  return a.turn == b.turn and a.total == b.total and a.cost == b.cost and a.currency == b.currency
-    and a.cost_partial == b.cost_partial and a.estimated == b.estimated and a.warning == b.warning and a.budget == b.budget
-end
-
 return M
