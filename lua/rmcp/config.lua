@@ -135,8 +135,10 @@ end })
 -- True when the boolean env flag REASONIX_MCP_<name> is set to 1/true/yes, in environment map e
 -- (an orchestrator's; default ours).
 function M.flag(name, e)
-  local v = env_of(e, flag_env[name])
-  return v ~= nil and (v == "1" or v:lower() == "true" or v:lower() == "yes")
+  local v
+  if e == nil then v = os.getenv(flag_env[name]) else v = e[flag_env[name]] end
+  if v == nil or v == "" then return false end -- (a poll reads two: the environment read in place)
+  return type(v) == "string" and (v == "1" or v:lower() == "true" or v:lower() == "yes")
 end
 
 -- The global idle timeout in seconds (-1 disables cleanup, the default).

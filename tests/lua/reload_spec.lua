@@ -207,6 +207,36 @@ test("a broken policy keeps its previous version; a hook error falls back to the
   t.eq(#loader.policies(), 0, "a removed policy is gone")
 end)
 
+test("the caps a poll is shaped with follow a policy edit, the environment and a caps function at once", function(t)
+  local poll = require "rmcp.rules.poll"
+  local with_env = require("testing").with_env
+  local ctx = setup(t)
+  ctx.policy_file("caps.lua", "return { caps = { max_watch_message = 100 } }\n")
+  ctx.start()
+  -- The message of a plain poll of a session that said 1000 bytes (its length: the cap in force).
+  local function message_bytes()
+    local r = poll.shape({ session_id = "rx-1", status = "idle", text = string.rep("x", 1000) }, assert(poll.options({})))
+    return #r.message:gsub("\n%[… %d+ bytes cut …%]\n", "")
+  end
+  t.eq(message_bytes(), 100)
+  t.eq(message_bytes(), 100, "asked again: the same")
+  ctx.policy_file("caps.lua", "return { caps = { max_watch_message = 200 } }\n")
+  t.eq(reload.check(), true)
+  t.eq(message_bytes(), 200, "a policy edit applies to the next poll")
+  t.eq(hooks.limit("max_events", 50), 50, "a cap the table leaves out: the configured value")
+  with_env({ REASONIX_MCP_MAX_EVENTS = "7" }, function()
+    t.eq(assert(poll.options({ detail = true })).max_events, 7, "a new configured value applies at once")
+  end)
+  t.eq(assert(poll.options({ detail = true })).max_events, 50)
+  ctx.policy_file("caps.lua", "local n = 0\nreturn { caps = function(name) if name == 'max_watch_message' then n = n + 1; return 100 * n end end }\n")
+  t.eq(reload.check(), true)
+  t.eq(message_bytes(), 100)
+  t.eq(message_bytes(), 200, "a caps function is asked on every call")
+  os.remove(ctx.policy .. "/caps.lua")
+  t.eq(reload.check(), true)
+  t.eq(message_bytes(), 1000, "no policy: the configured cap (4000) keeps the whole text")
+end)
+
 test("a new policy file is found on the next check; a broken new file is reported and skipped", function(t)
   local ctx = setup(t)
   local swaps = 0

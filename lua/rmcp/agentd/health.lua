@@ -184,6 +184,7 @@ end
 
 -- The health of s when it is worth a poll or watch result's room (blocked or stalled), else nil.
 function M.anomaly(d, s)
+  if s.status ~= "running" then return nil end -- (M.of's first test: a poll of an idle session asks it)
   local h = M.of(d, s)
   return h and h.state ~= "running" and h or nil
 end

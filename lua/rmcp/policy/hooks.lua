@@ -276,9 +276,17 @@ function M.verify(info, command)
   return command
 end
 
--- The value of poll/watch cap name after the policies' caps (value is the configured one).
-function M.limit(name, value)
-  if not check.caps[name] then return value end
+-- True when no loaded policy answers caps with a function (a table's answer only changes with the
+-- policy; a function may answer each call differently).
+local function caps_fixed()
+  for _, p in ipairs(loader.policies()) do
+    if type(p.hooks.caps) == "function" then return false end
+  end
+  return true
+end
+
+-- The value of poll/watch cap name after asking each loaded policy's caps (value is the configured one).
+local function asked_limit(name, value)
   for p, c in with("caps") do
     local v
     if type(c) == "table" then v = c[name] else v = call(p, "caps", c, name, value) end
@@ -289,6 +297,22 @@ function M.limit(name, value)
     end
   end
   return value
+end
+
+-- The value of poll/watch cap name after the policies' caps (value is the configured one). A poll
+-- asks a few on every call: with no policy loaded it is value; the answer of policies whose caps
+-- are tables is kept with them (loader.derived: a policy edit loads new ones) for the configured
+-- value and the reload generation (a swapped check or hooks) it was made for.
+function M.limit(name, value)
+  if loader.policies()[1] == nil or not check.caps[name] then return value end
+  local memo = loader.derived()
+  if memo.caps_fixed == nil then memo.caps_fixed, memo.caps = caps_fixed(), {} end
+  if not memo.caps_fixed then return asked_limit(name, value) end
+  local c, generation = memo.caps[name], reload.generation()
+  if c and c.value == value and c.generation == generation then return c.answer end
+  local answer = asked_limit(name, value)
+  memo.caps[name] = { value = value, generation = generation, answer = answer }
+  return answer
 end
 
 -- The command that runs an agent (default argv {bin, "acp"}; bin may be nil when no reasonix is

@@ -42,6 +42,22 @@ function M.policies()
   return S.policies
 end
 
+-- What callers derive from the loaded policies, per loaded list (a change of the policies loads a
+-- new list: what was derived from the old one goes with it).
+local derived = setmetatable({}, { __mode = "k" })
+
+-- A table for what callers derive from the loaded policies (reloadable modules keep no state of
+-- their own): the same one while the loaded policies are.
+function M.derived()
+  local list = S.policies
+  local t = derived[list]
+  if not t then
+    t = {}
+    derived[list] = t
+  end
+  return t
+end
+
 -- The first line of an error (tracebacks go to the log, the first line to the caller).
 local function first_line(err)
   return (tostring(err):match("^[^\n]*"))

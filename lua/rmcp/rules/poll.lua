@@ -12,47 +12,59 @@ M.static_types = { available_commands_update = true, config_option_update = true
 -- Events that are never filtered or dropped.
 M.critical_types = { permission_request = true, turn_end = true, process_exited = true }
 
--- The boolean options of a poll, and its lists of event type names.
-local BOOLEAN_OPTIONS = { "detail", "include_thought", "include_full" }
-local EVENT_LISTS = { "include_events", "exclude_events" }
+-- Checks the event type names list v of option k; returns them as a set, or nil, message.
+local function event_set(k, v)
+  if type(v) ~= "table" then return nil, k .. " must be an array of event type names" end
+  local set = {}
+  for _, name in ipairs(v) do
+    if type(name) ~= "string" then return nil, k .. " must contain strings" end
+    set[name] = true
+  end
+  return set
+end
 
--- Checks poll options; returns normalized options or nil, message naming the bad field.
+-- The largest events tail a detailed result holds: max_events asked (p.max_events, checked; clamped
+-- to max_events_cap), else the max_events cap; returns it and the cap when the ask was clamped.
+local function events_tail(asked)
+  if asked == nil then return math.min(caps.limit("max_events"), caps.limit("max_events_cap")) end
+  local cap = caps.limit("max_events_cap")
+  return math.min(math.tointeger(asked), cap), asked > cap and cap or nil
+end
+
+-- Checks poll options; returns normalized options or nil, message naming the bad field. (A poll
+-- asks it on every call: the plain one, with no option, makes no set and reads no events cap.)
 function M.options(p)
-  local o = {}
-  for _, k in ipairs(BOOLEAN_OPTIONS) do
-    if p[k] ~= nil and type(p[k]) ~= "boolean" then return nil, k .. " must be a boolean" end
+  local detail, thought, full, max_events = p.detail, p.include_thought, p.include_full, p.max_events
+  if detail ~= nil and type(detail) ~= "boolean" then return nil, "detail must be a boolean" end
+  if thought ~= nil and type(thought) ~= "boolean" then return nil, "include_thought must be a boolean" end
+  if full ~= nil and type(full) ~= "boolean" then return nil, "include_full must be a boolean" end
+  local include, exclude, err
+  if p.include_events ~= nil then
+    include, err = event_set("include_events", p.include_events)
+    if err then return nil, err end
   end
-  for _, k in ipairs(EVENT_LISTS) do
-    local v = p[k]
-    if v ~= nil then
-      if type(v) ~= "table" then return nil, k .. " must be an array of event type names" end
-      local set = {}
-      for _, name in ipairs(v) do
-        if type(name) ~= "string" then return nil, k .. " must contain strings" end
-        set[name] = true
-      end
-      o[k] = set
-    end
+  if p.exclude_events ~= nil then
+    exclude, err = event_set("exclude_events", p.exclude_events)
+    if err then return nil, err end
   end
-  if p.max_events ~= nil then
-    if math.type(p.max_events) ~= "integer" and not (type(p.max_events) == "number" and p.max_events == math.floor(p.max_events)) then
+  if max_events ~= nil then
+    if math.type(max_events) ~= "integer" and not (type(max_events) == "number" and max_events == math.floor(max_events)) then
       return nil, "max_events must be an integer"
     end
-    if p.max_events < 0 then return nil, "max_events must be >= 0" end
-    local cap = caps.limit("max_events_cap")
-    o.max_events = math.min(math.tointeger(p.max_events), cap)
-    if p.max_events > cap then o.max_events_clamped = cap end
-  else
-    o.max_events = math.min(caps.limit("max_events"), caps.limit("max_events_cap"))
+    if max_events < 0 then return nil, "max_events must be >= 0" end
   end
   -- an event selector asks for the events: it opts into the detailed shape, which shows them
-  local selects = p.include_events ~= nil or p.exclude_events ~= nil or p.max_events ~= nil
-  if selects and p.detail == false then
+  local selects = include ~= nil or exclude ~= nil or max_events ~= nil
+  if selects and detail == false then
     return nil, "include_events, exclude_events and max_events select events, which only detail=true shows: drop detail=false"
   end
-  o.detail = p.detail == true or selects
-  o.include_thought = p.include_thought == true or (p.include_thought == nil and config.flag("INCLUDE_THOUGHT"))
-  o.include_full = p.include_full == true or (p.include_full == nil and config.flag("INCLUDE_FULL"))
+  local o = { detail = detail == true or selects, -- (a plain poll's three keys: one table made at its size)
+    include_thought = thought == true or (thought == nil and config.flag("INCLUDE_THOUGHT")),
+    include_full = full == true or (full == nil and config.flag("INCLUDE_FULL")) }
+  if include then o.include_events = include end
+  if exclude then o.exclude_events = exclude end
+  -- (only a detailed result holds events: filter_events reads the tail)
+  if o.detail then o.max_events, o.max_events_clamped = events_tail(max_events) end
   return o
 end
 
@@ -82,22 +94,25 @@ function M.filter_events(events, o)
   return json.array(kept), filtered, dropped
 end
 
--- Adds the fields every poll shape shares (lean keys; empty or unchanged ones omitted).
-local function lean_fields(r, snap)
-  r.session_id = snap.session_id
-  r.status = snap.status
-  r.message, r.message_truncated = caps.message(snap.text)
-  if snap.stop_reason and snap.status ~= "running" and snap.status ~= "starting" then r.stop_reason = snap.stop_reason end
-  if snap.status == "exited" or snap.status == "orphaned" then r.exit_reason = snap.exit_reason end
+-- The fields every poll shape shares (lean keys; empty or unchanged ones omitted), in one table
+-- made at its size.
+local function lean_fields(snap)
+  local status = snap.status
+  local r = { -- (9 keys: a table of 16, room for the 6 set below)
+    session_id = snap.session_id, status = status,
+    current_work = snap.current_work,
+    permission_request = snap.permission_request,
+    background_recovery = snap.background_recovery,
+    health = snap.health, -- blocked or stalled (agentd/health.lua)
+    changes = snap.changes, -- isolate=worktree: what it changed against its base
+    usage = snap.usage, -- what it spent: the last turn, the session (rules/usage.lua line)
+    integration = snap.integration, -- its branch's integration (agentd/integrate/queue.lua)
+  }
+  if snap.text ~= nil and snap.text ~= "" then r.message, r.message_truncated = caps.message(snap.text) end
+  if snap.stop_reason and status ~= "running" and status ~= "starting" then r.stop_reason = snap.stop_reason end
+  if status == "exited" or status == "orphaned" then r.exit_reason = snap.exit_reason end
   if snap.plan_changed then r.plan = json.array(snap.plan or {}) end
-  r.current_work = snap.current_work
-  r.permission_request = snap.permission_request
   if snap.error_changed then r.error_text = snap.error_text end
-  r.background_recovery = snap.background_recovery
-  r.health = snap.health -- blocked or stalled (agentd/health.lua)
-  r.changes = snap.changes -- isolate=worktree: what it changed against its base
-  r.usage = snap.usage -- what it spent: the last turn, the session (rules/usage.lua line)
-  r.integration = snap.integration -- its branch's integration (agentd/integrate/queue.lua)
   return r
 end
 
@@ -189,10 +204,40 @@ function M.fit(r, budget)
   return r
 end
 
+-- True when lean result r (lean_fields) says something beside its session's state and spend: a
+-- message, plan, work, decision, error, recovery, health, changes or integration. (A key added to
+-- lean_fields is added here: poll_kept_spec sets each.)
+local function says_news(r)
+  return r.message ~= nil or r.plan ~= nil or r.current_work ~= nil or r.permission_request ~= nil
+    or r.error_text ~= nil or r.background_recovery ~= nil or r.health ~= nil or r.changes ~= nil
+    or r.integration ~= nil
+end
+
+-- The text kept in kept (M.shape) when lean result r says what the kept one said, else nil. (The
+-- same usage line: session/usage.lua keeps one while what it shows is the same, and no result
+-- changes the line it shows.)
+local function kept_text(r, kept)
+  if kept.text == nil or r.usage ~= kept.usage or r.status ~= kept.status or r.stop_reason ~= kept.stop_reason
+    or r.exit_reason ~= kept.exit_reason or r.session_id ~= kept.session_id or says_news(r) then
+    return nil
+  end
+  return kept.text
+end
+
+-- Keeps lean result r with its text in kept when it says no news, else forgets what kept held.
+local function keep(r, text, kept)
+  kept.text = nil
+  if says_news(r) then return end
+  kept.session_id, kept.status, kept.stop_reason, kept.exit_reason = r.session_id, r.status, r.stop_reason, r.exit_reason
+  kept.usage, kept.text = r.usage, text
+end
+
 -- Shapes a drained snapshot into the poll result for options o (from M.options); with its JSON text
--- when it fitted whole (M.fit).
-function M.shape(snap, o)
-  local r = lean_fields({}, snap)
+-- when it fitted whole (M.fit). kept (optional): a table the caller keeps per session, where a lean
+-- result that says nothing new keeps its text, given again for the same result (a session polled
+-- again and again while nothing happens: encoding it costs as much as the rest of the poll).
+function M.shape(snap, o, kept)
+  local r = lean_fields(snap)
   if o.detail then
     r.text, r.text_truncated = caps.tail(snap.text or "", caps.limit("max_delta_text"))
     r.text_truncated = r.text_truncated or snap.text_cut == true
@@ -233,7 +278,13 @@ function M.shape(snap, o)
     r.full_text, r.full_text_truncated = caps.tail(snap.full_text or "", caps.limit("max_full_text"))
     r.full_text_truncated = r.full_text_truncated or snap.full_text_cut == true
   end
-  return M.fit(r, o.budget or caps.limit("max_result_bytes"))
+  local budget = o.budget or caps.limit("max_result_bytes")
+  if not kept or o.detail or o.include_thought or o.include_full then return M.fit(r, budget) end
+  local text = kept_text(r, kept)
+  if text and #text <= budget then return r, text end
+  local fitted, fresh = M.fit(r, budget)
+  if fresh then keep(fitted, fresh, kept) else kept.text = nil end
+  return fitted, fresh
 end
 
 return M

@@ -233,14 +233,13 @@ function M.show(n)
 end
 
 -- The compact usage of a turn result: {turn = tokens, total = tokens, cost? (the session's, known
--- part), currency?, estimated? (a turn reported no usage), warning? (a budget's)} — a few dozen bytes.
-function M.line(turn, total, warning)
-  local r = { turn = turn and turn.total or 0, total = total.total }
-  if total.cost then r.cost = tonumber(string.format("%.6g", total.cost)) r.currency = total.currency end
-  if total.cost_unknown and total.cost then r.cost_partial = true end
-  if (total.unreported or 0) > 0 then r.estimated = true end
-  r.warning = warning
-  return r
+-- part), currency?, estimated? (a turn reported no usage), warning? (a budget's), budget? (the note
+-- of the budget that stops it)} — a few dozen bytes, one table made at its size.
+function M.line(turn, total, warning, budget)
+  local cost = total.cost
+  return { turn = turn and turn.total or 0, total = total.total, cost = cost and tonumber(string.format("%.6g", cost)),
+    currency = cost and total.currency, cost_partial = cost and total.cost_unknown and true or nil,
+    estimated = (total.unreported or 0) > 0 or nil, warning = warning, budget = budget }
 end
 
 return M

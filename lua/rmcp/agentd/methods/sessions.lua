@@ -92,6 +92,10 @@ function M.send(d, conn, p, reply)
   session.send(d, s, p.message, p.expect ~= json.null and p.expect or nil, reply)
 end
 
+-- Per session, what rules/poll.lua shape keeps of its last lean poll result (weak: a forgotten
+-- session's goes with it).
+local kept_polls = setmetatable({}, { __mode = "k" })
+
 -- poll: what is new since the last poll, lean by default.
 function M.poll(d, conn, p, reply)
   local s, err = ownership.lookup(d.sessions, conn.orch, p.session_id)
@@ -108,7 +112,12 @@ function M.poll(d, conn, p, reply)
   end
   local snap, took_turns = session.drain(d, s, o)
   snap.health = health.anomaly(d, s)
-  local result, text = rules_poll.shape(snap, o)
+  local kept = kept_polls[s]
+  if not kept then
+    kept = {}
+    kept_polls[s] = kept
+  end
+  local result, text = rules_poll.shape(snap, o, kept)
   receipts.hold(d, asker, s.id, nil, result)
   reply(text and json.raw(text) or result) -- (encoded once: the text fit measured)
   if took_turns then session.journal_delivered(d, s) end

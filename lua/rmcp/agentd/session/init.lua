@@ -151,6 +151,7 @@
 ---@field pending_currency string?
 ---@field budget_warning string?   a budget's warning, shown in the next results
 ---@field budget_stop string?      a budget stops it: "finish" (at the turn's end) or "stop" (now)
+---@field usage_line table?        the usage line its results show and what it was made of (usage.lua line)
 ---@field infer_profile boolean?   its agent's profile comes from its initialize answer (a policy's command gave none)
 ---@field integration_news boolean? its integration moved on since the last drain (wakes a watch)
 

@@ -24,8 +24,8 @@ local M = {}
 M.PARKED = { "last_text", "posture", "warnings", "skipped_options", "agent_info" }
 
 -- Runtime fields that do not go to disk: a process, a timer, the profile (its policies' tables:
--- a finished session's profile is asked again when it resumes).
-local not_kept = { agent = true, idle_timer = true, profile = true }
+-- a finished session's profile is asked again when it resumes), the usage line (made again).
+local not_kept = { agent = true, idle_timer = true, profile = true, usage_line = true }
 
 local finished = { exited = true, orphaned = true }
 

@@ -29,6 +29,12 @@ function M.buf_text(b)
   return b.parts[1] or ""
 end
 
+-- Buffer b after what it held was taken: b itself when it held nothing, else a fresh buffer.
+function M.buf_emptied(b)
+  if b.size == 0 and not b.cut then return b end
+  return M.buf_new()
+end
+
 local buf_new = M.buf_new
 
 -- Fresh runtime state (never persisted).

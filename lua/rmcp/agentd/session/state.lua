@@ -35,7 +35,7 @@ local function new_id()
   return "rx-" .. store.random_hex(6)
 end
 
-local buf_new, buf_text = runtime.buf_new, runtime.buf_text
+local buf_new, buf_text, buf_emptied = runtime.buf_new, runtime.buf_text, runtime.buf_emptied
 
 -- Creates a session in d for orchestrator owner rooted at cwd, with spawn options o.
 function M.create(d, owner, project_dir, o, cwd)
@@ -311,56 +311,61 @@ function M.journal_delivered(d, s)
   M.persist(d, s, "later")
 end
 
+-- Adds what only a detailed result shows to snapshot snap of s, and takes its events (the chunks
+-- kept as their text become events now: a lean result must not cost a walk over the buffer).
+local function drain_detail(s, rt, snap)
+  local events, times = rt.events, rt.event_t
+  for i = 1, #events do
+    local e = events[i]
+    if type(e) == "string" then events[i] = { type = "agent_message_chunk", text = e, t = times[i] } end
+  end
+  snap.events, snap.events_overflow = events, rt.events_overflow
+  snap.turns, snap.turns_dropped, snap.text_cut = rt.turns, rt.turns_dropped, rt.text.cut
+  snap.counters, snap.config = rt.counters, M.effective_config(s)
+  rt.events, rt.event_t, rt.noncritical, rt.events_overflow = {}, {}, 0, 0
+end
+
 -- Drains what is new since the last poll/watch into a snapshot for policy shaping, and resets it.
 -- o: the options of the poll-shaped result it is for (rules/poll.lua: detail, include_thought,
 -- include_full), nil for a compact watch result. The snapshot holds what that result shows: the
--- events (and config) only for a detailed one (a lean one leaves the events for the next detailed
--- look), the reasoning and the whole-session texts only for one that includes them (up to
+-- events, turns and config only for a detailed one (a lean one leaves the events for the next
+-- detailed look), the reasoning and the whole-session texts only for one that includes them (up to
 -- max_full_text each, read from disk for a released tombstone: a watch or lean poll of a long
 -- session must not copy them each time). A parked session comes back for it, and is parked again a
--- moment later. Also returns true when it took undelivered turns: journal_delivered then follows the reply.
+-- moment later. Also returns true when it took undelivered turns: journal_delivered then follows
+-- the reply.
 function M.drain(d, s, o)
-  park.unpark(d, s)
-  local rt = s.rt
-  local detail, with_thought, with_full = o ~= nil and o.detail, o ~= nil and o.include_thought, o ~= nil and o.include_full
-  if detail then
-    -- the chunks kept as their text become events now that a result takes them (a lean one leaves
-    -- them as they are: it must not cost a walk over the whole buffer each time)
-    local events, times = rt.events, rt.event_t
-    for i = 1, #events do
-      local e = events[i]
-      if type(e) == "string" then events[i] = { type = "agent_message_chunk", text = e, t = times[i] } end
-    end
-  end
-  local first = s.pending[1]
+  if s.parked then park.unpark(d, s) end
+  local rt, status, first = s.rt, s.status, s.pending[1]
   local snap = {
-    session_id = s.id, status = s.status, stop_reason = s.stop_reason, exit_reason = s.exit_reason,
+    session_id = s.id, status = status, stop_reason = s.stop_reason, exit_reason = s.exit_reason,
     error_text = s.error_text, error_changed = rt.error_rev ~= rt.error_seen and s.error_text ~= nil,
-    text = buf_text(rt.text), turns = rt.turns, turns_dropped = rt.turns_dropped,
-    events = detail and rt.events or nil, events_overflow = detail and rt.events_overflow or nil,
-    plan = s.plan, plan_changed = rt.plan_rev ~= rt.plan_seen, current_work = M.current_work(s),
+    text = buf_text(rt.text), plan = s.plan, plan_changed = rt.plan_rev ~= rt.plan_seen, current_work = M.current_work(s),
     permission_request = first and M.decision_view(first) or nil,
     transcript_path = s.transcript_path, changes = s.changes,
-    text_cut = rt.text.cut, thought_cut = rt.thought.cut, full_text_cut = rt.full_text.cut, full_thought_cut = rt.full_thought.cut,
-    counters = rt.counters, config = detail and M.effective_config(s) or nil,
-    thought = with_thought and buf_text(rt.thought) or nil,
-    full_thought = with_thought and buf_text(rt.full_thought) or nil,
-    full_text = with_full and (rt.released and journal_text(s, config.limits_now().max_full_text) or buf_text(rt.full_text)) or nil,
-    last_turn_text = (s.status == "idle" or s.status == "exited" or s.status == "orphaned") and s.last_text or nil,
+    last_turn_text = (status == "idle" or status == "exited" or status == "orphaned") and s.last_text or nil,
     background_recovery = rt.recovery_report,
     usage = usage.line(s), -- {turn, total, cost?, …}: what it spent (session/usage.lua)
     integration = rt.integration_news and s.integration or nil,
   }
+  if o and o.detail then drain_detail(s, rt, snap) end
+  if o and o.include_thought then
+    snap.thought, snap.full_thought = buf_text(rt.thought), buf_text(rt.full_thought)
+    snap.thought_cut, snap.full_thought_cut = rt.thought.cut, rt.full_thought.cut
+  end
+  if o and o.include_full then
+    snap.full_text, snap.full_text_cut = rt.released and journal_text(s, config.limits_now().max_full_text) or buf_text(rt.full_text), rt.full_text.cut
+  end
   rt.recovery_report, rt.integration_news = nil, nil
-  rt.text, rt.thought, rt.turns = buf_new(), buf_new(), {}
-  if detail then rt.events, rt.event_t, rt.noncritical, rt.events_overflow = {}, {}, 0, 0 end
+  rt.text, rt.thought = buf_emptied(rt.text), buf_emptied(rt.thought)
+  if rt.turns[1] ~= nil then rt.turns = {} end
   rt.turns_dropped = 0
   rt.plan_seen, rt.error_seen = rt.plan_rev, rt.error_rev
   rt.wait_dirty = false
   local took_turns = s.turns_drained ~= s.turns_total
   s.turns_drained = s.turns_total -- (a queued daemon reload counts the turn's result as delivered)
-  if not rt.released and not live_status[s.status] then release(s) end
-  if not live_status[s.status] then park.later(d, s) end
+  if not rt.released and not live_status[status] then release(s) end
+  if not live_status[status] then park.later(d, s) end
   return snap, took_turns
 end
 

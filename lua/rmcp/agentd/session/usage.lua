@@ -203,13 +203,24 @@ function M.stops_at_turn_end(s)
 end
 
 -- The compact usage of s's result (rules.line): the last turn, the session, a budget's warning or
--- the note of the budget that stopped it.
+-- the note of the budget that stopped it. Every poll and watch result shows it: the line is kept in
+-- s's runtime while what it is made of is the same (s.usage and s.exit_reason bump s.list_rev:
+-- revision.lua); no result changes the line it shows.
 function M.line(s)
   if not s.usage then return nil end
   local rt = s.rt
-  local r = rules.line(rt and rt.last_turn_usage, s.usage, rt and rt.budget_warning)
+  if not rt then return rules.line(nil, s.usage, nil, s.exit_reason == "budget" and s.budget_note or nil) end
+  local turn, kept = rt.last_turn_usage, rt.usage_line
+  local turn_total = turn and turn.total
+  if kept and kept.rev == s.list_rev and kept.turn == turn_total and kept.warning == rt.budget_warning
+    and kept.stop == rt.budget_stop and kept.note == s.budget_note then
+    return kept.line
+  end
   -- (also while it stops: the turn's result that comes before the exit says why it is the last)
-  if s.budget_note and (s.exit_reason == "budget" or rt and rt.budget_stop) then r.budget = s.budget_note end
+  local note = (s.exit_reason == "budget" or rt.budget_stop) and s.budget_note or nil
+  local r = rules.line(turn, s.usage, rt.budget_warning, note)
+  rt.usage_line = { rev = s.list_rev, turn = turn_total, warning = rt.budget_warning, stop = rt.budget_stop,
+    note = s.budget_note, line = r }
   return r
 end
 
