@@ -205,10 +205,12 @@ function Server:notify(method, params)
   return self.peer:notify(method, params)
 end
 
+-- True when a notifications/message at level would be sent (initialized, level passes the client's).
+function Server:logs(level) return self.initialized and (LEVELS[level] or 2) >= (LEVELS[self.log_level] or 2) end
+
 -- Sends notifications/message if level passes the client's level; returns whether it was sent.
 function Server:log_message(level, data)
-  if not self.initialized then return false end
-  if (LEVELS[level] or 2) < (LEVELS[self.log_level] or 2) then return false end
+  if not self:logs(level) then return false end
   self.peer:notify("notifications/message", { level = level, logger = "reasonix", data = data })
   return true
 end

@@ -43,7 +43,8 @@ function M.agent_event(server, ev)
   end
   local ok, err = server:notify("reasonix/agent_event", params)
   local level = level_of(ev)
-  local sent_msg = server:log_message(level, { text = summary(ev), event = params })
+  -- (the summary is only made for a message that goes out: routine events are below the default level)
+  local sent_msg = server:logs(level) and server:log_message(level, { text = summary(ev), event = params })
   log.info("relay agent_event session=%s event=%s status=%s -> reasonix/agent_event %s, notifications/message(%s) %s",
     tostring(ev.session_id), tostring(ev.event), tostring(ev.status),
     ok and "sent" or ("failed: " .. tostring(err)), level, sent_msg and "sent" or "below client log level")
