@@ -224,25 +224,32 @@ static void json_out_len_init(void)
  * UTF-8 sequence starting before end may run up to 3 bytes past it); returns the byte after them. */
 static char *json_quote_slice(char *o, const unsigned char *s, size_t *i, size_t end, size_t n)
 {
-  while (*i < end) {
-    unsigned char c = s[*i];
+  size_t at = *i; /* (a local: a store through o may alias *i, which would be reloaded per byte) */
+  while (at < end) {
+    size_t run = at; /* the bytes written as they are, copied at once */
+    while (run < end && s[run] < 0x80 && json_out_len[s[run]] == 1) run++;
+    memcpy(o, s + at, run - at);
+    o += run - at;
+    at = run;
+    if (at == end) break;
+    unsigned char c = s[at];
     if (c < 0x80) {
-      if (json_out_len[c] == 1) *o++ = (char)c;
-      else o = json_put_escape(o, c);
-      (*i)++;
+      o = json_put_escape(o, c);
+      at++;
       continue;
     }
-    size_t len = json_utf8_len(s + *i, n - *i);
+    size_t len = json_utf8_len(s + at, n - at);
     if (len) {
-      memcpy(o, s + *i, len);
+      memcpy(o, s + at, len);
       o += len;
-      *i += len;
+      at += len;
     } else {
       memcpy(o, "\\ufffd", 6); /* one per invalid byte, as json.encode */
       o += 6;
-      (*i)++;
+      at++;
     }
   }
+  *i = at;
   return o;
 }
 
