@@ -7,9 +7,11 @@
 -- the daemon settled, then sends N requests of METHOD over its socket, one at a time: list, poll
 -- (of the first session), send (to the first session, with the watch that takes its turn's end),
 -- wake (a watch of the first session, then a send to it: the turn's end wakes the waiting watch, as
--- in bench/run.lua's watch wake-up), ping. Then it shuts the daemon down and waits until it is
--- gone. Run it for two N: the cost of one call is (Ir(N2) - Ir(N1)) / (N2 - N1), start-up and
--- teardown cancelled out.
+-- in bench/run.lua's watch wake-up), ping; spawn sends all N at once (the scale row's fleet start,
+-- bench/scale.lua) and waits until each new session ended its first turn, beside the SESSIONS live
+-- ones (RMCP_CALLGRIND_AGENT_LINES=1 counts the agents' lines a spawn brings, =all the whole
+-- daemon). Then it shuts the daemon down and waits until it is gone. Run it for two N: the cost of
+-- one call is (Ir(N2) - Ir(N1)) / (N2 - N1), start-up and teardown cancelled out.
 local uv = require "luv"
 local async = require "rmcp.lib.async"
 local files = require "rmcp.lib.files"
@@ -34,8 +36,8 @@ local requests = {
     return r[1] and r[2]
   end,
 }
-if not requests[method] or not n or not sessions or ((method == "poll" or method == "send" or method == "wake") and sessions < 1) then
-  io.stderr:write("usage: reasonix-mcp script bench/agentd_calls.lua list|poll|send|wake|ping N [SESSIONS] (poll, send, wake: SESSIONS >= 1)\n")
+if method ~= "spawn" and not requests[method] or not n or not sessions or ((method == "poll" or method == "send" or method == "wake") and sessions < 1) then
+  io.stderr:write("usage: reasonix-mcp script bench/agentd_calls.lua list|poll|send|wake|ping|spawn N [SESSIONS] (poll, send, wake: SESSIONS >= 1)\n")
   os.exit(2)
 end
 
@@ -72,13 +74,13 @@ local function daemon_exe()
   -- a line of an agent too: the daemon's timers are not, so what they do while the calls run, at
   -- times that vary, does not blur the count; =split counts the agents' lines alone, a file after
   -- each and one before each socket write, OUT.1, OUT.2, …: a line's work before and after the
-  -- answer it wakes)
+  -- answer it wakes; =all counts the whole daemon, its timers too)
   local mode = os.getenv("RMCP_CALLGRIND_AGENT_LINES")
-  local count = ({ ["1"] = "--toggle-collect=lchannel_on_line --toggle-collect=lproc_on_line",
+  local count = ({ ["1"] = "--toggle-collect=lchannel_on_line --toggle-collect=lproc_on_line", all = "",
                    split = "--toggle-collect=lproc_on_line --dump-after=lproc_on_line --dump-before=lchannel_write" })[mode]
     or "--toggle-collect=lchannel_on_line"
-  write_script(DIR .. "/agentd-callgrind", string.format("exec valgrind --tool=callgrind --collect-atstart=no "
-    .. "%s --callgrind-out-file='%s' '%s' \"$@\"", count, out, EXE))
+  write_script(DIR .. "/agentd-callgrind", string.format("exec valgrind --tool=callgrind --collect-atstart=%s "
+    .. "%s --callgrind-out-file='%s' '%s' \"$@\"", count == "" and "yes" or "no", count, out, EXE))
   return DIR .. "/agentd-callgrind"
 end
 
@@ -96,6 +98,21 @@ local function first_turns(c, ids)
   end
 end
 
+-- Sends n spawns at once (each cwd in dir) and waits for every answer, then for every first turn.
+local function spawn_at_once(c, n, dir)
+  local ids, answered = {}, 0
+  async.await(function(resume)
+    for i = 1, n do
+      c:request("spawn", { task = "new " .. i, cwd = dir, model = "fake/fake-model", keep_alive = true }, function(r, err)
+        ids[#ids + 1] = assert(r, tostring(err and err.message)).session_id
+        answered = answered + 1
+        if answered == n then resume() end
+      end)
+    end
+  end)
+  first_turns(c, ids)
+end
+
 local code = 0
 async.run(function()
   private_env()
@@ -108,7 +125,11 @@ async.run(function()
   first_turns(c, ids)
   async.sleep(3000) -- (what the agents' start left for the daemon to do is done before the calls)
   local t0 = uv.hrtime()
-  for _ = 1, n do assert(requests[method](c, ids)) end
+  if method == "spawn" then
+    spawn_at_once(c, n, DIR .. "/ws")
+  else
+    for _ = 1, n do assert(requests[method](c, ids)) end
+  end
   io.stderr:write(string.format("%d %s calls: %.1f us each (wall clock)\n", n, method, (uv.hrtime() - t0) / n / 1e3))
   assert(c:call("shutdown", {}))
   c:close()

@@ -71,11 +71,11 @@ function M.valid_id(id)
   return type(id) == "string" and #id <= 64 and id:match("^[%w%-_]+$") ~= nil
 end
 
--- n random bytes from /dev/urandom as 2n hex digits (the clock's nanoseconds when it cannot be read).
+-- n random bytes from the kernel's random source as 2n hex digits (the clock's nanoseconds when it
+-- cannot be read). One getrandom call (uv.random), not an open, a buffered 4 KiB read and a close of
+-- /dev/urandom: every spawn names its session with it.
 function M.random_hex(n)
-  local f = io.open("/dev/urandom", "rb")
-  local bytes = f and f:read(n) or string.format("%016x", uv.hrtime()):sub(-n)
-  if f then f:close() end
+  local bytes = uv.random(n) or string.format("%016x", uv.hrtime()):sub(-n)
   return (bytes:gsub(".", function(c) return string.format("%02x", c:byte()) end):sub(1, 2 * n))
 end
 
