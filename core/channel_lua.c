@@ -83,19 +83,10 @@ static const channel_cbs lchannel_cbs = {
   lchannel_on_flushed,
 };
 
-/* Check arg 1 is a channel userdata. A method (ch:write, ch:queued, ...) has the metatable as
- * upvalue 1 (lchannel_metatable) and compares it without looking its name up in the registry, as
- * luaL_checkudata does (agentd calls some for every line); in a metamethod, without upvalues, the
- * index is acceptable but invalid, never equal, so luaL_checkudata decides. */
+/* Check arg 1 is a channel userdata (a method has the metatable as upvalue 1: lchannel_metatable). */
 static lchannel_t *lchannel_check(lua_State *L)
 {
-  void *u = lua_touserdata(L, 1);
-  if (u && lua_getmetatable(L, 1)) {
-    int ours = lua_rawequal(L, -1, lua_upvalueindex(1));
-    lua_pop(L, 1);
-    if (ours) return u;
-  }
-  return luaL_checkudata(L, 1, LCHANNEL_MT);
+  return lua_host_checkobject(L, 1, LCHANNEL_MT);
 }
 
 /* Check arg 1 is an open channel; raises when closed. */

@@ -72,19 +72,11 @@ typedef struct {
   int fd;
 } lfswatch_t;
 
-/* The open watcher at idx, raising when it was closed. A method has the metatable as upvalue 1
- * (luaopen_rmcp_fswatch) and compares it without looking its name up in the registry, as
- * luaL_checkudata does (reload.check reads the queue on every call); elsewhere the index is
- * acceptable but invalid, never equal, so luaL_checkudata decides. */
+/* The open watcher at idx, raising when it was closed (a method has the metatable as upvalue 1:
+ * luaopen_rmcp_fswatch; reload.check reads the queue on every call). */
 static lfswatch_t *lfswatch_check(lua_State *L, int idx)
 {
-  lfswatch_t *w = lua_touserdata(L, idx);
-  int ours = 0;
-  if (w && lua_getmetatable(L, idx)) {
-    ours = lua_rawequal(L, -1, lua_upvalueindex(1));
-    lua_pop(L, 1);
-  }
-  if (!ours) w = luaL_checkudata(L, idx, FSWATCH_MT);
+  lfswatch_t *w = lua_host_checkobject(L, idx, FSWATCH_MT);
   if (w->fd < 0) luaL_error(L, "fswatch: used after close");
   return w;
 }

@@ -115,6 +115,21 @@ void lua_host_release(lua_State *L, int *ref)
   *ref = LUA_NOREF;
 }
 
+/* The userdata at idx when it has metatable mt (named so in the registry), else raises as
+ * luaL_checkudata. A method whose upvalue 1 is that metatable compares it directly, without looking
+ * the name up in the registry (agentd calls some for every line); where upvalue 1 is not it (a
+ * metamethod has none: the index is acceptable but invalid, never equal) luaL_checkudata decides. */
+void *lua_host_checkobject(lua_State *L, int idx, const char *mt)
+{
+  void *u = lua_touserdata(L, idx);
+  if (u && lua_getmetatable(L, idx)) {
+    int ours = lua_rawequal(L, -1, lua_upvalueindex(1));
+    lua_pop(L, 1);
+    if (ours) return u;
+  }
+  return luaL_checkudata(L, idx, mt);
+}
+
 /* Read opts[field]: nil -> LUA_NOREF, a function -> registry ref, anything else raises. */
 int lua_host_checkref(lua_State *L, int idx, const char *field)
 {

@@ -33,6 +33,7 @@ int lua_host_pcall(lua_State *L, int nargs, int nresults);
 int lua_host_call_ref(lua_State *L, int ref, int nargs);
 int lua_host_retain(lua_State *L, int idx);
 void lua_host_release(lua_State *L, int *ref);
+void *lua_host_checkobject(lua_State *L, int idx, const char *mt);
 int lua_host_checkref(lua_State *L, int idx, const char *field);
 int lua_host_optbool(lua_State *L, int idx, const char *field, int def);
 void lua_host_unref(lua_State *L, int *ref);
