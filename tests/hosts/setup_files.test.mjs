@@ -7,6 +7,7 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { spawn } from 'node:child_process';
 import { BIN, RUN_ID, makeSandbox, endSandbox, execFileSync } from '../e2e/helpers.mjs';
 
 const HOSTS = join(process.cwd(), 'tests', 'hosts', 'node_modules', '.bin');
@@ -64,6 +65,7 @@ test('setup all without the hosts on PATH writes configs the real hosts read; --
   assert.match(claude, /Scope: User config/);
   assert.match(claude, /Status: ✔ Connected/, claude);
   assert.ok(claude.includes(`Command: ${BIN}\n`), claude);
+  assert.equal(JSON.parse(readFileSync(claudeFile, 'utf8')).mcpServers.reasonix.alwaysLoad, true, 'kept by Claude Code: loaded before the first turn');
 
   assert.match(setup(['all']), /Claude Code \(.*\):\n {2}already registered[\s\S]*Codex \(.*\):\n {2}already registered/);
   const removed = setup(['--remove']);
@@ -85,11 +87,39 @@ test('with the hosts on PATH, a registration that runs something else is replace
   const codexBefore = readFileSync(codexFile, 'utf8');
   const claudeBefore = JSON.parse(readFileSync(claudeFile, 'utf8')).mcpServers;
   const out = setup(['all'], withHosts);
-  assert.match(out, /Claude Code \(.*\):\n {2}replacing the registration that runs \/old\/claude-server\n {2}run: claude mcp remove reasonix --scope user\n {2}run: claude mcp add reasonix --scope user -- /);
+  assert.match(out, /Claude Code \(.*\):\n {2}replacing the registration that runs \/old\/claude-server\n {2}run: claude mcp remove reasonix --scope user\n {2}run: claude mcp add-json reasonix --scope user '\{"type":"stdio",/);
   assert.match(out, /Codex \(.*\):\n {2}replacing the registration that runs \/old\/codex-server\n {2}run: codex mcp add reasonix -- /);
   assert.equal(JSON.parse(host('codex', ['mcp', 'get', 'reasonix', '--json'])).transport.command, BIN);
-  assert.equal(JSON.parse(readFileSync(claudeFile, 'utf8')).mcpServers.reasonix.command, BIN);
+  const ours = JSON.parse(readFileSync(claudeFile, 'utf8')).mcpServers.reasonix;
+  assert.equal(ours.command, BIN);
+  assert.equal(ours.alwaysLoad, true, 'connected before the first turn');
   setup(['--remove'], withHosts);
   assert.equal(readFileSync(codexFile, 'utf8'), codexBefore, 'Codex\'s config as it was, byte for byte');
   assert.deepEqual(JSON.parse(readFileSync(claudeFile, 'utf8')).mcpServers, claudeBefore, 'the old Claude Code registration is back');
+});
+
+test('Claude Code connects the server setup registered before its first turn, however late the server starts', async () => {
+  rmSync(claudeFile, { force: true });
+  setup(['claude']);
+  // the registration as setup wrote it, but its server starts 2 s late (a cold cache, a loaded machine)
+  const slow = join(sb.bin, 'slow-reasonix-mcp');
+  writeFileSync(slow, `#!/bin/sh\nsleep 2\nexec '${BIN}' "$@"\n`, { mode: 0o755 });
+  const file = JSON.parse(readFileSync(claudeFile, 'utf8'));
+  file.mcpServers.reasonix.command = slow;
+  writeFileSync(claudeFile, JSON.stringify(file));
+  // `claude -p` prints its init line (the servers and tools its first turn has) before the first
+  // model request, which goes nowhere here: the run is ended once that line is read
+  const child = spawn(join(HOSTS, 'claude'), ['-p', 'hi', '--output-format', 'stream-json', '--verbose'], {
+    env: { ...env, ANTHROPIC_BASE_URL: 'http://127.0.0.1:9', ANTHROPIC_API_KEY: 'unused' }, cwd: sb.ws,
+    stdio: ['ignore', 'pipe', 'ignore'], detached: true });
+  let out = '';
+  const first = await new Promise((resolve, reject) => {
+    child.stdout.on('data', (d) => { out += d; if (out.includes('\n')) resolve(out.slice(0, out.indexOf('\n'))); });
+    child.on('exit', () => reject(new Error(`claude exited before its init line: ${out}`)));
+    setTimeout(() => reject(new Error('no init line in 60 s')), 60000).unref();
+  }).finally(() => { try { process.kill(-child.pid, 'SIGKILL'); } catch { /* gone */ } });
+  const init = JSON.parse(first);
+  assert.deepEqual(init.mcp_servers.find((x) => x.name === 'reasonix'), { name: 'reasonix', status: 'connected', source: 'user' }, first);
+  assert.ok(init.tools.includes('mcp__reasonix__reasonix_spawn'), first);
+  setup(['--remove', 'claude']);
 });

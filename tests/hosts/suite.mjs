@@ -50,7 +50,15 @@ export function hostSuite(host, test) {
 
   test(`${host}: spawn → watch → poll → list → stop, registered as the README says`, async (t) => {
     // `reasonix-mcp setup HOST` registered this binary through the host's own command, then ran doctor
-    assert.match(fx.setupOutput, new RegExp(`run: ${host} mcp add reasonix .*-- ${BIN.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\n`));
+    const bin = BIN.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    assert.match(fx.setupOutput, host === 'claude'
+      ? new RegExp(`run: claude mcp add-json reasonix --scope user '.*"command":"${bin}".*"alwaysLoad":true}'\n`)
+      : new RegExp(`run: codex mcp add reasonix .*-- ${bin}\n`));
+    if (host === 'claude') {
+      // loaded before the first turn: `claude -p` sends its first model request only once our tools are listed
+      const reg = JSON.parse(readFileSync(join(fx.env.CLAUDE_CONFIG_DIR, '.claude.json'), 'utf8')).mcpServers.reasonix;
+      assert.equal(reg.alwaysLoad, true, JSON.stringify(reg));
+    }
     assert.match(fx.setupOutput, /reasonix-mcp doctor:\n\[ok  \] agent binary/);
     let sid;
     fx.api.script([

@@ -46,7 +46,7 @@ test("README.md is at most 150 lines and keeps the lines tests and CI run", func
   for _, line in ipairs({ "reasonix-mcp setup claude", "reasonix-mcp setup codex", "sudo scripts/demo.sh", "sudo scripts/test.sh" }) do
     t.ok(fenced[line], "README.md has a fenced block with the line `" .. line .. "`")
   end
-  t.ok(readme:find("claude mcp add reasonix -- npx -y reasonix-mcp", 1, true), "README.md gives the npx one-liner")
+  t.ok(readme:find([[claude mcp add-json reasonix '{"type":"stdio","command":"npx","args":["-y","reasonix-mcp"],"alwaysLoad":true}']], 1, true), "README.md gives the npx one-liner")
   t.match(read(".ci/run"), "exec bash scripts/test.sh", ".ci/run runs the README's test command")
 end)
 

@@ -78,6 +78,21 @@ test("claude: our entry goes into mcpServers (made when missing), the rest decod
   end
 end)
 
+test("claude: our entry is loaded before the first turn; an older one of ours without that is registered again", function(t)
+  local _, new = claude_json.register("", EXE)
+  local entry = claude_json.entry(new)
+  t.eq(entry.alwaysLoad, true)
+  t.ok(claude_json.is_current(entry, EXE))
+  t.eq(json.decode(claude_json.entry_json(EXE)), entry, "add-json gets the entry the file gets")
+  local older = '{\n  "mcpServers": {\n    "reasonix": {\n      "type": "stdio",\n      "command": ' .. claude_json.quote(EXE)
+    .. ',\n      "args": [],\n      "env": {}\n    }\n  }\n}\n'
+  local old_entry = claude_json.entry(older)
+  t.ok(claude_json.is_ours(old_entry, EXE), "still ours: --remove takes it out")
+  t.ok(not claude_json.is_current(old_entry, EXE), "but registered again")
+  local _, again = claude_json.register(older, EXE)
+  t.eq(again, new, "with alwaysLoad, as a fresh setup writes it")
+end)
+
 test("claude: a registration elsewhere is replaced and put back; the structural removal keeps the rest", function(t)
   local text = CLAUDE:gsub('"other"', '"reasonix"')
   local entry, raw = claude_json.entry(text)

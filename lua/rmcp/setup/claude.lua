@@ -1,5 +1,6 @@
--- `setup claude`: this binary registered with Claude Code at user scope — with `claude mcp add`
--- when Claude Code is installed, else written into its config file (setup/claude_json.lua) — and
+-- `setup claude`: this binary registered with Claude Code at user scope, loaded before the first
+-- turn (claude_json.render) — with `claude mcp add-json` when Claude Code is installed, else
+-- written into its config file (setup/claude_json.lua) — and
 -- undone by `setup --remove`. Its record (setup/steps.lua keeps it as hosts.claude) is {mode
 -- ("command" | "file"), exe, file, created, previous (the registration replaced, as JSON text),
 -- edits (our splices of the file)}.
@@ -24,8 +25,12 @@ function M.register(run, exe, rec)
   local file = M.file()
   local text, exists = steps.read(file)
   local entry, raw = claude_json.entry(text)
-  if claude_json.is_ours(entry, exe) then return run:say("  already registered: runs " .. exe) end
-  if entry then run:say("  replacing the registration that runs " .. tostring(entry.command or entry.url or raw)) end
+  if claude_json.is_current(entry, exe) then return run:say("  already registered: runs " .. exe) end
+  if claude_json.is_ours(entry, exe) then
+    run:say("  updating the registration that runs " .. exe .. ": alwaysLoad, so its tools are there from the first turn")
+  elseif entry then
+    run:say("  replacing the registration that runs " .. tostring(entry.command or entry.url or raw))
+  end
   -- what --remove puts back: what an earlier setup replaced while one of ours is still there, else
   -- the entry there now (a registration the user made since is theirs to get back)
   local previous = raw
@@ -39,8 +44,9 @@ function M.register(run, exe, rec)
     if entry then
       ok = run:step("run: claude mcp remove reasonix --scope user", function() return steps.run(bin, { "mcp", "remove", "reasonix", "--scope", "user" }) end)
     end
-    ok = ok and run:step("run: claude mcp add reasonix --scope user -- " .. exe,
-      function() return steps.run(bin, { "mcp", "add", "reasonix", "--scope", "user", "--", exe }) end)
+    local entry_json = claude_json.entry_json(exe)
+    ok = ok and run:step("run: claude mcp add-json reasonix --scope user '" .. entry_json .. "'",
+      function() return steps.run(bin, { "mcp", "add-json", "reasonix", "--scope", "user", entry_json }) end)
   else
     local edit, new_text = claude_json.register(text, exe)
     if not edit then return run:step("edit " .. file, function() return nil, new_text end) and nil end

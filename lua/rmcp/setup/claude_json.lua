@@ -79,11 +79,18 @@ function M.quote(s)
   end) .. '"'
 end
 
--- Our entry's value for exe, its key at depth (indent unit `unit`).
+-- Our entry's value for exe, its key at depth (indent unit `unit`). alwaysLoad: Claude Code
+-- connects the server before the session's first turn (without it, `claude -p` and a first prompt
+-- typed at once may go to the model before our tools are listed: a fleet's first call is lost).
 function M.render(exe, unit, depth)
   local pad, inner = unit:rep(depth), unit:rep(depth + 1)
   return "{\n" .. inner .. '"type": "stdio",\n' .. inner .. '"command": ' .. M.quote(exe) .. ",\n"
-    .. inner .. '"args": [],\n' .. inner .. '"env": {}\n' .. pad .. "}"
+    .. inner .. '"args": [],\n' .. inner .. '"env": {},\n' .. inner .. '"alwaysLoad": true\n' .. pad .. "}"
+end
+
+-- Our entry for exe as one line of JSON, for `claude mcp add-json` (the same members as render).
+function M.entry_json(exe)
+  return '{"type":"stdio","command":' .. M.quote(exe) .. ',"args":[],"env":{},"alwaysLoad":true}'
 end
 
 -- The splice that adds member (`"key": value` text) to obj, at depth (its members' indent).
@@ -121,6 +128,12 @@ end
 function M.is_ours(entry, exe)
   return entry ~= nil and entry.command == exe and (entry.type == nil or entry.type == "stdio")
     and (type(entry.args) ~= "table" or #entry.args == 0)
+end
+
+-- Whether entry runs exe as this version registers it: ours, and loaded before the first turn (an
+-- older setup's entry lacks alwaysLoad, and is registered again).
+function M.is_current(entry, exe)
+  return M.is_ours(entry, exe) and entry.alwaysLoad == true
 end
 
 -- text without our member, or with previous (the value it replaced) as its value.

@@ -21,8 +21,10 @@ usage: reasonix-mcp setup claude|codex|all [--dry-run] [--install-agent]
        reasonix-mcp setup --remove [claude|codex|all] [--dry-run]
 
 Registers this binary (its real path) as the MCP server "reasonix" of a host, in your user scope:
-  claude  with `claude mcp add reasonix --scope user -- THIS` when claude is on PATH, else by
-          writing mcpServers.reasonix into ~/.claude.json ($CLAUDE_CONFIG_DIR/.claude.json)
+  claude  with `claude mcp add-json reasonix --scope user` when claude is on PATH, else by
+          writing mcpServers.reasonix into ~/.claude.json ($CLAUDE_CONFIG_DIR/.claude.json):
+          {"command": THIS, "alwaysLoad": true}, connected before the first turn (`claude -p`
+          would otherwise send its first turn before our tools are listed)
   codex   with `codex mcp add reasonix -- THIS` when codex is on PATH, else by writing
           [mcp_servers.reasonix] into ~/.codex/config.toml ($CODEX_HOME); either way the table
           gets tool_timeout_sec = 3600 (a watch blocks longer than Codex's default 60 s) and
