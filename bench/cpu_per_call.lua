@@ -34,11 +34,9 @@ local CLIENT, FLOOR = BUILD .. "/bench-client", BUILD .. "/bench-floor"
 local DIR = assert(uv.fs_mkdtemp("/tmp/rxc-XXXXXX"))
 local ORCH = "bench-cpu"
 
--- Writes text to path (mode: its permission bits, or nil).
+-- Writes text to path (0600, or mode: its permission bits).
 local function write_file(path, text, mode)
-  local f = assert(io.open(path, "wb"))
-  f:write(text)
-  f:close()
+  assert(files.write_atomic(path, text, false))
   if mode then uv.fs_chmod(path, mode) end
 end
 
