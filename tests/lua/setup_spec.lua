@@ -223,6 +223,20 @@ test("a registration the user made over ours is what --remove puts back, not the
   t.eq(files.read(home .. "/.codex/config.toml"), theirs, "the user's own registration is back")
 end, { timeout = 240000 })
 
+test("claude: an older setup's entry of this binary is updated to load before the first turn; --remove puts the file back", function(t)
+  local home = t.tmpdir("rmcp-setup")
+  local exe = require("rmcp.host").exe
+  local older = '{\n  "mcpServers": {\n    "other": {"command": "/o"},\n    "reasonix": {\n      "type": "stdio",\n'
+    .. '      "command": ' .. claude_json.quote(exe) .. ',\n      "args": [],\n      "env": {}\n    }\n  }\n}\n'
+  assert(files.write_atomic(home .. "/.claude.json", older))
+  t.match(setup(home, { "claude" }), "updating the registration that runs .-: alwaysLoad")
+  local entry = claude_json.entry(files.read(home .. "/.claude.json"))
+  t.ok(claude_json.is_current(entry, exe), files.read(home .. "/.claude.json"))
+  t.match(setup(home, { "claude" }), "already registered")
+  setup(home, { "--remove" })
+  t.eq(files.read(home .. "/.claude.json"), older, "as it was before this setup (no record says what came before that)")
+end, { timeout = 240000 })
+
 test("codex: a server of ours written as an inline table or dotted keys is refused, not defined twice", function(t)
   t.eq(codex_toml.unsupported(CODEX), nil)
   t.eq(codex_toml.unsupported('[mcp_servers.reasonix]\ncommand = "x"\n[mcp_servers.reasonix.env]\nK = "v"\n'), nil, "our table form")
