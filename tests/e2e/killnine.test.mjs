@@ -568,3 +568,33 @@ test('a launcher killed right after relaying a watch answer: its word still reac
   const again = await second.client.callTool({ name: 'reasonix_watch', arguments: { session_ids: [sid], timeout: 2 } });
   assert.equal(again.structuredContent.timed_out, true, `the answer the host has is not given again: ${JSON.stringify(again.structuredContent)}`);
 });
+
+// The same word when the server finds its stdout dead before it reads it: something it writes to the
+// host after its launcher died (here a ping's answer; in the chaos, a turn's agent_event) fails
+// first. The test plays the launcher (the server's parent with REASONIX_MCP_LAUNCHER_PID): the word
+// comes only once the server said how it takes its dead stdout, and must still reach agentd.
+test('a server whose stdout died still reads its launcher\'s last word to the end', async (t) => {
+  const env = { ...fx.env(), REASONIX_MCP_LAUNCHER_PID: String(process.pid) };
+  const srv = rawServer(fx.sb, { env });
+  const pid = srv.child.pid;
+  t.after(() => { if (alive(pid)) process.kill(pid, 'SIGKILL'); });
+  srv.send({ jsonrpc: '2.0', method: '$/rmcp/launcher', params: { answer_fates: true } });
+  await srv.initialize({ clientInfo: { name: 'killnine-stdout', version: '1.0.0' } });
+  const spawned = await srv.request('tools/call', { name: 'reasonix_spawn', arguments: { task: 'CHAOS-TURN tok=a9.t0.r0;' } });
+  const sid = spawned.result.structuredContent.session_id;
+  const watch = await srv.request('tools/call', { name: 'reasonix_watch', arguments: { session_ids: [sid] } }, 7);
+  assert.deepEqual(tokensIn(watch.result.structuredContent.results[sid].message), ['a9.t0.r0']);
+  // the launcher is gone: nothing reads the server's stdout any more, and its next answer fails
+  srv.child.stdout.destroy();
+  srv.send({ jsonrpc: '2.0', id: 8, method: 'ping' });
+  const said = () => /stdout closed: EPIPE[^\n]*(reading what our launcher wrote|$)/m.exec(srv.stderr.join(''));
+  await until(said, 10000, 'the server logs its dead stdout');
+  assert.match(said()[0], /reading what our launcher wrote before stopping/, 'a supervised server reads its stdin to the end first');
+  srv.send({ jsonrpc: '2.0', method: '$/rmcp/answered', params: { id: 7, delivered: true } });
+  srv.child.stdin.end();
+  const [code] = await withTimeout(srv.exited, 10000, 'the server stops at the end of its stdin');
+  assert.equal(code, 0);
+  const { client } = await launcherHost(t, 'killnine-stdout');
+  const again = await client.callTool({ name: 'reasonix_watch', arguments: { session_ids: [sid], timeout: 2 } });
+  assert.equal(again.structuredContent.timed_out, true, `the answer the host has is not given again: ${JSON.stringify(again.structuredContent)}`);
+});

@@ -74,12 +74,24 @@ function M.main(_args)
     exit_when_flushed(S.out, code)
   end
 
+  -- Our stdout failed: its reader is gone. A launcher that died left its last words in our stdin
+  -- (its receipts, which agentd waits for), so under one stdin is read to its end first, which
+  -- comes soon (its writer is dead; the hangup deadline bounds it); else we stop now.
+  local function stdout_failed(e)
+    local why = "stdout closed: " .. tostring(e)
+    if supervised() and input and not input:is_closed() then
+      log.info("server: %s; reading what our launcher wrote before stopping", why)
+      return
+    end
+    stop(0, why)
+  end
+
   local err
   make_gates(S)
   local function released() S.stdin_gate:released() end
   S.out, err = channel.open(1, {
     mode = "ndjson", read = false, write = true,
-    on_eof = function(e) if e then stop(0, "stdout closed: " .. tostring(e)) end end,
+    on_eof = function(e) if e then stdout_failed(e) end end,
     on_drain = function() released(); S.links_gate:released() end,
   })
   if not S.out then
