@@ -222,11 +222,14 @@ export async function fixture({ scenario = {}, config = {} } = {}) {
 }
 
 // Prints the last lines of sandbox sb's agentd log (the TAP reporter makes them comments): a failed
-// test in CI then shows what agentd saw (agent exits, refusals) before the sandbox is removed.
+// test in CI then shows what agentd saw (agent exits, refusals) before the sandbox is removed. With
+// RMCP_TEST_KEEP_LOG=<file> the whole log is copied there too (a flake hunted by a loop of runs).
 export function printAgentdLog(sb, lines = 60) {
   const file = join(sb.mcp, 'agentd.log');
   if (!existsSync(file)) { console.log(`no agentd log at ${file}`); return; }
-  const tail = readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines);
+  const text = readFileSync(file, 'utf8');
+  if (process.env.RMCP_TEST_KEEP_LOG) writeFileSync(process.env.RMCP_TEST_KEEP_LOG, text);
+  const tail = text.trimEnd().split('\n').slice(-lines);
   console.log(`the last ${tail.length} lines of ${file}:\n${tail.map((l) => `  ${l}`).join('\n')}`);
 }
 

@@ -222,9 +222,11 @@ test('kill -9 of launcher, server or agentd at random moments: every result exac
   // gave no turn polls again at once: a poll answer the host never got is kept by agentd and given
   // to the session's next poll once agentd knows it was lost. {status, exit_reason, tok}, or null.
   async function pollTurn(a) {
+    let lastAnswer;
     for (let n = 0; n < 1000; n++) {
       pollCalls++;
       const { result, data } = await host.call('reasonix_poll', { session_id: a.sid, detail: true }, true);
+      lastAnswer = data;
       if (result.isError) { problems.push(`${a.sid}: poll failed: ${result.content?.[0]?.text}`); return null; }
       if ((data.turns?.length ?? 0) > 0 || data.status === 'orphaned' || data.status === 'exited') {
         const tok = recordPoll(a, data);
@@ -235,7 +237,7 @@ test('kill -9 of launcher, server or agentd at random moments: every result exac
       const w = await host.call('reasonix_wait', { session_ids: [a.sid], timeout: 45 }, true);
       if (w.result.isError) { problems.push(`${a.sid}: wait failed: ${w.result.content?.[0]?.text}`); return null; }
     }
-    problems.push(`${a.sid}: 1000 polls without the turn's end`);
+    problems.push(`${a.sid}: 1000 polls without the turn's end; the last answered ${JSON.stringify(lastAnswer)}`);
     return null;
   }
 
@@ -287,7 +289,11 @@ test('kill -9 of launcher, server or agentd at random moments: every result exac
   // finished).
   async function drive(a) {
     for (;;) {
-      const r = a.rnd() < POLLED ? await pollTurn(a) : await watchTurn(a);
+      // once the chaos is over, each agent's last turn end is taken a set way (odd agents poll, even
+      // ones watch): both ways take turn ends whatever the seed drew
+      const last = stopping;
+      const byPoll = last ? a.n % 2 === 1 : a.rnd() < POLLED;
+      const r = byPoll ? await pollTurn(a) : await watchTurn(a);
       if (!r) return;
       const tok = r.tok;
       if (r.status === 'orphaned' && a.liveSinceKills === agentdKills) {
@@ -306,9 +312,8 @@ test('kill -9 of launcher, server or agentd at random moments: every result exac
         continue;
       }
       if (tok) { a.turnsDone++; a.sinceResume++; a.turn++; }
-      // done once the chaos is over and a turn ended since the last resume, on an agent that still
-      // lives: the daemon that gave this result may have been the last one killed
-      if (stopping && a.sinceResume > 0) {
+      // done once a turn end taken after the chaos (the set way) came from an agent that still lives
+      if (last && a.sinceResume > 0) {
         const now = await row(a.sid);
         if (now && !['orphaned', 'exited'].includes(now.status)) return;
       }
