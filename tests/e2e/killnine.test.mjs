@@ -249,7 +249,9 @@ test('kill -9 of launcher, server or agentd at random moments: every result exac
   }
 
   // Starts the next turn of agent a. A send cut off by a kill has an unknown outcome: the session's
-  // row says whether it took (running, or a result pending); if not, a new attempt (a new token) goes.
+  // row and journal say whether it took (running, starting with it queued, or its prompt journaled:
+  // agentd journals a prompt before it answers; a pending result is no sign, as a poll that took the
+  // last turn leaves it pending for a watch); if not, a new attempt (a new token) goes.
   async function startTurn(a) {
     for (let attempt = 0; ; attempt++) {
       const tok = `a${a.n}.t${a.turn}.r${attempt}`;
@@ -262,7 +264,7 @@ test('kill -9 of launcher, server or agentd at random moments: every result exac
       if (attempt > 20) throw new Error(`${a.sid}: no turn would start`);
       const r = await row(a.sid);
       if (!r) continue;
-      if (['running', 'starting'].includes(r.status) || r.terminal_pending) return;
+      if (['running', 'starting'].includes(r.status) || readFileSync(r.transcript_path, 'utf8').includes(`tok=${tok};`)) return;
       if (r.status === 'orphaned' || r.status === 'exited') return; // the next watch reports it
     }
   }
