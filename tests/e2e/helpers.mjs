@@ -268,9 +268,10 @@ export async function tool(client, name, args = {}, options = {}) {
 }
 
 // A server on the raw wire: send(obj or string), next(pred) waits for a frame; frames keeps them all,
-// lines their text as the server wrote it (lines[i] is frames[i]'s: the bytes a host gets).
-export function rawServer(sb, { env, cwd, args = ['server'] } = {}) {
-  const child = spawn(BIN, args, { env: env ?? serverEnv(sb), cwd: cwd ?? sb.ws, stdio: ['pipe', 'pipe', 'pipe'] });
+// lines their text as the server wrote it (lines[i] is frames[i]'s: the bytes a host gets). command
+// (default the binary) runs with args on those pipes.
+export function rawServer(sb, { env, cwd, args = ['server'], command = BIN } = {}) {
+  const child = spawn(command, args, { env: env ?? serverEnv(sb), cwd: cwd ?? sb.ws, stdio: ['pipe', 'pipe', 'pipe'] });
   const frames = [];
   const lines = [];
   const badLines = [];

@@ -11,7 +11,8 @@
 // needs: agent python3 clients
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readFileSync, openSync, writeSync, closeSync } from 'node:fs';
+import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -578,29 +579,39 @@ test('a launcher killed right after relaying a watch answer: its word still reac
 
 // The same word when the server finds its stdout dead before it reads it: something it writes to the
 // host after its launcher died (here a ping's answer; in the chaos, a turn's agent_event) fails
-// first. The test plays the launcher (the server's parent with REASONIX_MCP_LAUNCHER_PID): the word
-// comes only once the server said how it takes its dead stdout, and must still reach agentd.
+// first. A shell plays the launcher (the server's parent, named by REASONIX_MCP_LAUNCHER_PID) and is
+// killed, so the server is an orphan by then, as after a launcher's death. Its stdin is a FIFO the
+// test writes (the pipe of a spawned shell would be closed by Node as the shell dies). The word comes
+// once the server said how it takes its dead stdout, and must still reach agentd.
 test('a server whose stdout died still reads its launcher\'s last word to the end', async (t) => {
-  const env = { ...fx.env(), REASONIX_MCP_LAUNCHER_PID: String(process.pid) };
-  const srv = rawServer(fx.sb, { env });
-  const pid = srv.child.pid;
-  t.after(() => { if (alive(pid)) process.kill(pid, 'SIGKILL'); });
+  const fifo = join(fx.sb.root, 'launcher-stdin');
+  execFileSync('mkfifo', [fifo]);
+  const launcher = 'exec 3<"$1"; REASONIX_MCP_LAUNCHER_PID=$$ "$0" server <&3 3<&- & echo "server $!" >&2; wait';
+  const srv = rawServer(fx.sb, { env: fx.env(), command: 'sh', args: ['-c', launcher, BIN, fifo] });
+  const input = openSync(fifo, 'w'); // (meets the shell's open for reading)
+  srv.send = (msg) => writeSync(input, (typeof msg === 'string' ? msg : JSON.stringify(msg)) + '\n');
+  const shell = srv.child.pid;
+  await until(() => /server (\d+)/.test(srv.stderr.join('')), 10000, 'the shell starts the server');
+  const pid = Number(/server (\d+)/.exec(srv.stderr.join(''))[1]);
+  t.after(() => { for (const p of [shell, pid]) if (alive(p)) process.kill(p, 'SIGKILL'); });
   srv.send({ jsonrpc: '2.0', method: '$/rmcp/launcher', params: { answer_fates: true } });
   await srv.initialize({ clientInfo: { name: 'killnine-stdout', version: '1.0.0' } });
   const spawned = await srv.request('tools/call', { name: 'reasonix_spawn', arguments: { task: 'CHAOS-TURN tok=a9.t0.r0;' } });
   const sid = spawned.result.structuredContent.session_id;
   const watch = await srv.request('tools/call', { name: 'reasonix_watch', arguments: { session_ids: [sid] } }, 7);
   assert.deepEqual(tokensIn(watch.result.structuredContent.results[sid].message), ['a9.t0.r0']);
-  // the launcher is gone: nothing reads the server's stdout any more, and its next answer fails
+  // the launcher dies, and nothing reads the server's stdout any more: its next answer fails (each
+  // poll sends another ping: one may still have gone in as the reader closed)
+  process.kill(shell, 'SIGKILL');
+  await until(() => !alive(shell), 5000, 'the launcher is gone');
   srv.child.stdout.destroy();
-  srv.send({ jsonrpc: '2.0', id: 8, method: 'ping' });
   const said = () => /stdout closed: EPIPE[^\n]*(reading what our launcher wrote|$)/m.exec(srv.stderr.join(''));
-  await until(said, 10000, 'the server logs its dead stdout');
-  assert.match(said()[0], /reading what our launcher wrote before stopping/, 'a supervised server reads its stdin to the end first');
+  const ping = () => { try { srv.send({ jsonrpc: '2.0', id: 8, method: 'ping' }); } catch { /* it stopped reading */ } };
+  await until(() => { ping(); return said(); }, 10000, 'the server logs its dead stdout');
+  assert.match(said()[0], /reading what our launcher wrote before stopping/, 'a launcher\'s server reads its stdin to the end first');
   srv.send({ jsonrpc: '2.0', method: '$/rmcp/answered', params: { id: 7, delivered: true } });
-  srv.child.stdin.end();
-  const [code] = await withTimeout(srv.exited, 10000, 'the server stops at the end of its stdin');
-  assert.equal(code, 0);
+  closeSync(input);
+  await until(() => !alive(pid), 10000, 'the server stops at the end of its stdin');
   const { client } = await launcherHost(t, 'killnine-stdout');
   const again = await client.callTool({ name: 'reasonix_watch', arguments: { session_ids: [sid], timeout: 2 } });
   assert.equal(again.structuredContent.timed_out, true, `the answer the host has is not given again: ${JSON.stringify(again.structuredContent)}`);

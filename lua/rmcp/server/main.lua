@@ -64,6 +64,8 @@ function M.main(_args)
   local S = {} -- out, server, stdin_gate, links_gate
   local input
   local stopping = false
+  -- (asked once, at the start: a dead launcher's orphan has another parent by the time it matters)
+  local launched = supervised()
   local function stop(code, why)
     if stopping then return end
     stopping = true
@@ -79,7 +81,7 @@ function M.main(_args)
   -- comes soon (its writer is dead; the hangup deadline bounds it); else we stop now.
   local function stdout_failed(e)
     local why = "stdout closed: " .. tostring(e)
-    if supervised() and input and not input:is_closed() then
+    if launched and input and not input:is_closed() then
       log.info("server: %s; reading what our launcher wrote before stopping", why)
       return
     end
@@ -103,7 +105,7 @@ function M.main(_args)
     send = function(line) if not out:is_closed() then out:write(line) end end,
     project_dir = uv.cwd(),
     version = host_version(),
-    supervised = supervised(),
+    supervised = launched,
     link = function(s, orch) return link.new(s, orch, { read_gate = S.links_gate, on_drain = released }) end,
     on_answered = released,
     -- hot reload and the user policies start once initialize is answered (they serve tools only)
@@ -134,7 +136,7 @@ function M.main(_args)
     host = out, input = input, max_in_flight = config.limit("max_in_flight"),
     on_settle = function() S.stdin_gate:check(); released(); S.links_gate:check() end,
   })
-  if supervised() then
+  if launched then
     -- our launcher's death hangs us up (PDEATHSIG SIGHUP): what it wrote before dying is still in
     -- stdin (its word that the host has an answer, which agentd waits for), and we read it, stop at
     -- stdin's end, and are ended 3 s after the signal if that does not happen
