@@ -53,6 +53,32 @@ local function make_gates(S)
   S.links_gate = flow.gate("server agentd links", function() return flow.unread(S.out, "the host") end)
 end
 
+-- The server's two ways to end, over S (out, input, server, launched): stop(code, why), once; and
+-- stdout_failed(e). A failed stdout means its reader is gone; a launcher that died left its last
+-- words in our stdin (its receipts, which agentd waits for), so under one stdin is read to its end
+-- first, which comes soon (its writer is dead; the hangup deadline bounds it); else we stop now.
+local function make_stops(S)
+  local stopping = false
+  local function stop(code, why)
+    if stopping then return end
+    stopping = true
+    log.info("server stopping: %s", why)
+    if S.input then S.input:close() end
+    if S.server and S.server.lane then S.server.lane:stop() end
+    if S.server then S.server:close() end
+    exit_when_flushed(S.out, code)
+  end
+  local function stdout_failed(e)
+    local why = "stdout closed: " .. tostring(e)
+    if S.launched and S.input and not S.input:is_closed() then
+      log.info("server: %s; reading what our launcher wrote before stopping", why)
+      return
+    end
+    stop(0, why)
+  end
+  return stop, stdout_failed
+end
+
 -- Runs the server on this process's stdio; returns at once (the loop does the work).
 function M.main(_args)
   log.set_role("server")
@@ -61,33 +87,10 @@ function M.main(_args)
   local link = require "rmcp.server.link"
   local max_line = config.limit("max_line")
 
-  local S = {} -- out, server, stdin_gate, links_gate
-  local input
-  local stopping = false
-  -- (asked once, at the start: a dead launcher's orphan has another parent by the time it matters)
-  local launched = supervised()
-  local function stop(code, why)
-    if stopping then return end
-    stopping = true
-    log.info("server stopping: %s", why)
-    if input then input:close() end
-    if S.server and S.server.lane then S.server.lane:stop() end
-    if S.server then S.server:close() end
-    exit_when_flushed(S.out, code)
-  end
-
-  -- Our stdout failed: its reader is gone. A launcher that died left its last words in our stdin
-  -- (its receipts, which agentd waits for), so under one stdin is read to its end first, which
-  -- comes soon (its writer is dead; the hangup deadline bounds it); else we stop now.
-  local function stdout_failed(e)
-    local why = "stdout closed: " .. tostring(e)
-    if launched and input and not input:is_closed() then
-      log.info("server: %s; reading what our launcher wrote before stopping", why)
-      return
-    end
-    stop(0, why)
-  end
-
+  -- (whether a launcher runs us is asked once, at the start: a dead launcher's orphan has another
+  -- parent by the time it matters)
+  local S = { launched = supervised() } -- out, input, server, stdin_gate, links_gate, launched
+  local stop, stdout_failed = make_stops(S)
   local err
   make_gates(S)
   local function released() S.stdin_gate:released() end
@@ -105,7 +108,7 @@ function M.main(_args)
     send = function(line) if not out:is_closed() then out:write(line) end end,
     project_dir = uv.cwd(),
     version = host_version(),
-    supervised = launched,
+    supervised = S.launched,
     link = function(s, orch) return link.new(s, orch, { read_gate = S.links_gate, on_drain = released }) end,
     on_answered = released,
     -- hot reload and the user policies start once initialize is answered (they serve tools only)
@@ -116,7 +119,7 @@ function M.main(_args)
       require("rmcp.policy.loader").init{ role = "server" }
     end,
   }
-  input, err = channel.open(0, {
+  S.input, err = channel.open(0, {
     mode = "ndjson", read = true, write = false, max_line = max_line,
     on_line = function(line)
       S.server:receive(line)
@@ -126,6 +129,7 @@ function M.main(_args)
     on_oversize = function(n) S.server:oversize(n, max_line) end,
     on_eof = function(e) stop(0, e and ("stdin error: " .. tostring(e)) or "stdin closed") end,
   })
+  local input = S.input
   if not input then
     log.error("cannot open stdin: %s", tostring(err))
     return require("rmcp.sys").stop(1)
@@ -136,7 +140,7 @@ function M.main(_args)
     host = out, input = input, max_in_flight = config.limit("max_in_flight"),
     on_settle = function() S.stdin_gate:check(); released(); S.links_gate:check() end,
   })
-  if launched then
+  if S.launched then
     -- our launcher's death hangs us up (PDEATHSIG SIGHUP): what it wrote before dying is still in
     -- stdin (its word that the host has an answer, which agentd waits for), and we read it, stop at
     -- stdin's end, and are ended 3 s after the signal if that does not happen
