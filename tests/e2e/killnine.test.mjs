@@ -588,12 +588,16 @@ test('a server whose stdout died still reads its launcher\'s last word to the en
   execFileSync('mkfifo', [fifo]);
   const launcher = 'exec 3<"$1"; REASONIX_MCP_LAUNCHER_PID=$$ "$0" server <&3 3<&- & echo "server $!" >&2; wait';
   const srv = rawServer(fx.sb, { env: fx.env(), command: 'sh', args: ['-c', launcher, BIN, fifo] });
-  const input = openSync(fifo, 'w'); // (meets the shell's open for reading)
+  // (read-write: the open does not wait for the shell's, and closing it is the server's stdin's end)
+  let input = openSync(fifo, 'r+');
   srv.send = (msg) => writeSync(input, (typeof msg === 'string' ? msg : JSON.stringify(msg)) + '\n');
   const shell = srv.child.pid;
   await until(() => /server (\d+)/.test(srv.stderr.join('')), 10000, 'the shell starts the server');
   const pid = Number(/server (\d+)/.exec(srv.stderr.join(''))[1]);
-  t.after(() => { for (const p of [shell, pid]) if (alive(p)) process.kill(p, 'SIGKILL'); });
+  t.after(() => {
+    if (input !== null) closeSync(input);
+    for (const p of [shell, pid]) if (alive(p)) process.kill(p, 'SIGKILL');
+  });
   srv.send({ jsonrpc: '2.0', method: '$/rmcp/launcher', params: { answer_fates: true } });
   await srv.initialize({ clientInfo: { name: 'killnine-stdout', version: '1.0.0' } });
   const spawned = await srv.request('tools/call', { name: 'reasonix_spawn', arguments: { task: 'CHAOS-TURN tok=a9.t0.r0;' } });
@@ -611,6 +615,7 @@ test('a server whose stdout died still reads its launcher\'s last word to the en
   assert.match(said()[0], /reading what our launcher wrote before stopping/, 'a launcher\'s server reads its stdin to the end first');
   srv.send({ jsonrpc: '2.0', method: '$/rmcp/answered', params: { id: 7, delivered: true } });
   closeSync(input);
+  input = null;
   await until(() => !alive(pid), 10000, 'the server stops at the end of its stdin');
   const { client } = await launcherHost(t, 'killnine-stdout');
   const again = await client.callTool({ name: 'reasonix_watch', arguments: { session_ids: [sid], timeout: 2 } });
