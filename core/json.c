@@ -770,6 +770,8 @@ static int json_request(lua_State *L)
   lua_settop(L, 1); /* (the line stays at 1: method points into it) */
   if (params_end - params == 2 && params[0] == '{' && params[1] == '}') {
     lua_newtable(L);
+  } else if (memchr(params, '\0', (size_t)(params_end - params)) != NULL) {
+    return 0; /* cjson ends its input at a NUL byte: a whole decode must say what such a line is */
   } else {
     lua_pushvalue(L, lua_upvalueindex(1)); /* json.decode */
     lua_pushlstring(L, params, (size_t)(params_end - params));

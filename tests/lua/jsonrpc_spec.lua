@@ -51,6 +51,8 @@ test("a line that only looks like one gets the answer of the whole decode", func
        '{"jsonrpc":"2.0","id":7,"result":{"got":{}}}', "a blank after the object")
   t.eq(answers({ '{"jsonrpc":"2.0","id":8,"method":"echo","params":{"a":1}' })[1]:match('"id":null,"error"'),
        '"id":null,"error"', "an unclosed object is a parse error")
+  t.eq(answers({ '{"jsonrpc":"2.0","id":3,"method":"echo","params":{}\0\0,"id":9}' })[1]:match('"id":null,"error"'),
+       '"id":null,"error"', "NUL bytes after the params (where cjson stops reading): a parse error")
 end)
 
 test("a reply answers once; one its handler keeps can be handed over by its id (reply_id, reply_to)", function(t)
