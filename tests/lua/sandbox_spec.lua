@@ -204,3 +204,53 @@ test("REASONIX_MCP_SANDBOX_READ shows an agent installed under the home, which a
   t.match(err.message, "agent process exited")
   ctx.shutdown()
 end)
+
+test("sandboxed spawns alike share one posture probe and one read of git; a changed index or git identity is read again", function(t)
+  local ws_bin = t.tmpdir("rmcp-box-bin")
+  local wrapper = ws_bin .. "/reasonix"
+  -- the real agent, noting each `doctor` (the posture probe, run in the sandbox) in its writable cwd
+  assert(io.open(wrapper, "w")):write("#!/bin/sh\n[ \"$1\" = doctor ] && echo run >> .doctor-runs\n",
+    "exec '", support.bin, "' \"$@\"\n"):close()
+  uv.fs_chmod(wrapper, tonumber("755", 8))
+  local ctx = support.setup(t, { env = { REASONIX_BIN = wrapper, REASONIX_MCP_SANDBOX_READ = ws_bin .. ":" .. support.repo } })
+  local runs = ctx.ws .. "/.doctor-runs"
+  local sh = function(cmd) assert(os.execute(cmd), cmd) end
+  local q = function(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
+  local function identity(name)
+    assert(io.open(ctx.home.home .. "/.gitconfig", "w")):write("[user]\n\tname = ", name, "\n\temail = fleet@example.test\n"):close()
+  end
+  identity("A One")
+  sh("cd " .. q(ctx.ws) .. " && git init -q && echo x > f && git add f && git -c user.name=t -c user.email=t@e commit -qm base")
+  local c = ctx.client()
+  -- the agent's command line as agentd logged it when it started session sid
+  local function argv_of(sid)
+    local log = assert(require("rmcp.lib.files").read(ctx.mcp_home .. "/agentd.log"))
+    return log:match("session " .. sid:gsub("%p", "%%%0") .. ": agent pid %d+ in [^\n]-: ([^\n]*)") or ""
+  end
+  local function spawn()
+    local r = ctx.call(c, "spawn", { task = "x", sandbox = "workspace", keep_alive = true })
+    ctx.watch_until(c, { r.session_id }, support.settled)
+    return r
+  end
+  local count = function() return select(2, (require("rmcp.lib.files").read(runs) or ""):gsub("run", "")) end
+  local a = spawn()
+  t.match(argv_of(a.session_id), "%-%-setenv GIT_AUTHOR_NAME A One", "your identity makes its commits yours")
+  t.eq(count(), 1, "its posture was probed")
+  local b = spawn()
+  t.eq(count(), 1, "a second spawn alike takes the first's posture")
+  t.eq(b.posture.bash, a.posture.bash)
+  t.eq(b.posture.sandbox, a.posture.sandbox)
+  -- a submodule comes into the index, and your identity changes
+  sh("cd " .. q(ctx.ws) .. " && git init -q sub && echo y > sub/g && git -C sub add g && "
+    .. "git -C sub -c user.name=t -c user.email=t@e commit -qm s && "
+    .. "git update-index --add --cacheinfo 160000,$(git -C sub rev-parse HEAD),sub")
+  identity("B Two")
+  local d = spawn()
+  local argv = argv_of(d.session_id)
+  local sub = (uv.fs_realpath(ctx.ws) .. "/sub/.git"):gsub("%p", "%%%0")
+  t.match(argv, "%-%-ro%-bind " .. sub .. " " .. sub, "the new submodule's .git is read-only to it")
+  t.match(argv, "%-%-setenv GIT_AUTHOR_NAME B Two", "your new identity is taken")
+  t.ok(not argv_of(a.session_id):find("sub/.git", 1, true), "(the first had no submodule to guard)")
+  for _, r in ipairs({ a, b, d }) do ctx.call(c, "stop", { session_id = r.session_id }) end
+  ctx.shutdown()
+end)

@@ -3,6 +3,7 @@
 local uv = require "luv"
 local proc = require "rmcp.proc"
 local json = require "rmcp.lib.json"
+local files = require "rmcp.lib.files"
 local ownership = require "rmcp.agentd.ownership"
 
 local M = {}
@@ -88,11 +89,9 @@ local function copy(p)
   return out
 end
 
--- Stamp of a file that shapes the posture: mtime and size, or "-" when it does not exist.
+-- Stamp of a file that shapes the posture, or "-" when it does not exist.
 local function stamp(path)
-  local st = uv.fs_stat(path)
-  if not st then return "-" end
-  return string.format("%d.%d:%d", st.mtime.sec, st.mtime.nsec, st.size)
+  return files.stamp(path) or "-"
 end
 
 M.CACHE_MS = 30000
@@ -102,11 +101,13 @@ local cache = {} -- key -> { at = uv.now(), posture (or its failure) } or { wait
 -- (doctor argv, cwd, env, agent binary, Reasonix user config, project reasonix.toml), and spawns
 -- that ask while a probe for the same key runs share its answer. A failure is kept the same way (an
 -- agent without doctor would otherwise cost a process per spawn); a changed binary is a new key.
-function M.probe_cached(bin, cwd, env, cb, timeout_ms)
+-- key_argv: the argv the answer is kept under when it is not bin's (a probe in a session's sandbox
+-- names that sandbox's dir).
+function M.probe_cached(bin, cwd, env, cb, timeout_ms, key_argv)
   local argv = type(bin) == "table" and bin or { bin }
   if not argv[1] then return M.probe(bin, cwd, env, cb, timeout_ms) end
   local config = require "rmcp.config"
-  local key = table.concat({ cwd, table.concat(argv, "\0"), table.concat(env or {}, "\0"), stamp(argv[1]),
+  local key = table.concat({ cwd, table.concat(key_argv or argv, "\0"), table.concat(env or {}, "\0"), stamp(argv[1]),
                              stamp(config.reasonix_home() .. "/config.toml"), stamp(cwd .. "/reasonix.toml") }, "\1")
   local e = cache[key]
   if e and e.posture and uv.now() - e.at <= M.CACHE_MS then return cb(copy(e.posture)) end

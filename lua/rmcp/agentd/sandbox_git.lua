@@ -158,14 +158,39 @@ local function seed(dirs, common, gitdir)
   return state
 end
 
--- The submodules of the checkout at top whose `.git` sits under cwd: those paths (they are shown
--- read-only: your git status descends into each). Coroutine.
-local function submodule_dot_gits(top, cwd)
-  local out = {}
+-- The submodule paths of a checkout's index as `git ls-files` last read them, by checkout top:
+-- {index = the index file's stamp, paths}. A fleet spawned in one checkout runs git once; any write
+-- of the index (a new inode, or another size or mtime) reads it again.
+local gitlinks_seen, gitlinks_n = {}, 0
+local MAX_GITLINKS_SEEN = 64
+
+-- The paths (relative to top) of the submodules in the index of the checkout at top, whose git
+-- dir is gitdir. Coroutine.
+local function gitlinks(top, gitdir)
+  local index = files.stamp(os.getenv("GIT_INDEX_FILE") or (gitdir .. "/index")) or "-"
+  local seen = gitlinks_seen[top]
+  if seen and seen.index == index then return seen.paths end
+  local paths = {}
   local r = git({ "-C", top, "ls-files", "--stage", "-z" })
   for mode, path in ((r and r.stdout) or ""):gmatch("(%d+) %x+ %d+\t([^%z]+)") do
+    if mode == "160000" then paths[#paths + 1] = path end
+  end
+  if not r then return paths end -- (not kept: the next spawn tries again)
+  if not seen then
+    if gitlinks_n >= MAX_GITLINKS_SEEN then gitlinks_seen, gitlinks_n = {}, 0 end
+    gitlinks_n = gitlinks_n + 1
+  end
+  gitlinks_seen[top] = { index = index, paths = paths }
+  return paths
+end
+
+-- The submodules of the checkout at top (git dir gitdir) whose `.git` sits under cwd: those paths
+-- (they are shown read-only: your git status descends into each). Coroutine.
+local function submodule_dot_gits(top, gitdir, cwd)
+  local out = {}
+  for _, path in ipairs(gitlinks(top, gitdir)) do
     local entry = top .. "/" .. path .. "/.git"
-    if mode == "160000" and under(entry, cwd) and uv.fs_lstat(entry) then out[#out + 1] = entry end
+    if under(entry, cwd) and uv.fs_lstat(entry) then out[#out + 1] = entry end
   end
   return out
 end
@@ -189,7 +214,7 @@ function M.paths(sandbox_dir, cwd)
     out.read[#out.read + 1] = gitdir
     if gitdir ~= entry and under(gitdir, cwd) then out.protect[#out.protect + 1] = gitdir end
     if under(top, cwd) then
-      for _, sub in ipairs(submodule_dot_gits(top, cwd)) do out.protect[#out.protect + 1] = sub end
+      for _, sub in ipairs(submodule_dot_gits(top, gitdir, cwd)) do out.protect[#out.protect + 1] = sub end
     end
     return out
   end
@@ -332,16 +357,42 @@ function M.follow(sandbox_dir, tip)
   end)
 end
 
+-- The files `git config --global` reads in our environment, with their stamps: what identity()'s
+-- answer is kept for.
+local function global_config_key()
+  local paths = { os.getenv("GIT_CONFIG_GLOBAL") }
+  if not paths[1] then
+    local home, xdg = os.getenv("HOME") or "", os.getenv("XDG_CONFIG_HOME")
+    paths = { ((xdg and xdg ~= "") and xdg or (home .. "/.config")) .. "/git/config", home .. "/.gitconfig" }
+  end
+  for i, path in ipairs(paths) do paths[i] = path .. "=" .. (files.stamp(path) or "-") end
+  return table.concat(paths, "\0")
+end
+
+-- identity()'s last answer: {key = global_config_key(), at = uv.now(), env}. It is asked again when
+-- a global config file changes, and after IDENTITY_MS in any case (a file they include may change
+-- unseen): a fleet of sandboxed spawns runs git once.
+local identity_seen
+M.IDENTITY_MS = 30000
+
 -- The environment that makes commits in a sandbox yours (its home hides your git config):
 -- GIT_AUTHOR_*/GIT_COMMITTER_* from your global user.name and user.email, those you have; never
--- the rest of that config (it may hold tokens). Coroutine.
+-- the rest of that config (it may hold tokens). A new table each call. Coroutine.
 function M.identity()
-  local r = command.run("git", { "config", "--global", "--get-regexp", "^user\\.(name|email)$" }, { timeout_ms = 5000 })
-  local env = {}
-  for key, value in ((r and r.code == 0 and r.stdout) or ""):gmatch("user%.(%a+) ([^\n]+)") do
-    local what = key:upper()
-    env["GIT_AUTHOR_" .. what], env["GIT_COMMITTER_" .. what] = value, value
+  local key = global_config_key()
+  local seen = identity_seen
+  if not (seen and seen.key == key and uv.now() - seen.at <= M.IDENTITY_MS) then
+    local r = command.run("git", { "config", "--global", "--get-regexp", "^user\\.(name|email)$" }, { timeout_ms = 5000 })
+    local env = {}
+    for name, value in ((r and r.code == 0 and r.stdout) or ""):gmatch("user%.(%a+) ([^\n]+)") do
+      local what = name:upper()
+      env["GIT_AUTHOR_" .. what], env["GIT_COMMITTER_" .. what] = value, value
+    end
+    seen = { key = key, at = uv.now(), env = env }
+    if r then identity_seen = seen end -- (git that could not run is asked again)
   end
+  local env = {}
+  for k, v in pairs(seen.env) do env[k] = v end
   return env
 end
 

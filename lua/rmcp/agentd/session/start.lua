@@ -198,11 +198,27 @@ local function agent_command(s, o)
   return cmd
 end
 
+-- argv with s's own sandbox dir in it written alike for every session: the sandboxes of a fleet
+-- spawned alike show their agents the same paths, so their posture probes answer the same.
+local function shared_argv(d, s, argv)
+  local own, out = sandbox.dir(d, s.id), {}
+  local token = "\0sandbox\0"
+  for i, a in ipairs(argv) do
+    local first, last = a:find(own, 1, true)
+    while first do
+      a = a:sub(1, first - 1) .. token .. a:sub(last + 1)
+      first, last = a:find(own, first + #token, true)
+    end
+    out[i] = a
+  end
+  return out
+end
+
 -- Starts finding out the sandbox posture the agent of command cmd will have in s's cwd (env: its
 -- environment): probed when the profile says "doctor" (in s's sandbox: wrap(argv) puts a command
 -- there), else what the profile states (or none: its agent's own permission modes decide).
 -- Returns a function that waits for it (coroutine).
-local function probe_posture(s, cmd, env, wrap)
+local function probe_posture(d, s, cmd, env, wrap)
   local result, waiter
   if cmd.profile.posture == "doctor" then
     local argv = rules_spawn.doctor_argv(cmd.argv)
@@ -210,7 +226,7 @@ local function probe_posture(s, cmd, env, wrap)
     posture.probe_cached(argv, s.cwd, env, function(p)
       result = p
       if waiter then waiter() end
-    end)
+    end, nil, wrap and shared_argv(d, s, argv))
   else
     result = type(cmd.profile.posture) == "table" and cmd.profile.posture or { sandbox = "unknown", allow_write = json.array() }
   end
@@ -293,7 +309,7 @@ function M.start(d, s, o, mode)
   local env = with_approval_env(rules_spawn.command_env(cmd, o.env), cmd.profile, rt.started_approval)
   local argv, enforced, wrap = sandboxed(d, s, cmd, cmd.argv, env)
   if not argv then return nil, enforced end
-  local posture_of = probe_posture(s, cmd, env, wrap)
+  local posture_of = probe_posture(d, s, cmd, env, wrap)
   rt.setting_up = true
   usage.agent_started(s)
   local agent, serr = acp.start(M.agent_opts(d, s, { bin = argv[1], args = { table.unpack(argv, 2) }, cwd = s.cwd, env = env }))
