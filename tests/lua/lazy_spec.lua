@@ -67,6 +67,17 @@ test("agentd starts without the agent setup, turns, events, sandbox, models, tra
   t.eq(package.loaded["rmcp.agentd.session.setup"], nil, "reading the facade loads nothing")
 end)
 
+test("sandbox-net starts its agent without the gate and the HTTP proxy, loaded by the first connection", function(t)
+  local late = { "rmcp.sandboxed.gate", "rmcp.sandboxed.http_proxy", "rmcp.lib.stream_head" }
+  local saved = {}
+  for _, name in ipairs(late) do saved[name] = package.loaded[name] end
+  t.defer(function() for _, name in ipairs(late) do package.loaded[name] = saved[name] end end)
+  for _, name in ipairs(late) do package.loaded[name] = nil end
+  package.loaded["rmcp.sandboxed.net"] = nil
+  require "rmcp.sandboxed.net"
+  for _, name in ipairs(late) do t.eq(package.loaded[name], nil, name .. " waits for the first connection") end
+end)
+
 test("agentd's index of the methods it loads later names each such module's methods, all of them", function(t)
   local api = require "rmcp.agentd.api"
   local named = {}

@@ -11,8 +11,10 @@ local proc = require "rmcp.proc"
 local sys = require "rmcp.sys"
 local log = require "rmcp.lib.log"
 local connect_line = require "rmcp.lib.connect_line"
-local gate = require "rmcp.sandboxed.gate"
-local http_proxy = require "rmcp.sandboxed.http_proxy"
+-- (loaded by the first connection: the agent, which a strict spawn waits for, starts ~1 ms sooner)
+local lazy = require "rmcp.lib.lazy"
+local gate = lazy "rmcp.sandboxed.gate"
+local http_proxy = lazy "rmcp.sandboxed.http_proxy"
 
 local M = {}
 
