@@ -16,7 +16,10 @@
  * row's floor, over the same hops as ours (the agent's turn end -> the daemon -> the server -> the
  * launcher -> the host): the daemon starts a turn at its agent, which 20 ms later takes the
  * CLOCK_MONOTONIC ns, writes its answer line to the daemon and then the stamp to DIR/stamp (as
- * the fake agent does); the daemon answers the watch when that line comes.
+ * the fake agent does); the daemon answers the watch when that line comes. A tool `work:NAME` is
+ * NAME with the work a send does around its answer (the send row's second floor): the daemon appends
+ * a line to DIR/journal, answers NAME, then starts a turn at its agent, which answers at once; that
+ * answer is journaled too.
  * Requests are never parsed as JSON: the id token, method and tool name are found by substring. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -54,6 +57,7 @@ typedef struct {
 
 static const char *dir;
 static int stamp_fd = -1; /* DIR/stamp, opened once: each stamp is written in place (fixed width) */
+static int journal_fd = -1; /* DIR/journal, opened once (O_APPEND), as agentd keeps a session's */
 static canned_t canned[MAX_CANNED];
 static int ncanned;
 
@@ -304,6 +308,18 @@ static void daemon_answer(int fd, const char *id, const char *tool) {
   write_all(fd, iov, 5);
 }
 
+/* Appends one line (what, then a newline) to DIR/journal. */
+static void daemon_journal(const char *what) {
+  if (journal_fd < 0) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/journal", dir);
+    journal_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (journal_fd < 0) fail("journal");
+  }
+  struct iovec iov[2] = { { (void *)what, strlen(what) }, { "\n", 1 } };
+  write_all(journal_fd, iov, 2);
+}
+
 /* Answers one request line of the client in *arg (a stamp_watch when its agent's turn ends). */
 static void daemon_line(char *line, size_t len, void *arg) {
   client_t *cl = arg;
@@ -321,15 +337,27 @@ static void daemon_line(char *line, size_t len, void *arg) {
     write_all(agent_in, &iov, 1);
     return;
   }
+  if (strncmp(tool, "work:", 5) == 0) {
+    daemon_journal("{\"type\":\"prompt\",\"text\":\"hi\"}");
+    daemon_answer(cl->in.fd, id, tool + 5);
+    struct iovec iov = { "now\n", 4 };
+    write_all(agent_in, &iov, 1);
+    return;
+  }
   daemon_answer(cl->in.fd, id, tool);
 }
 
-/* The agent's answer "CLIENT ID" ended a turn: answers that client's stamp_watch. */
+/* The agent's answer ended a turn: "now" (a work: tool's) is journaled; "CLIENT ID" answers that
+ * client's stamp_watch. */
 static void daemon_turn_end(char *line, size_t len, void *arg) {
   (void)arg;
   char id[32];
   int i;
   line[len - 1] = '\0';
+  if (strcmp(line, "now") == 0) {
+    daemon_journal("{\"type\":\"turn_end\",\"stop_reason\":\"end_turn\"}");
+    return;
+  }
   if (sscanf(line, "%d %31s", &i, id) != 2 || i < 0 || i >= MAX_CLIENTS || clients[i].in.fd < 0) return;
   daemon_answer(clients[i].in.fd, id, "stamp_watch");
 }
@@ -349,9 +377,14 @@ static void agent_stamp(long long t) {
 }
 
 /* One turn of the agent (its line "CLIENT ID"): 20 ms later the stamp is taken, the line goes back
- * as the turn's answer, then the stamp is written. */
+ * as the turn's answer, then the stamp is written. A line "now" goes back at once. */
 static void agent_turn(char *line, size_t len, void *arg) {
   int out = *(int *)arg;
+  if (len == 4 && memcmp(line, "now\n", 4) == 0) {
+    struct iovec iov = { line, len };
+    write_all(out, &iov, 1);
+    return;
+  }
   struct timespec delay = { 0, STAMP_DELAY_NS };
   while (nanosleep(&delay, &delay) < 0 && errno == EINTR) {}
   long long t = now_ns();

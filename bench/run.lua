@@ -908,6 +908,9 @@ local function run_idle_calls(env, poll_sid, send_sid)
   line("case", "ours host poll", "ours", host_call("reasonix_poll", { session_id = poll_sid }))
   line("case", "ours send", "ours", SEND); line("pre", "ours send", WATCH)
   line("case", "floor send", "floor", tool_call("reasonix_send_idle")); line("pre", "floor send", tool_call("watch_pre"))
+  -- the same floor doing a send's work beside its answer: a journal line first, then a turn at its
+  -- agent, which answers at once (bench/floor.c `work:`)
+  line("case", "floor send work", "floor", tool_call("work:reasonix_send_idle")); line("pre", "floor send work", tool_call("watch_pre"))
   local r = run_client("rtt", plan, math.max(100, P.mcp_rtt // 4), P.mcp_warm // 2, env).cases
   row({ section = "mcp", what = string.format("reasonix_poll, idle agent (%d B), vs the floor (p50)", sizes["ours poll"]),
         value = s_of(r["ours poll"].p50), base = s_of(r["floor poll"].p50), fmt = fmt_us, target = AT_FLOOR })
@@ -915,7 +918,9 @@ local function run_idle_calls(env, poll_sid, send_sid)
         base = s_of(r["floor poll"].p50), fmt = fmt_us, target = AT_FLOOR })
   row({ section = "mcp", what = "reasonix_send to an idle agent, vs the floor (p50)", value = s_of(r["ours send"].p50),
         base = s_of(r["floor send"].p50), fmt = fmt_us, target = AT_FLOOR })
-  note_cases({ cases = r }, { "ours poll", "ours host poll", "floor poll", "ours send", "floor send" })
+  row({ section = "mcp", what = "  same, vs the floor doing a send's work (journal, a turn at its agent)", value = s_of(r["ours send"].p50),
+        base = s_of(r["floor send work"].p50), fmt = fmt_us, target = AT_FLOOR })
+  note_cases({ cases = r }, { "ours poll", "ours host poll", "floor poll", "ours send", "floor send", "floor send work" })
 end
 
 -- The MCP rows: cold start, round trips with 0 and 20 sessions, poll and send, watch wake-up, server RSS.
