@@ -2,7 +2,7 @@
 -- values it advertises; cached (keyed by the Reasonix config file's mtime) for a few minutes.
 local uv = require "luv"
 local json = require "rmcp.lib.json"
-local files = require "rmcp.lib.files"
+local reload = require "rmcp.lib.reload"
 local jsonrpc = require "rmcp.lib.jsonrpc"
 local config = require "rmcp.config"
 local acp = require "rmcp.acp.client"
@@ -19,7 +19,7 @@ M.max_models = 32
 -- the config refreshes the list, and two homes never share one.
 local function cache_key(e)
   local path = config.reasonix_home(e) .. "/config.toml"
-  return path .. ":" .. (files.stamp(path) or "none")
+  return path .. ":" .. (reload.stamp(path) or "none")
 end
 
 -- The models an agent of a profile without configOptions lists in its session/new result (ACP's

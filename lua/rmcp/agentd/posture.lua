@@ -3,7 +3,7 @@
 local uv = require "luv"
 local proc = require "rmcp.proc"
 local json = require "rmcp.lib.json"
-local files = require "rmcp.lib.files"
+local reload = require "rmcp.lib.reload"
 local ownership = require "rmcp.agentd.ownership"
 
 local M = {}
@@ -91,7 +91,7 @@ end
 
 -- Stamp of a file that shapes the posture, or "-" when it does not exist.
 local function stamp(path)
-  return files.stamp(path) or "-"
+  return reload.stamp(path) or "-"
 end
 
 M.CACHE_MS = 30000

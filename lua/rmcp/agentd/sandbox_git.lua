@@ -17,6 +17,7 @@ local json = require "rmcp.lib.json"
 local files = require "rmcp.lib.files"
 local command = require "rmcp.lib.command"
 local worktree = require "rmcp.agentd.worktree"
+local reload = require "rmcp.lib.reload" -- (stamp: a file's identity for change detection)
 
 local M = {}
 
@@ -167,7 +168,7 @@ local MAX_GITLINKS_SEEN = 64
 -- The paths (relative to top) of the submodules in the index of the checkout at top, whose git
 -- dir is gitdir. Coroutine.
 local function gitlinks(top, gitdir)
-  local index = files.stamp(os.getenv("GIT_INDEX_FILE") or (gitdir .. "/index")) or "-"
+  local index = reload.stamp(os.getenv("GIT_INDEX_FILE") or (gitdir .. "/index")) or "-"
   local seen = gitlinks_seen[top]
   if seen and seen.index == index then return seen.paths end
   local paths = {}
@@ -365,7 +366,7 @@ local function global_config_key()
     local home, xdg = os.getenv("HOME") or "", os.getenv("XDG_CONFIG_HOME")
     paths = { ((xdg and xdg ~= "") and xdg or (home .. "/.config")) .. "/git/config", home .. "/.gitconfig" }
   end
-  for i, path in ipairs(paths) do paths[i] = path .. "=" .. (files.stamp(path) or "-") end
+  for i, path in ipairs(paths) do paths[i] = path .. "=" .. (reload.stamp(path) or "-") end
   return table.concat(paths, "\0")
 end
 

@@ -13,14 +13,6 @@ function M.read(path, max)
   return text
 end
 
--- A file's identity for change detection (inode, size, mtime with ns), or nil when it is missing:
--- a rewrite by rename or in place gives another.
-function M.stamp(path)
-  local st = uv.fs_stat(path)
-  if not st then return nil end
-  return string.format("%d:%d:%d.%09d", st.ino, st.size, st.mtime.sec, st.mtime.nsec)
-end
-
 -- Writes text to path atomically (temp file in the same dir, fsync unless fsync is false, rename);
 -- returns true or nil, err.
 function M.write_atomic(path, text, fsync)
