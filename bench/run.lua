@@ -967,13 +967,14 @@ local function run_mcp(bare)
   plan[#plan + 1] = table.concat({ "dump", "peer tools/list", DIR .. "/capture-peer-tools" }, "\t")
   local rt = run_client("rtt", plan, P.mcp_rtt, P.mcp_warm, env)
   local R = rt.cases
+  -- against the peer, context only: issue 39 found the C floor over these hops only ~2x the peer, so
+  -- issue 9's >= 4x (ping) and >= 2.5x (list) cannot be met; the floor rows hold the targets
   row({ section = "mcp", what = "ping (p50)", value = s_of(R["ours ping"].p50), base = s_of(R["peer ping"].p50),
-        fmt = fmt_us, ahead = true, target = { on = "ratio", op = ">=", limit = 4, text = ">= 4x peer" } })
+        fmt = fmt_us, ahead = true })
   row({ section = "mcp", what = "  same, vs the floor", value = s_of(R["ours ping"].p50), base = s_of(R["floor ping"].p50),
         fmt = fmt_us, target = AT_FLOOR })
   row({ section = "mcp", what = "reasonix_list, 0 sessions, vs the peer's echo (p50)", value = s_of(R["ours list"].p50),
-        base = s_of(R["peer echo"].p50), fmt = fmt_us, ahead = true,
-        target = { on = "ratio", op = ">=", limit = 2.5, text = ">= 2.5x peer" } })
+        base = s_of(R["peer echo"].p50), fmt = fmt_us, ahead = true })
   row({ section = "mcp", what = "  same, vs the floor", value = s_of(R["ours list"].p50), base = s_of(R["floor list"].p50),
         fmt = fmt_us, target = AT_FLOOR })
   row({ section = "mcp", what = "  same, as Claude Code sends it (_meta), vs the floor", value = s_of(R["ours host list"].p50),
