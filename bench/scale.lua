@@ -25,7 +25,7 @@ end
 -- of all pages, the idle window, and the retained histories whose restart and list are compared.
 local function sizes()
   local n = tonumber(os.getenv("RMCP_BENCH_SCALE_N") or "") or 1000
-  return { live = n, raw = n, rtt = 300, walks = 20, idle_s = 10, watch_ids = math.min(64, n),
+  return { live = n, raw = n, rtt = 300, walks = 50, idle_s = 10, watch_ids = math.min(64, n),
            wake = 100, retained = { 100, 1000, 10000 }, restarts = 3, lists = 50 }
 end
 
@@ -103,24 +103,28 @@ local function list_rows(b, Z, c, env)
           target = { on = "ratio", op = "<=", limit = 3, text = "<= 3x floor" } })
   -- (all = false, the default view, on every page: a list with no params at all may be given from
   -- the answer agentd kept, agentd/answers.lua, and this row is about what a cursor costs agentd's Lua)
-  local firsts, walks, pages = {}, {}, 0
+  local firsts, walks, cursored, pages = {}, {}, {}, 0
   for i = 1, Z.walks do
     local t0 = b.now_s()
     b.call(c, "list", { all = false })
-    firsts[i] = b.now_s() - t0
-    t0 = b.now_s()
-    local cursor, n = nil, 0
+    firsts[#firsts + 1] = b.now_s() - t0
+    local cursor, n, walk0 = nil, 0, b.now_s()
     repeat
+      t0 = b.now_s()
       local page = b.call(c, "list", { all = false, cursor = cursor })
+      local took = b.now_s() - t0
+      if cursor then cursored[#cursored + 1] = took else firsts[#firsts + 1] = took end
       cursor, n = page.next_cursor, n + 1
     until not cursor
-    walks[i], pages = b.now_s() - t0, n
+    walks[i], pages = b.now_s() - walk0, n
   end
   local first50 = pct(firsts, 50)
   b.row({ section = "scale", what = string.format("list, all %d pages through agentd (p50)", pages), value = pct(walks, 50),
           base = first50 * pages, fmt = b.fmt_ms, target = { on = "ratio", op = "<=", limit = 1.5, text = "<= 1.5x pages x first" } })
-  b.row({ section = "scale", what = "  same (p99)", value = pct(walks, 99), base = pct(firsts, 99) * pages, fmt = b.fmt_ms,
-          target = { on = "ratio", op = "<=", limit = 1.5, text = "<= 1.5x pages x first" } })
+  -- (per page: the p99 of whole walks against p99 first pages x the pages would set one walk's
+  -- worst page against the worst first page, each the highest of a few)
+  b.row({ section = "scale", what = "  a page after a cursor (p99)", value = pct(cursored, 99), base = pct(firsts, 99), fmt = b.fmt_us,
+          target = { on = "ratio", op = "<=", limit = 1.5, text = "<= 1.5x first page" } })
 end
 
 -- One reasonix_watch over Z.watch_ids ids woken by one turn end (a [fake:stamp] turn of the first),
