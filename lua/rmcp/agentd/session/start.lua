@@ -201,16 +201,8 @@ end
 -- argv with s's own sandbox dir in it written alike for every session: the sandboxes of a fleet
 -- spawned alike show their agents the same paths, so their posture probes answer the same.
 local function shared_argv(d, s, argv)
-  local own, out = sandbox.dir(d, s.id), {}
-  local token = "\0sandbox\0"
-  for i, a in ipairs(argv) do
-    local first, last = a:find(own, 1, true)
-    while first do
-      a = a:sub(1, first - 1) .. token .. a:sub(last + 1)
-      first, last = a:find(own, first + #token, true)
-    end
-    out[i] = a
-  end
+  local own, out = sandbox.dir(d, s.id):gsub("%p", "%%%0"), {}
+  for i, a in ipairs(argv) do out[i] = a:gsub(own, "\0sandbox\0") end
   return out
 end
 
